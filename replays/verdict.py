@@ -1,0 +1,49 @@
+"""The verdict of checking one upload record: the one shape every checker returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+VALID = "valid"
+INVALID = "invalid"  # well-formed, but breaks a rule: quarantined by ingest
+MALFORMED = "malformed"  # does not follow the upload format: rejected by ingest
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    verdict: str
+    game_id: str | None = None
+    rule: str | None = None  # "R2.2", "S2.4": the first broken rule (R10 / S4)
+    turn: int | None = None  # 0-based turn (Slow6) or round (Slide); None = whole record
+    message: str | None = None
+    field: str | None = None  # for malformed: the offending field, "turns[7].moves"
+    seat: int | None = None  # Slide only: the seat that broke the rule
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == VALID
+
+    def as_dict(self) -> dict:
+        out = {
+            "game_id": self.game_id,
+            "verdict": self.verdict,
+            "rule": self.rule,
+            "turn": self.turn,
+            "message": self.message,
+            "field": self.field,
+        }
+        if self.seat is not None:
+            out["seat"] = self.seat
+        return out
+
+
+def valid(game_id: str | None) -> Verdict:
+    return Verdict(VALID, game_id)
+
+
+def invalid(game_id, rule: str, turn: int | None, message: str, seat: int | None = None):
+    return Verdict(INVALID, game_id, rule, turn, message, None, seat)
+
+
+def malformed(game_id, field: str, message: str) -> Verdict:
+    return Verdict(MALFORMED, game_id, None, None, message, field)
