@@ -1,0 +1,274 @@
+"""Slide replay verifier: replays a well-formed record by the rules and names the first broken
+rule per S4 (slide-rules.md).
+
+Well-formedness against the schema is `replays.wellformed`'s job. This module adds the shape
+checks the schema cannot express (lengths and ranges tied to `players`) and reports them as
+malformed, before any rule is checked.
+"""
+
+from __future__ import annotations
+
+from replays.slide.engine import (
+    CELLS,
+    MAX_VALUE,
+    MIN_VALUE,
+    ROUNDS,
+    SIDES,
+    SIZE,
+    edge_blocked,
+    groups,
+    push,
+    score_grid,
+    winners,
+)
+from replays.slide.facts import SlideFacts, SlideSeatFacts, SlideTakeFacts
+from replays.verdict import Verdict, invalid, malformed, valid
+
+_SIDES = frozenset(SIDES)
+
+
+def verify(record: dict) -> Verdict:
+    """The verdict for one well-formed Slide record (valid, invalid with rule/turn/seat, or
+    malformed for a shape the schema cannot check)."""
+    return _replay(record, collect=False)[0]
+
+
+def replay(record: dict) -> tuple[Verdict, SlideFacts | None]:
+    """Like `verify`, plus the facts of the game when it is valid (None otherwise)."""
+    return _replay(record, collect=True)
+
+
+def _is_int(x) -> bool:
+    return type(x) is int  # JSON integers only; bool is not an int here
+
+
+def _int_list(x, n: int) -> bool:
+    return type(x) is list and len(x) == n and all(type(v) is int for v in x)
+
+
+def _shape(record: dict) -> Verdict | None:
+    """Shape the format needs but the schema cannot say: P entries everywhere, seats in range."""
+    gid = record.get("game_id")
+    players = record.get("players")
+    if not _is_int(players) or not 2 <= players <= 6:
+        return malformed(gid, "players", f"players must be an integer 2..6, got {players!r}")
+    p = players
+    first = record.get("first")
+    if not _is_int(first) or not 0 <= first < p:
+        return malformed(gid, "first", f"first must be a seat 0..{p - 1}, got {first!r}")
+    match = record.get("match")
+    if match is not None and not (
+        type(match) is dict
+        and type(match.get("id")) is str
+        and _is_int(match.get("game"))
+        and match["game"] >= 1
+    ):
+        return malformed(gid, "match", "match must be null or {id: string, game: integer >= 1}")
+    grids = record.get("grids")
+    if type(grids) is not list or len(grids) != p:
+        n = len(grids) if type(grids) is list else "no"
+        return malformed(gid, "grids", f"grids has {n} grids, players is {p}")
+    for s, grid in enumerate(grids):
+        if not _int_list(grid, CELLS):
+            n = len(grid) if type(grid) is list else "no"
+            return malformed(gid, f"grids[{s}]", f"grids[{s}] must be 16 integers, has {n} cards")
+    rounds = record.get("rounds")
+    if type(rounds) is not list:
+        return malformed(gid, "rounds", "rounds must be a list of round objects")
+    for i, rnd in enumerate(rounds):
+        where = f"rounds[{i}]"
+        if type(rnd) is not dict:
+            return malformed(gid, where, f"{where} must be an object")
+        reveals = rnd.get("reveals")
+        if type(reveals) is not list or len(reveals) != p:
+            return malformed(gid, f"{where}.reveals", _count(reveals, p, "positions"))
+        for s, pos in enumerate(reveals):
+            if not (type(pos) is list and len(pos) == 2 and _cell(pos[0]) and _cell(pos[1])):
+                return malformed(
+                    gid, f"{where}.reveals[{s}]", f"a position is [row, col] with 0..3, got {pos!r}"
+                )
+        takes = rnd.get("takes")
+        if not _int_list(takes, p):
+            return malformed(gid, f"{where}.takes", _count(takes, p, "integer values"))
+        slides = rnd.get("slides")
+        if type(slides) is not list or len(slides) != p:
+            return malformed(gid, f"{where}.slides", _count(slides, p, "edges"))
+        for s, edge in enumerate(slides):
+            if type(edge) is not dict or edge.get("side") not in _SIDES:
+                return malformed(
+                    gid,
+                    f"{where}.slides[{s}]",
+                    f'an edge is {{"side": "left"|"right"|"top"|"bottom"}}, got {edge!r}',
+                )
+    result = record.get("result")
+    if type(result) is not dict:
+        return malformed(gid, "result", "result must be an object")
+    for key in ("scores", "cards_left"):
+        if not _int_list(result.get(key), p):
+            return malformed(gid, f"result.{key}", _count(result.get(key), p, "integers"))
+    wins = result.get("winners")
+    if type(wins) is not list:
+        return malformed(gid, "result.winners", "winners must be a list of seats")
+    for k, seat in enumerate(wins):
+        if not _is_int(seat) or not 0 <= seat < p:
+            return malformed(gid, f"result.winners[{k}]", f"{seat!r} is not a seat 0..{p - 1}")
+    return None
+
+
+def _cell(x) -> bool:
+    return type(x) is int and 0 <= x < SIZE
+
+
+def _count(x, p: int, what: str) -> str:
+    n = len(x) if type(x) is list else "no"
+    return f"must have one entry per player ({p} {what}), has {n}"
+
+
+def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
+    bad = _shape(record)
+    if bad is not None:
+        return bad, None
+    gid = record.get("game_id")
+    p = record["players"]
+    first = record["first"]
+    grids = record["grids"]
+
+    # S1.3 before anything else.
+    for s, grid in enumerate(grids):
+        for k, v in enumerate(grid):
+            if not MIN_VALUE <= v <= MAX_VALUE:
+                r, c = divmod(k, SIZE)
+                return invalid(
+                    gid,
+                    "S1.3",
+                    None,
+                    f"seat {s}: the card dealt at ({r},{c}) has value {v}, outside 1..10 (S1.3)",
+                    seat=s,
+                ), None
+
+    values = [list(g) for g in grids]
+    down = [[True] * CELLS for _ in range(p)]
+    seats = range(p)
+    takes_facts: list[SlideTakeFacts] = []
+
+    for i, rnd in enumerate(record["rounds"]):
+        # S2.2, lowest seat first.
+        gaps = [0] * p
+        middle = [0] * p
+        for s, (r, c) in enumerate(rnd["reveals"]):
+            g = r * SIZE + c
+            if not down[s][g]:
+                why = (
+                    "every card is already face up after 16 rounds"
+                    if i >= ROUNDS
+                    else "which is already face up"
+                )
+                return invalid(
+                    gid, "S2.2", i, f"round {i}, seat {s}: reveals ({r},{c}), {why} (S2.2)", seat=s
+                ), None
+            down[s][g] = False
+            middle[s] = values[s][g]
+            values[s][g] = 0
+            gaps[s] = g
+
+        # S2.3, in taking order from the round's first player.
+        leader = (first + i) % p
+        took = [0] * p
+        pool = middle.copy()
+        for k, v in enumerate(rnd["takes"]):
+            seat = (leader + k) % p
+            if collect:
+                available = tuple(sorted(pool))
+            if v not in pool:
+                return invalid(
+                    gid,
+                    "S2.3",
+                    i,
+                    f"round {i}, seat {seat} (taker {k + 1} of {p}): takes {v}, which is not in "
+                    f"the middle {sorted(pool)} (S2.3)",
+                    seat=seat,
+                ), None
+            pool.remove(v)
+            took[seat] = v
+            if collect:
+                r, c = divmod(gaps[seat], SIZE)
+                takes_facts.append(
+                    SlideTakeFacts(
+                        round=i,
+                        seat=seat,
+                        order=k,
+                        revealed=middle[seat],
+                        reveal_pos=(r, c),
+                        took=v,
+                        available=available,
+                        choice=len(set(available)) > 1,
+                        side="",
+                    )
+                )
+
+        # S2.4, in seat order.
+        slides = rnd["slides"]
+        for s in seats:
+            side = slides[s]["side"]
+            g = gaps[s]
+            if edge_blocked(g, side):
+                r, c = divmod(g, SIZE)
+                return invalid(
+                    gid,
+                    "S2.4",
+                    i,
+                    f"round {i}, seat {s}: slides in from the {side}, but the gap ({r},{c}) "
+                    f"touches the {side} edge; a card never enters directly into the gap (S2.4)",
+                    seat=s,
+                ), None
+            push(values[s], down[s], g, side, took[s])
+        if collect:
+            for f in takes_facts[-p:]:
+                f.side = slides[f.seat]["side"]
+
+    n_rounds = len(record["rounds"])
+    if n_rounds < ROUNDS:
+        return invalid(
+            gid,
+            "S3.1",
+            None,
+            f"the log has {n_rounds} rounds; a game has 16, so cards are still face down (S3.1)",
+        ), None
+
+    # S3.3: scores, then cards_left, then winners (as a set).
+    result = record["result"]
+    scored = [score_grid(v) for v in values]
+    scores = [sc for sc, _ in scored]
+    left = [n for _, n in scored]
+    for key, truth in (("scores", scores), ("cards_left", left)):
+        claimed = result[key]
+        for s in seats:
+            if claimed[s] != truth[s]:
+                return invalid(
+                    gid,
+                    "S3.3",
+                    None,
+                    f"result.{key}[{s}] is {claimed[s]}, but seat {s}'s final grid gives "
+                    f"{truth[s]} (replayed {key}: {truth}) (S3.3)",
+                    seat=s,
+                ), None
+    won = winners(scores, left)
+    if set(result["winners"]) != set(won):
+        return invalid(
+            gid,
+            "S3.3",
+            None,
+            f"result.winners is {sorted(set(result['winners']))}, but the lowest score with the "
+            f"fewest cards left wins: {won} (scores {scores}, cards left {left}) (S3.3)",
+        ), None
+
+    if not collect:
+        return valid(gid), None
+    facts = SlideFacts(
+        players=p,
+        first=first,
+        winners=tuple(won),
+        seats=[SlideSeatFacts(s, scores[s], left[s], groups(values[s])) for s in seats],
+        takes=sorted(takes_facts, key=lambda f: (f.round, f.seat)),
+    )
+    return valid(gid), facts
