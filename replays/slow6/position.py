@@ -1,0 +1,538 @@
+"""The Slow6 position: a compact state, legal-move generation, and applying powers and moves.
+
+State lives in flat lists indexed by piece id (pid) and by square, python-chess style: no object
+per square or per piece. A pid is fixed for the game; its side, start square and original rank
+never change. Time is the global ply `g` (0-based index of the turn in the log): turns strictly
+alternate, so "its owner's next K turns" are plies g+1, g+3, ... when they start on the other
+side's turn, and g+2, ... (plus the rest of turn g) when they start on the owner's own turn.
+
+Every mutating method validates first and raises `RuleBroken(rule, message)` naming the rule of
+`../shared/spec/slow6-rules.md` as R10 says; nothing is changed when it raises.
+"""
+
+from __future__ import annotations
+
+from .board import DIRECTIONS, TURN_LIMIT, back_row, square_name
+
+NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
+
+
+class RuleBroken(Exception):
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+
+
+class GameOver(Exception):
+    pass
+
+
+class Counters:
+    """What one turn did, for storage and analysis (facts)."""
+
+    __slots__ = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
+
+    def __init__(self):
+        self.fights = self.removed = self.stuns = self.catches = 0
+        self.promotions = self.trapped = 0
+
+
+class Position:
+    __slots__ = (
+        "n", "k", "crown", "limit", "board", "side", "rank", "pos", "start", "orig", "lane",
+        "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
+        "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
+        "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
+    )  # fmt: skip
+
+    # ------------------------------------------------------------------ construction
+
+    def __init__(self, n: int, lineups, picks=None):
+        self.n = n
+        self.k = (n - 1) // 2
+        self.crown = n + 1
+        self.limit = TURN_LIMIT[n]
+        self.board = [-1] * (n * n)
+        self.side = []
+        self.rank = []
+        self.pos = []
+        self.start = []
+        self.orig = []
+        self.lane = []  # per pid: the far-row square where its rank promotes (R5.1)
+        self.trap = [-1, -1]
+        self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
+        self.used = (set(), set())
+        self.taken = [0, 0]
+        self.ply = 0
+        self.to_move = 0
+        self.winner = None
+        self.reason = None
+        self.over = False
+        self.counters = None
+        self._lineups = lineups
+
+    @classmethod
+    def start_position(cls, n: int, lineups, first: int, picks=None) -> Position:
+        p = cls(n, lineups, picks)
+        for s in (0, 1):
+            row = back_row(s, n)
+            for f in range(n):
+                p._add_piece(s, lineups[s][f], row * n + f, row * n + f)
+        p._finish_setup(first)
+        return p
+
+    @classmethod
+    def from_challenge(cls, n: int, lineups, position: dict, picks=None) -> Position:
+        """A set position (R9.1); the caller has checked consistency (R9.2)."""
+        p = cls(n, lineups, picks)
+        to_move = position["to_move"]
+        pieces = position["pieces"]
+        for pc in pieces:
+            p._add_piece(pc["side"], pc["rank"], _sq(pc["square"], n), _sq(pc["start"], n))
+        p._finish_setup(to_move)
+        stunned = []
+        for pid, pc in enumerate(pieces):
+            p.wounded[pid] = bool(pc["wounded"])
+            if pc["stunned"]:
+                stunned.append(pid)
+        p.taken = list(position["turns_taken"])
+        for pid in stunned:  # R9.3: stunned by the previous turn
+            if p.side[pid] == to_move:
+                p.imm[pid] = 0
+                p.stun[pid] = 1
+            else:
+                p.stun[pid] = 0
+        return p
+
+    def _add_piece(self, s: int, rank: int, sq: int, start: int) -> int:
+        pid = len(self.side)
+        self.side.append(s)
+        self.rank.append(rank)
+        self.pos.append(sq)
+        self.start.append(start)
+        self.orig.append(self._lineups[s][start % self.n])
+        self.lane.append(self._lane_square(s, rank))
+        self.board[sq] = pid
+        return pid
+
+    def _lane_square(self, s: int, rank: int) -> int:
+        if rank > self.n:
+            return -1
+        n = self.n
+        return back_row(1 - s, n) * n + self._lineups[1 - s].index(rank)
+
+    def _finish_setup(self, first: int) -> None:
+        m = len(self.side)
+        self.wounded = [False] * m
+        self.stun = [NEVER] * m  # last ply through which the crown is catchable (R4.2)
+        self.imm = [NEVER] * m  # last ply through which the piece is immobile (R2.3)
+        self.dash = [False] * m
+        self.leap = [False] * m
+        self.surge = [False] * m
+        self.shield = [False] * m
+        self.removed_at = [NEVER] * m
+        self.moved = [0] * m
+        self.promoted_at = [None] * m
+        self.revealed_at = [None] * m
+        self.stunned_count = [0] * m
+        self.home_pid = None
+        self.to_move = first
+
+    def copy(self) -> Position:
+        c = Position.__new__(Position)
+        for name in ("n", "k", "crown", "limit", "winner", "reason", "over", "ply", "to_move",
+                     "picks", "side", "start", "orig", "home_pid"):  # fmt: skip
+            setattr(c, name, getattr(self, name))
+        for name in ("board", "rank", "pos", "lane", "wounded", "stun", "imm", "dash", "leap",
+                     "surge", "shield", "removed_at", "trap", "taken", "moved", "promoted_at",
+                     "revealed_at", "stunned_count"):  # fmt: skip
+            setattr(c, name, getattr(self, name)[:])
+        c.used = (set(self.used[0]), set(self.used[1]))
+        c._lineups = self._lineups
+        c.counters = None
+        return c
+
+    # ------------------------------------------------------------------ queries
+
+    def pieces(self, s: int):
+        side, pos = self.side, self.pos
+        return [pid for pid in range(len(side)) if side[pid] == s and pos[pid] >= 0]
+
+    def points(self) -> tuple[int, int]:
+        tot = [0, 0]
+        for pid, sq in enumerate(self.pos):
+            if sq >= 0:
+                tot[self.side[pid]] += self.rank[pid]
+        return tot[0], tot[1]
+
+    def is_crown(self, pid: int) -> bool:
+        return self.rank[pid] == self.crown
+
+    def immobile(self, pid: int) -> bool:
+        return self.imm[pid] >= self.ply
+
+    def catchable(self, pid: int) -> bool:
+        return self.stun[pid] >= self.ply
+
+    def sq(self, square: int) -> str:
+        return square_name(square, self.n)
+
+    def legal_moves(self, s: int, exclude: int = -1) -> list[tuple[int, int]]:
+        """Every legal (from, to) for side `s` now; `exclude` a pid that may not move."""
+        out = []
+        n, board, side, ply = self.n, self.board, self.side, self.ply
+        for pid, frm in enumerate(self.pos):
+            if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
+                continue
+            fx, fy = frm % n, frm // n
+            reach = 1 if self.rank[pid] == self.crown else 2
+            if self.dash[pid]:
+                reach = 3
+            targets = set()
+            for dx, dy in DIRECTIONS:
+                x, y = fx, fy
+                for _ in range(reach):
+                    x += dx
+                    y += dy
+                    if not (0 <= x < n and 0 <= y < n):
+                        break
+                    occ = board[y * n + x]
+                    if occ < 0:
+                        targets.add(y * n + x)
+                        continue
+                    if side[occ] != s:
+                        targets.add(y * n + x)
+                    break
+            if self.leap[pid]:
+                for y in range(max(0, fy - 2), min(n, fy + 3)):
+                    for x in range(max(0, fx - 2), min(n, fx + 3)):
+                        if board[y * n + x] < 0:
+                            targets.add(y * n + x)
+            out.extend((frm, to) for to in sorted(targets))
+        return out
+
+    def has_legal_move(self, s: int, exclude: int = -1) -> bool:
+        n, board, side, ply = self.n, self.board, self.side, self.ply
+        for pid, frm in enumerate(self.pos):
+            if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
+                continue
+            fx, fy = frm % n, frm // n
+            if self.leap[pid]:  # every empty square within 2 is reachable
+                for y in range(max(0, fy - 2), min(n, fy + 3)):
+                    for x in range(max(0, fx - 2), min(n, fx + 3)):
+                        if board[y * n + x] < 0:
+                            return True
+            for dx, dy in DIRECTIONS:
+                x, y = fx + dx, fy + dy
+                if 0 <= x < n and 0 <= y < n:
+                    occ = board[y * n + x]
+                    if occ < 0 or side[occ] != s:
+                        return True
+        return False
+
+    # ------------------------------------------------------------------ powers (R8)
+
+    def use_power(self, power: str, target) -> None:
+        """Use `power` for the side to move, before its move. `target` is a square int, a pair
+        of square ints (swap), or None (double); -1 means off the board."""
+        s, g = self.to_move, self.ply
+        if self.picks is None:
+            raise RuleBroken("R8.1", f"{power} used in a game without powers")
+        if power not in self.picks[s]:
+            raise RuleBroken("R8.1", f"side {s} did not pick {power}")
+        if power in self.used[s]:
+            raise RuleBroken("R8.1", f"{power} already used by side {s}")
+        board, side = self.board, self.side
+        if power == "double":
+            pass
+        elif power == "swap":
+            a, b = target
+            for t in (a, b):
+                if t < 0:
+                    raise RuleBroken("R8.6", "swap target is off the board")
+                pid = board[t]
+                if pid < 0 or side[pid] != s:
+                    raise RuleBroken("R8.6", f"swap target {self.sq(t)} holds no own piece")
+                if self.imm[pid] >= g:
+                    raise RuleBroken("R8.6", f"swap with {self.sq(t)}, which is immobile")
+            if a == b:
+                raise RuleBroken("R8.6", f"swap needs two different pieces, got {self.sq(a)} twice")
+            pa, pb = board[a], board[b]
+            board[a], board[b] = pb, pa
+            self.pos[pa], self.pos[pb] = b, a
+        elif power == "recall":
+            self._recall(target, s, g)
+        elif power == "trap":
+            if target < 0:
+                raise RuleBroken("R8.8", "trap target is off the board")
+            if board[target] >= 0:
+                raise RuleBroken("R8.8", f"trap on {self.sq(target)}, which holds a piece")
+            self.trap[s] = target
+        elif power in ("freeze", "shove"):
+            rule = "R8.5" if power == "freeze" else "R8.9"
+            if target < 0:
+                raise RuleBroken(rule, f"{power} target is off the board")
+            pid = board[target]
+            if pid < 0 or side[pid] == s:
+                raise RuleBroken(rule, f"{power} target {self.sq(target)} holds no enemy piece")
+            if power == "freeze":
+                self.imm[pid] = max(self.imm[pid], g + 3)
+            else:
+                self._shove(pid, target, s, g)
+        else:  # dash, leap, surge, shield: one own piece
+            rule = {"dash": "R8.4", "leap": "R8.11", "surge": "R8.10", "shield": "R8.12"}[power]
+            if target < 0:
+                raise RuleBroken(rule, f"{power} target is off the board")
+            pid = board[target]
+            if pid < 0 or side[pid] != s:
+                raise RuleBroken(rule, f"{power} target {self.sq(target)} holds no own piece")
+            if power in ("leap", "surge") and self.rank[pid] == self.crown:
+                raise RuleBroken(rule, f"{power} on {self.sq(target)}, which is a crown")
+            if power != "shield" and self.imm[pid] >= g:
+                raise RuleBroken("R2.3", f"{power} on {self.sq(target)}, which is immobile")
+            getattr(self, power)[pid] = True
+        self.used[s].add(power)
+
+    def _recall(self, target: int, s: int, g: int) -> None:
+        if target < 0:
+            raise RuleBroken("R8.7", "recall target is off the board")
+        name = self.sq(target)
+        pid = next(
+            (p for p in range(len(self.side)) if self.side[p] == s and self.start[p] == target), -1
+        )
+        if pid < 0:
+            raise RuleBroken("R8.7", f"recall: no piece of side {s} started on {name}")
+        if self.pos[pid] >= 0:
+            raise RuleBroken("R8.7", f"recall: the piece that started on {name} is on the board")
+        if self.removed_at[pid] < g - 2:
+            raise RuleBroken(
+                "R8.7",
+                f"recall: the piece that started on {name} was not removed during side {s}'s "
+                "previous turn or the turn since",
+            )
+        if self.board[target] >= 0:
+            raise RuleBroken("R8.7", f"recall: start square {name} is taken")
+        rank = self.orig[pid]
+        self.rank[pid] = rank
+        self.lane[pid] = self._lane_square(s, rank)
+        self.wounded[pid] = False
+        self.stun[pid] = NEVER
+        self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False
+        self.imm[pid] = g  # it cannot move this turn
+        self.removed_at[pid] = NEVER
+        self.pos[pid] = target
+        self.board[target] = pid
+
+    def _shove(self, pid: int, square: int, s: int, g: int) -> None:
+        n, board, side = self.n, self.board, self.side
+        x, y = square % n, square // n
+        if not any(
+            0 <= x + dx < n and 0 <= y + dy < n
+            and board[(y + dy) * n + x + dx] >= 0
+            and side[board[(y + dy) * n + x + dx]] == s
+            for dx, dy in DIRECTIONS
+        ):
+            raise RuleBroken("R8.9", f"shove: {self.sq(square)} is next to none of your pieces")
+        ny = y - 1 if side[pid] == 0 else y + 1  # towards its own back row
+        if not 0 <= ny < n:
+            raise RuleBroken("R8.9", f"shove: {self.sq(square)} would leave the board")
+        dest = ny * n + x
+        if board[dest] >= 0:
+            raise RuleBroken("R8.9", f"shove: {self.sq(square)} onto {self.sq(dest)}, which is taken")
+        board[square] = -1
+        board[dest] = pid
+        self.pos[pid] = dest
+        if self.trap[s] == dest:  # the shover's trap springs; it is the other side's turn
+            self.trap[s] = -1
+            self.imm[pid] = max(self.imm[pid], g + 3)
+            if self.counters:
+                self.counters.trapped += 1
+
+    # ------------------------------------------------------------------ moves (R2-R6)
+
+    def move(self, frm: int, to: int, exclude: int = -1, text: str | None = None) -> int:
+        """Make one move for the side to move; returns the pid that moved. Ends the game when
+        a move wins (R5 first, then R6.1, then R6.2). `exclude`: a pid barred from moving (the
+        crown of a double's first move, R8.3)."""
+        n, board, side, rank, s, g = self.n, self.board, self.side, self.rank, self.to_move, self.ply
+        label = text or (f"{self.sq(frm)}-{self.sq(to)}" if frm >= 0 and to >= 0 else "move")
+        if frm < 0 or to < 0:
+            raise RuleBroken("R2.2", f"{label} leaves the board")
+        pid = board[frm]
+        if pid < 0:
+            raise RuleBroken("R2.2", f"{label}: no piece on {self.sq(frm)}")
+        if side[pid] != s:
+            raise RuleBroken("R2.2", f"{label} moves an enemy piece")
+        if frm == to:
+            raise RuleBroken("R2.2", f"{label} does not move")
+        if pid == exclude:
+            raise RuleBroken("R8.3", f"{label}: a crown makes at most one of the two moves of a double")
+        if self.imm[pid] >= g:
+            raise RuleBroken("R2.3", f"{label} moves an immobile piece")
+        crown = rank[pid] == self.crown
+        fx, fy, tx, ty = frm % n, frm // n, to % n, to // n
+        dx, dy = tx - fx, ty - fy
+        adx, ady = abs(dx), abs(dy)
+        occ = board[to]
+        if occ >= 0 and side[occ] == s:
+            raise RuleBroken("R2.2", f"{label} lands on an own piece")
+        is_leap = self.leap[pid] and occ < 0 and adx <= 2 and ady <= 2
+        passed = ()
+        if not is_leap:
+            if not (dx == 0 or dy == 0 or adx == ady):
+                raise RuleBroken("R2.2", f"{label} is not a straight line")
+            dist = adx if adx > ady else ady
+            reach = 3 if self.dash[pid] else (1 if crown else 2)
+            if dist > reach:
+                what = "a crown" if crown and not self.dash[pid] else "a piece"
+                raise RuleBroken("R2.2", f"{label} moves {dist} squares; {what} moves at most {reach}")
+            if dist > 1:
+                sx = (dx > 0) - (dx < 0)
+                sy = (dy > 0) - (dy < 0)
+                passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
+                for p in passed:
+                    if board[p] >= 0:
+                        raise RuleBroken(
+                            "R2.2", f"{label} passes over {self.sq(p)}, which holds a piece"
+                        )
+        # Legal. From here on the move happens.
+        c = self.counters
+        surged = self.surge[pid]
+        self.dash[pid] = self.leap[pid] = self.surge[pid] = False
+        self.moved[pid] += 1
+        if self.revealed_at[pid] is None:
+            self.revealed_at[pid] = g
+        trap = self.trap[1 - s]
+        end = to
+        if trap >= 0 and (trap == to and occ < 0 or trap in passed):
+            end = trap  # R8.8: stopped on the trap, no fight
+            occ = -1
+        if occ < 0:
+            board[frm] = -1
+            board[end] = pid
+            self.pos[pid] = end
+        else:
+            end = self._fight(pid, occ, frm, to, surged, g)
+        if end >= 0:
+            if end == trap and self.trap[1 - s] == trap:
+                self.trap[1 - s] = -1
+                self.imm[pid] = max(self.imm[pid], g + 4)
+                if c:
+                    c.trapped += 1
+            if not crown and end == self.lane[pid] and rank[pid] != self.crown:
+                rank[pid] = self.crown  # R5.1: a fresh crown at once
+                self.wounded[pid] = False
+                self.lane[pid] = -1
+                self.promoted_at[pid] = g
+                if c:
+                    c.promotions += 1
+            if rank[pid] == self.crown and end == self.start[pid]:
+                self._end(s, "home")  # R6.1
+                self.home_pid = pid
+                return pid
+        self._check_wipeout()
+        return pid
+
+    def _fight(self, a: int, d: int, frm: int, to: int, surged: bool, g: int) -> int:
+        """Attacker `a` from `frm` onto defender `d` on `to` (R3, R4, R8.10, R8.12).
+        Returns where the attacker ends, or -1 when it is removed."""
+        rank, crown = self.rank, self.crown
+        ra, rd = rank[a], rank[d]
+        c = self.counters
+        if c:
+            c.fights += 1
+        if self.revealed_at[d] is None:
+            self.revealed_at[d] = g
+        rest = False
+        if rd == crown and self.stun[d] >= g:
+            win = 1  # R4.3: a stunned crown is caught
+            if c:
+                c.catches += 1
+        elif ra == crown and rd != crown:
+            win = 1  # R4.1
+        elif rd == crown and ra != crown:
+            win = -1  # R4.2: the attacker loses, the crown is stunned and wounded
+            self.wounded[d] = True
+            self.stun[d] = g + 2
+            self.imm[d] = max(self.imm[d], g + 1)
+            self.stunned_count[d] += 1
+            if c:
+                c.stuns += 1
+        elif ra == crown:  # crown vs crown, R4.4
+            wa, wd = self.wounded[a], self.wounded[d]
+            win = 0 if wa == wd else (1 if wd else -1)
+        else:
+            diff = (ra - rd) % self.n
+            if diff == 0:
+                win = 0
+            elif diff <= self.k:
+                win = 1
+            elif surged and diff == self.k + 1:
+                win = 1
+                rest = True  # won only because of the surge
+            else:
+                win = -1
+        if rest:
+            self.imm[a] = max(self.imm[a], g + 2)
+        a_survives = win == 1 or self._shielded(a)
+        d_survives = win == -1 or self._shielded(d)
+        if not d_survives:
+            self._remove(d, g)
+        if not a_survives:
+            self._remove(a, g)
+            return -1
+        if not d_survives:  # the square is free: a surviving attacker takes it (also in a
+            # shielded equal trade, as the reference records do)
+            self.board[frm] = -1
+            self.board[to] = a
+            self.pos[a] = to
+            return to
+        return frm  # R8.12/R8.15: sent back to its own square
+
+    def _shielded(self, pid: int) -> bool:
+        if self.shield[pid]:
+            self.shield[pid] = False
+            return True
+        return False
+
+    def _remove(self, pid: int, g: int) -> None:
+        self.board[self.pos[pid]] = -1
+        self.pos[pid] = -1
+        self.removed_at[pid] = g
+        self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False  # R8.13
+        if self.counters:
+            self.counters.removed += 1
+
+    def _check_wipeout(self) -> None:
+        alive = [False, False]
+        for pid, sq in enumerate(self.pos):
+            if sq >= 0:
+                alive[self.side[pid]] = True
+        if alive[0] and alive[1]:
+            return
+        if not alive[0] and not alive[1]:
+            self._end(None, "wipeout")
+        else:
+            self._end(0 if alive[0] else 1, "wipeout")
+
+    def _end(self, winner, reason: str) -> None:
+        self.over = True
+        self.winner = winner
+        self.reason = reason
+
+    def end_turn(self) -> None:
+        """Close the turn of the side to move: count it, check points (R6.3), pass the turn."""
+        s = self.to_move
+        self.taken[s] += 1
+        self.ply += 1
+        self.to_move = 1 - s
+        if not self.over and self.taken[0] >= self.limit and self.taken[1] >= self.limit:
+            p0, p1 = self.points()
+            self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
+
+
+def _sq(text: str, n: int) -> int:
+    from .board import parse_square
+
+    return parse_square(text, n)

@@ -1,0 +1,232 @@
+"""Replay a well-formed Slow6 record and judge it: valid, or the first rule it breaks (R10)."""
+
+from __future__ import annotations
+
+from ..verdict import Verdict, invalid, valid
+from .board import MOVE_XY, SQUARE_XY, TURN_LIMIT, back_row, square_name
+from .facts import PieceFacts, Slow6Facts, TurnFacts
+from .position import Counters, Position, RuleBroken
+
+REASON_RULE = {"home": "R6.1", "wipeout": "R6.2", "points": "R6.3"}
+
+
+class RecordFault(Exception):
+    """A fault of the record as a whole (no turn)."""
+
+    def __init__(self, rule: str, message: str):
+        super().__init__(message)
+        self.rule = rule
+        self.message = message
+
+
+def verify(record: dict) -> Verdict:
+    return replay(record)[0]
+
+
+def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | None]:
+    """Replay every turn; with `collect`, also return the facts storage needs (valid games)."""
+    gid = record.get("game_id")
+    try:
+        pos = setup(record)
+    except RecordFault as e:
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+    turn_facts = [] if collect else None
+    i = -1
+    try:
+        for i, turn in enumerate(record["turns"]):
+            if collect:
+                pos.counters = Counters()
+            play_turn(pos, turn)
+            if collect:
+                c = pos.counters
+                turn_facts.append(
+                    TurnFacts(1 - pos.to_move, turn.get("power"), tuple(turn["moves"]), c.fights,
+                              c.removed, c.stuns, c.catches, c.promotions, c.trapped)  # fmt: skip
+                )
+    except RuleBroken as e:
+        return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
+    try:
+        judge_result(pos, record["result"])
+    except RecordFault as e:
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+    facts = _facts(pos, record, turn_facts) if collect else None
+    return valid(gid), facts
+
+
+def setup(record: dict) -> Position:
+    rules = record["rules"]
+    n = rules["board"]
+    picks = record["powers"]
+    if rules["powers"]:
+        if picks is None:
+            raise RecordFault("R8.1", "a game with powers must give both sides' picks")
+        for s, p in enumerate(picks):
+            if len(set(p)) != len(p):
+                raise RecordFault("R8.1", f"side {s} picked the same power twice: {p}")
+    elif picks is not None:
+        raise RecordFault("R8.1", "powers picked in a game without powers")
+    lineups = record["lineups"]
+    challenge = record["challenge"]
+    if challenge is not None:
+        check_position(challenge["position"], n, record["first"])
+        return Position.from_challenge(n, lineups, challenge["position"], picks)
+    return Position.start_position(n, lineups, record["first"], picks)
+
+
+def check_position(position: dict, n: int, first: int) -> None:
+    """R9.2: a set position must be consistent, or the record breaks R9.1."""
+
+    def fault(msg: str):
+        raise RecordFault("R9.1", f"challenge position: {msg}")
+
+    to_move = position["to_move"]
+    if first != to_move:
+        fault(f"first is {first} but side {to_move} is to move")
+    squares, starts = set(), set()
+    sides = set()
+    for pc in position["pieces"]:
+        s, rank = pc["side"], pc["rank"]
+        sides.add(s)
+        sq, st = _square(pc["square"], n), _square(pc["start"], n)
+        if sq < 0:
+            fault(f"{pc['square']} is off the {n}x{n} board")
+        if sq in squares:
+            fault(f"two pieces on {pc['square']}")
+        squares.add(sq)
+        if st < 0 or st // n != back_row(s, n):
+            fault(f"start {pc['start']} is not on side {s}'s back row")
+        if (s, st) in starts:
+            fault(f"two pieces of side {s} started on {pc['start']}")
+        starts.add((s, st))
+        if not 1 <= rank <= n + 1:
+            fault(f"rank {rank} on {pc['square']} is not 1..{n + 1}")
+        if rank != n + 1 and (pc["wounded"] or pc["stunned"]):
+            fault(f"{pc['square']} is wounded or stunned but not a crown")
+    if sides != {0, 1}:
+        fault("each side must have pieces")
+    limit = TURN_LIMIT[n]
+    taken = position["turns_taken"]
+    if max(taken) > limit or taken[0] == taken[1] == limit:
+        fault(f"turns_taken {taken} is past the turn limit {limit}")
+    mine, theirs = taken[to_move], taken[1 - to_move]
+    if not (mine == theirs or mine == theirs - 1):
+        fault(f"turns_taken {taken} does not fit side {to_move} to move")
+
+
+def play_turn(pos: Position, turn: dict) -> None:
+    if pos.over:
+        raise RuleBroken("R6.5", f"the game already ended ({pos.reason})")
+    n, s = pos.n, pos.to_move
+    power = turn.get("power")
+    if power is not None:
+        target = turn.get("target")
+        if power == "swap":
+            target = (_square(target[0], n), _square(target[1], n))
+        elif power != "double":
+            target = _square(target, n)
+        pos.use_power(power, target)
+    moves = turn["moves"]
+    if not moves:
+        if pos.has_legal_move(s):
+            example = _example_move(pos, s)
+            raise RuleBroken("R2.4", f"side {s} passes but has a legal move ({example})")
+    elif len(moves) == 2 and power != "double":
+        raise RuleBroken("R2.1", "two moves without double")
+    else:
+        mover = _move(pos, moves[0])
+        if power == "double":
+            if pos.over:
+                if len(moves) == 2:
+                    raise RuleBroken(
+                        "R6.5", f"{moves[1]}: the first move of the double ended the game"
+                    )
+            else:
+                exclude = mover if pos.rank[mover] == pos.crown else -1
+                if len(moves) == 2:
+                    _move(pos, moves[1], exclude)
+                elif pos.has_legal_move(s, exclude):
+                    example = _example_move(pos, s, exclude)
+                    raise RuleBroken("R8.3", f"double with one move, but a second was possible ({example})")
+    pos.end_turn()
+
+
+def _move(pos: Position, text: str, exclude: int = -1) -> int:
+    fx, fy, tx, ty = MOVE_XY[text]
+    n = pos.n
+    frm = fy * n + fx if fx < n and fy < n else -1
+    to = ty * n + tx if tx < n and ty < n else -1
+    return pos.move(frm, to, exclude, text)
+
+
+def _square(text: str, n: int) -> int:
+    f, r = SQUARE_XY[text]
+    return r * n + f if f < n and r < n else -1
+
+
+def _example_move(pos: Position, s: int, exclude: int = -1) -> str:
+    frm, to = pos.legal_moves(s, exclude)[0]
+    return f"{square_name(frm, pos.n)}-{square_name(to, pos.n)}"
+
+
+def judge_result(pos: Position, result: dict) -> None:
+    """R10's whole-record faults: the claimed result must be what the log shows."""
+    claimed, winner, points = result["reason"], result["winner"], result.get("points")
+    if pos.over:
+        real = pos.reason
+        if claimed in ("timeout", "resign"):
+            raise RecordFault("R6.4", f"{claimed} claimed, but the log reached a natural end ({real})")
+        if claimed != real:
+            raise RecordFault(
+                REASON_RULE[claimed], f"{claimed} claimed, but the game ended by {real}"
+            )
+        if winner != pos.winner:
+            raise RecordFault(
+                REASON_RULE[real], f"winner {winner} claimed, but {_who(pos.winner)} ({real})"
+            )
+    else:
+        if claimed in REASON_RULE:
+            raise RecordFault(
+                REASON_RULE[claimed],
+                f"{claimed} claimed, but the log stops before the game ended "
+                f"(side {pos.to_move} to move after {pos.ply} turns)",
+            )
+        if winner != 1 - pos.to_move:
+            raise RecordFault(
+                "R6.4",
+                f"{claimed}: side {pos.to_move} was to move and loses, so the winner is "
+                f"{1 - pos.to_move}, not {winner}",
+            )
+    if points is not None:
+        true = pos.points()
+        if tuple(points) != true:
+            raise RecordFault("R6.3", f"points {list(points)} claimed, but the totals are {list(true)}")
+
+
+def _who(winner) -> str:
+    return "the game was a draw" if winner is None else f"side {winner} won"
+
+
+def _facts(pos: Position, record: dict, turns: list[TurnFacts]) -> Slow6Facts:
+    n = pos.n
+    result = record["result"]
+    winner = pos.winner if pos.over else result["winner"]
+    reason = pos.reason if pos.over else result["reason"]
+    pieces = [
+        PieceFacts(
+            side=pos.side[pid],
+            start=square_name(pos.start[pid], n),
+            rank=pos.orig[pid],
+            promoted_turn=pos.promoted_at[pid],
+            removed_turn=pos.removed_at[pid] if pos.pos[pid] < 0 else None,
+            revealed_turn=pos.revealed_at[pid],
+            moves=pos.moved[pid],
+            stunned=pos.stunned_count[pid],
+            home=pos.home_pid == pid,
+        )
+        for pid in range(len(pos.side))
+    ]
+    used = {}
+    for i, t in enumerate(record["turns"]):
+        if t.get("power"):
+            used[(turns[i].side, t["power"])] = i
+    return Slow6Facts(winner, reason, pos.points(), turns, pieces, used)

@@ -1,0 +1,41 @@
+"""One interface for every game: text or record in, verdict (and replay facts) out."""
+
+from __future__ import annotations
+
+from . import wellformed
+from .verdict import Verdict, malformed
+
+
+def _engine(game: str):
+    if game == "slow6":
+        from .slow6 import verify as engine
+    else:
+        from .slide import verify as engine
+    return engine
+
+
+def verify_record(record: dict) -> Verdict:
+    """Judge a well-formed record: valid, or the first rule it breaks."""
+    return _engine(record["game"]).verify(record)
+
+
+def replay_record(record: dict):
+    """Judge a well-formed record and, when valid, return what the replay found (facts)."""
+    engine = _engine(record["game"])
+    if record["game"] == "slow6":
+        return engine.replay(record, collect=True)
+    return engine.replay(record)
+
+
+def check_text(text: str | bytes) -> tuple[dict | None, Verdict]:
+    """Parse, check well-formedness, then replay: the whole path of one upload record."""
+    try:
+        record = wellformed.parse(text)
+    except wellformed.Malformed as e:
+        return None, malformed(None, e.field, e.message)
+    try:
+        wellformed.check(record)
+    except wellformed.Malformed as e:
+        gid = record.get("game_id") if isinstance(record.get("game_id"), str) else None
+        return record, malformed(gid, e.field, e.message)
+    return record, verify_record(record)
