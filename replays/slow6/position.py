@@ -328,7 +328,8 @@ class Position:
         n, board, side = self.n, self.board, self.side
         x, y = square % n, square // n
         if not any(
-            0 <= x + dx < n and 0 <= y + dy < n
+            0 <= x + dx < n
+            and 0 <= y + dy < n
             and board[(y + dy) * n + x + dx] >= 0
             and side[board[(y + dy) * n + x + dx]] == s
             for dx, dy in DIRECTIONS
@@ -339,7 +340,9 @@ class Position:
             raise RuleBroken("R8.9", f"shove: {self.sq(square)} would leave the board")
         dest = ny * n + x
         if board[dest] >= 0:
-            raise RuleBroken("R8.9", f"shove: {self.sq(square)} onto {self.sq(dest)}, which is taken")
+            raise RuleBroken(
+                "R8.9", f"shove: {self.sq(square)} onto {self.sq(dest)}, which is taken"
+            )
         board[square] = -1
         board[dest] = pid
         self.pos[pid] = dest
@@ -355,7 +358,14 @@ class Position:
         """Make one move for the side to move; returns the pid that moved. Ends the game when
         a move wins (R5 first, then R6.1, then R6.2). `exclude`: a pid barred from moving (the
         crown of a double's first move, R8.3)."""
-        n, board, side, rank, s, g = self.n, self.board, self.side, self.rank, self.to_move, self.ply
+        n, board, side, rank, s, g = (
+            self.n,
+            self.board,
+            self.side,
+            self.rank,
+            self.to_move,
+            self.ply,
+        )
         label = text or (f"{self.sq(frm)}-{self.sq(to)}" if frm >= 0 and to >= 0 else "move")
         if frm < 0 or to < 0:
             raise RuleBroken("R2.2", f"{label} leaves the board")
@@ -367,7 +377,9 @@ class Position:
         if frm == to:
             raise RuleBroken("R2.2", f"{label} does not move")
         if pid == exclude:
-            raise RuleBroken("R8.3", f"{label}: a crown makes at most one of the two moves of a double")
+            raise RuleBroken(
+                "R8.3", f"{label}: a crown makes at most one of the two moves of a double"
+            )
         if self.imm[pid] >= g:
             raise RuleBroken("R2.3", f"{label} moves an immobile piece")
         crown = rank[pid] == self.crown
@@ -386,7 +398,9 @@ class Position:
             reach = 3 if self.dash[pid] else (1 if crown else 2)
             if dist > reach:
                 what = "a crown" if crown and not self.dash[pid] else "a piece"
-                raise RuleBroken("R2.2", f"{label} moves {dist} squares; {what} moves at most {reach}")
+                raise RuleBroken(
+                    "R2.2", f"{label} moves {dist} squares; {what} moves at most {reach}"
+                )
             if dist > 1:
                 sx = (dx > 0) - (dx < 0)
                 sy = (dy > 0) - (dy < 0)

@@ -40,8 +40,17 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
             if collect:
                 c = pos.counters
                 turn_facts.append(
-                    TurnFacts(1 - pos.to_move, turn.get("power"), tuple(turn["moves"]), c.fights,
-                              c.removed, c.stuns, c.catches, c.promotions, c.trapped)  # fmt: skip
+                    TurnFacts(
+                        1 - pos.to_move,
+                        turn.get("power"),
+                        tuple(turn["moves"]),
+                        c.fights,
+                        c.removed,
+                        c.stuns,
+                        c.catches,
+                        c.promotions,
+                        c.trapped,
+                    )  # fmt: skip
                 )
     except RuleBroken as e:
         return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
@@ -146,7 +155,9 @@ def play_turn(pos: Position, turn: dict) -> None:
                     _move(pos, moves[1], exclude)
                 elif pos.has_legal_move(s, exclude):
                     example = _example_move(pos, s, exclude)
-                    raise RuleBroken("R8.3", f"double with one move, but a second was possible ({example})")
+                    raise RuleBroken(
+                        "R8.3", f"double with one move, but a second was possible ({example})"
+                    )
     pos.end_turn()
 
 
@@ -174,7 +185,9 @@ def judge_result(pos: Position, result: dict) -> None:
     if pos.over:
         real = pos.reason
         if claimed in ("timeout", "resign"):
-            raise RecordFault("R6.4", f"{claimed} claimed, but the log reached a natural end ({real})")
+            raise RecordFault(
+                "R6.4", f"{claimed} claimed, but the log reached a natural end ({real})"
+            )
         if claimed != real:
             raise RecordFault(
                 REASON_RULE[claimed], f"{claimed} claimed, but the game ended by {real}"
@@ -199,7 +212,9 @@ def judge_result(pos: Position, result: dict) -> None:
     if points is not None:
         true = pos.points()
         if tuple(points) != true:
-            raise RecordFault("R6.3", f"points {list(points)} claimed, but the totals are {list(true)}")
+            raise RecordFault(
+                "R6.3", f"points {list(points)} claimed, but the totals are {list(true)}"
+            )
 
 
 def _who(winner) -> str:

@@ -1,0 +1,242 @@
+"""Slow6 players: a uniformly random one (level 0) and four bots, 1 (careful) to 4 (hard).
+
+They play through the same `Position` the verifier replays with, so everything they play is
+legal by construction. A bot's turn is `(power, target, moves)` with squares as ints.
+
+Levels differ in what they see:
+  1  one ply, material and the safety of its own pieces (careful: it rarely hangs a piece)
+  2  one ply, plus progress towards promotion and home
+  3  two plies (its move, the best reply), material and progress
+  4  two plies with safety at the leaves, and it weighs powers against its best plain move
+"""
+
+from __future__ import annotations
+
+import random
+
+from .board import DIRECTIONS, POWERS
+from .position import Position, RuleBroken
+
+Turn = tuple[str | None, object, list[tuple[int, int]]]
+
+
+class Player:
+    level = 0
+    power_rate = 0.2  # chance per turn of trying a power when one is left
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def pick_powers(self) -> list[str]:
+        return self.rng.sample(POWERS, 3)
+
+    def choose_lineup(self, n: int) -> list[int]:
+        lineup = list(range(1, n + 1))
+        self.rng.shuffle(lineup)
+        return lineup
+
+    def turn(self, pos: Position) -> Turn:
+        s = pos.to_move
+        power, target = None, None
+        if pos.picks and self.rng.random() < self.power_rate:
+            options = power_options(pos, s, self.rng)
+            if options:
+                power, target = self.rng.choice(options)
+        work = pos.copy()
+        if power:
+            work.use_power(power, target)
+        moves = []
+        first = self._pick(work, work.legal_moves(s))
+        if first:
+            moves.append(first)
+            mover = work.move(*first)
+            if power == "double" and not work.over:
+                exclude = mover if work.rank[mover] == work.crown else -1
+                second = self._pick(work, work.legal_moves(s, exclude))
+                if second:
+                    moves.append(second)
+        return power, target, moves
+
+    def _pick(self, pos: Position, moves):
+        return self.rng.choice(moves) if moves else None
+
+
+class Bot(Player):
+    def __init__(self, rng: random.Random, level: int):
+        super().__init__(rng)
+        self.level = level
+        self.depth = 2 if level >= 3 else 1
+        self.progress = level >= 2
+        self.safety = level in (1, 2, 4)
+        self.power_rate = (0.0, 0.25, 0.35, 0.45, 0.6)[level]
+        self.noise = (0.0, 1.2, 0.8, 0.4, 0.1)[level]
+
+    def turn(self, pos: Position) -> Turn:
+        s = pos.to_move
+        best_turn = self._best_plain(pos, s)
+        if pos.picks and self.rng.random() < self.power_rate:
+            options = power_options(pos, s, self.rng, limit=6)
+            best_score = best_turn[0]
+            for power, target in options:
+                work = pos.copy()
+                try:
+                    work.use_power(power, target)
+                except RuleBroken:
+                    continue
+                score, moves = self._best_moves(work, s, power == "double", depth=1)
+                # A power spent must buy something: prefer holding it otherwise.
+                if score > best_score + 0.6:
+                    best_score, best_turn = score, (score, power, target, moves)
+            if len(best_turn) == 4:
+                return best_turn[1], best_turn[2], best_turn[3]
+        return None, None, best_turn[1]
+
+    def _best_plain(self, pos: Position, s: int):
+        score, moves = self._best_moves(pos, s, False, self.depth)
+        return score, moves
+
+    def _best_moves(self, pos: Position, s: int, double: bool, depth: int):
+        moves = pos.legal_moves(s)
+        if not moves:
+            return self.evaluate(pos, s), []
+        best, best_line = -1e9, []
+        for mv in moves:
+            work = pos.copy()
+            mover = work.move(*mv)
+            line = [mv]
+            if double and not work.over:
+                exclude = mover if work.rank[mover] == work.crown else -1
+                seconds = work.legal_moves(s, exclude)
+                if seconds:
+                    sub_best, sub_mv = -1e9, None
+                    for mv2 in seconds:
+                        w2 = work.copy()
+                        w2.move(*mv2)
+                        v = self.evaluate(w2, s)
+                        if v > sub_best:
+                            sub_best, sub_mv = v, mv2
+                    work.move(*sub_mv)
+                    line.append(sub_mv)
+            if work.over or depth == 1:
+                value = self.evaluate(work, s)
+            else:
+                value = self._reply_value(work, s)
+            value += self.rng.random() * self.noise
+            if value > best:
+                best, best_line = value, line
+        return best, best_line
+
+    def _reply_value(self, pos: Position, s: int) -> float:
+        """The value for `s` after the opponent's best reply (one ply, no powers)."""
+        pos = pos.copy()
+        pos.end_turn()
+        if pos.over:
+            return self.evaluate(pos, s)
+        o = 1 - s
+        worst = None
+        for mv in pos.legal_moves(o):
+            work = pos.copy()
+            work.move(*mv)
+            v = self.evaluate(work, s)
+            if worst is None or v < worst:
+                worst = v
+        return self.evaluate(pos, s) if worst is None else worst
+
+    def evaluate(self, pos: Position, s: int) -> float:
+        if pos.over:
+            if pos.winner is None:
+                return 0.0
+            return 1000.0 if pos.winner == s else -1000.0
+        n, crown = pos.n, pos.crown
+        score = 0.0
+        for pid, sq in enumerate(pos.pos):
+            if sq < 0:
+                continue
+            r = pos.rank[pid]
+            v = r + (3.0 if r == crown else 0.0)
+            if self.progress:
+                if r == crown:
+                    v += 2.0 - 0.5 * _dist(sq, pos.start[pid], n)
+                else:
+                    v += 1.5 - 0.3 * _dist(sq, pos.lane[pid], n)
+            score += v if pos.side[pid] == s else -v
+        if self.safety:
+            score -= 0.8 * hanging_value(pos, s)
+            score += 0.3 * hanging_value(pos, 1 - s)
+        return score
+
+
+def _dist(a: int, b: int, n: int) -> int:
+    return max(abs(a % n - b % n), abs(a // n - b // n))
+
+
+def hanging_value(pos: Position, s: int) -> float:
+    """Rank of side `s`'s pieces that an enemy piece could take next move (roughly)."""
+    n, board, side, rank, crown = pos.n, pos.board, pos.side, pos.rank, pos.crown
+    total = 0.0
+    for pid, sq in enumerate(pos.pos):
+        if sq < 0 or side[pid] != s:
+            continue
+        x, y = sq % n, sq // n
+        for dx, dy in DIRECTIONS:
+            for step in (1, 2):
+                ex, ey = x + dx * step, y + dy * step
+                if not (0 <= ex < n and 0 <= ey < n):
+                    break
+                e = board[ey * n + ex]
+                if e < 0:
+                    continue
+                if side[e] != s and (step == 1 or rank[e] != crown) and _beats(pos, e, pid):
+                    total += rank[pid]
+                break
+    return total
+
+
+def _beats(pos: Position, a: int, d: int) -> bool:
+    ra, rd, crown = pos.rank[a], pos.rank[d], pos.crown
+    if rd == crown:
+        return pos.stun[d] >= pos.ply
+    if ra == crown:
+        return True
+    return 1 <= (ra - rd) % pos.n <= pos.k
+
+
+def power_options(pos: Position, s: int, rng: random.Random, limit: int = 4):
+    """Some legal (power, target) uses for side `s` now, at most `limit` per power."""
+    picks = pos.picks[s] - pos.used[s]
+    n = pos.n
+    own = [p for p in pos.pieces(s)]
+    enemy = [p for p in pos.pieces(1 - s)]
+    empty = [sq for sq in range(n * n) if pos.board[sq] < 0]
+    out = []
+    for power in sorted(picks):
+        if power == "double":
+            cands = [None]
+        elif power == "swap":
+            cands = [(pos.pos[a], pos.pos[b]) for a in own for b in own if a < b]
+        elif power == "recall":
+            cands = [pos.start[p] for p in range(len(pos.side))
+                     if pos.side[p] == s and pos.pos[p] < 0]  # fmt: skip
+        elif power == "trap":
+            cands = empty
+        elif power in ("freeze", "shove"):
+            cands = [pos.pos[p] for p in enemy]
+        else:
+            cands = [pos.pos[p] for p in own]
+        rng.shuffle(cands)
+        found = 0
+        for t in cands:
+            work = pos.copy()
+            try:
+                work.use_power(power, t)
+            except RuleBroken:
+                continue
+            out.append((power, t))
+            found += 1
+            if found >= limit:
+                break
+    return out
+
+
+def make_player(level: int, rng: random.Random) -> Player:
+    return Player(rng) if level == 0 else Bot(rng, level)
