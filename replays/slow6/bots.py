@@ -4,10 +4,11 @@ They play through the same `Position` the verifier replays with, so everything t
 legal by construction. A bot's turn is `(power, target, moves)` with squares as ints.
 
 Levels differ in what they see:
-  1  one ply, material and the safety of its own pieces (careful: it rarely hangs a piece)
-  2  one ply, plus progress towards promotion and home
-  3  two plies (its move, the best reply), material and progress
-  4  two plies with safety at the leaves, and it weighs powers against its best plain move
+  1  one ply, material and the safety of its own pieces (careful: it rarely hangs a piece),
+     with a lot of noise in its judgement
+  2  one ply, plus progress towards promotion and home, less noise
+  3  two plies (its move, the best reply), safety at the leaves
+  4  two plies with almost no noise, and it looks two plies deep when weighing a power
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ class Bot(Player):
         self.level = level
         self.depth = 2 if level >= 3 else 1
         self.progress = level >= 2
-        self.safety = level in (1, 2, 4)
+        self.safety = True
         self.power_rate = (0.0, 0.25, 0.35, 0.45, 0.6)[level]
-        self.noise = (0.0, 1.2, 0.8, 0.4, 0.1)[level]
+        self.noise = (0.0, 2.0, 1.0, 0.5, 0.05)[level]
+        self.power_depth = 2 if level == 4 else 1
 
     def turn(self, pos: Position) -> Turn:
         s = pos.to_move
@@ -83,7 +85,7 @@ class Bot(Player):
                     work.use_power(power, target)
                 except RuleBroken:
                     continue
-                score, moves = self._best_moves(work, s, power == "double", depth=1)
+                score, moves = self._best_moves(work, s, power == "double", self.power_depth)
                 # A power spent must buy something: prefer holding it otherwise.
                 if score > best_score + 0.6:
                     best_score, best_turn = score, (score, power, target, moves)
@@ -170,24 +172,50 @@ def _dist(a: int, b: int, n: int) -> int:
     return max(abs(a % n - b % n), abs(a // n - b // n))
 
 
+def _rays(n: int):
+    """Per square, per direction, the squares 1 and 2 steps away that are on the board."""
+    out = []
+    for sq in range(n * n):
+        x, y = sq % n, sq // n
+        rays = []
+        for dx, dy in DIRECTIONS:
+            ray = tuple(
+                (y + dy * k) * n + x + dx * k
+                for k in (1, 2)
+                if 0 <= x + dx * k < n and 0 <= y + dy * k < n
+            )
+            if ray:
+                rays.append(ray)
+        out.append(rays)
+    return out
+
+
+RAYS = {n: _rays(n) for n in (5, 7)}
+
+
 def hanging_value(pos: Position, s: int) -> float:
     """Rank of side `s`'s pieces that an enemy piece could take next move (roughly)."""
     n, board, side, rank, crown = pos.n, pos.board, pos.side, pos.rank, pos.crown
+    rays, stun, ply, k = RAYS[n], pos.stun, pos.ply, pos.k
     total = 0.0
     for pid, sq in enumerate(pos.pos):
         if sq < 0 or side[pid] != s:
             continue
-        x, y = sq % n, sq // n
-        for dx, dy in DIRECTIONS:
-            for step in (1, 2):
-                ex, ey = x + dx * step, y + dy * step
-                if not (0 <= ex < n and 0 <= ey < n):
-                    break
-                e = board[ey * n + ex]
+        rd = rank[pid]
+        for ray in rays[sq]:
+            for step, e in enumerate(ray):
+                e = board[e]
                 if e < 0:
                     continue
-                if side[e] != s and (step == 1 or rank[e] != crown) and _beats(pos, e, pid):
-                    total += rank[pid]
+                if side[e] != s:
+                    ra = rank[e]
+                    if step == 0 or ra != crown:
+                        if rd == crown:
+                            hit = stun[pid] >= ply
+                        else:
+                            hit = ra == crown or 1 <= (ra - rd) % n <= k
+                        if hit:
+                            total += rd
                 break
     return total
 

@@ -141,15 +141,17 @@ class Position:
 
     def copy(self) -> Position:
         c = Position.__new__(Position)
-        for name in ("n", "k", "crown", "limit", "winner", "reason", "over", "ply", "to_move",
-                     "picks", "side", "start", "orig", "home_pid"):  # fmt: skip
-            setattr(c, name, getattr(self, name))
-        for name in ("board", "rank", "pos", "lane", "wounded", "stun", "imm", "dash", "leap",
-                     "surge", "shield", "removed_at", "trap", "taken", "moved", "promoted_at",
-                     "revealed_at", "stunned_count"):  # fmt: skip
-            setattr(c, name, getattr(self, name)[:])
+        c.n, c.k, c.crown, c.limit = self.n, self.k, self.crown, self.limit
+        c.winner, c.reason, c.over = self.winner, self.reason, self.over
+        c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
+        c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
+        c.board, c.rank, c.pos, c.lane = self.board[:], self.rank[:], self.pos[:], self.lane[:]
+        c.wounded, c.stun, c.imm = self.wounded[:], self.stun[:], self.imm[:]
+        c.dash, c.leap, c.surge, c.shield = self.dash[:], self.leap[:], self.surge[:], self.shield[:]
+        c.removed_at, c.trap, c.taken = self.removed_at[:], self.trap[:], self.taken[:]
+        c.moved, c.promoted_at = self.moved[:], self.promoted_at[:]
+        c.revealed_at, c.stunned_count = self.revealed_at[:], self.stunned_count[:]
         c.used = (set(self.used[0]), set(self.used[1]))
-        c._lineups = self._lineups
         c.counters = None
         return c
 
