@@ -1,0 +1,114 @@
+"""`balance verify` and `balance simulate`."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import orjson
+
+
+def register(sub) -> None:
+    p = sub.add_parser("verify", help="verify JSON or NDJSON upload records, one verdict line each")
+    p.add_argument("files", nargs="+", metavar="FILE", help="a file of records, or - for stdin")
+    p.set_defaults(run=run_verify)
+
+    p = sub.add_parser("simulate", help="write simulated, valid schema-1 records as NDJSON")
+    p.add_argument("--game", choices=("slow6", "slide"), default="slow6")
+    p.add_argument("--games", type=int, default=100, metavar="N")
+    p.add_argument("--board", type=int, choices=(5, 7), help="Slow6 board (default: a mix)")
+    p.add_argument("--powers", action="store_true", default=None, help="Slow6 with powers")
+    p.add_argument("--no-powers", dest="powers", action="store_false", help="Slow6 without powers")
+    p.add_argument("--hidden", action="store_true", default=None, help="hidden variant")
+    p.add_argument("--no-hidden", dest="hidden", action="store_false")
+    p.add_argument("--players", type=int, default=4, help="Slide players, 2..6")
+    p.add_argument("--max-level", type=int, default=4, choices=range(0, 5),
+                   help="strongest Slow6 bot used (lower is faster)")  # fmt: skip
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", metavar="FILE", help="output file (default: stdout)")
+    p.set_defaults(run=run_simulate)
+
+
+def read_records(files):
+    """Yield the text of each record: a file holding one JSON document (an object, or an
+    array of objects), or NDJSON, one record a line."""
+    for name in files:
+        data = sys.stdin.buffer.read() if name == "-" else open(name, "rb").read()
+        try:
+            doc = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            doc = None
+        if isinstance(doc, dict):
+            yield data
+        elif isinstance(doc, list):
+            for item in doc:
+                yield orjson.dumps(item)
+        else:
+            for line in data.splitlines():
+                if line.strip():
+                    yield line
+
+
+def run_verify(args) -> int:
+    from .verifier import check_text
+
+    out = sys.stdout
+    all_valid = True
+    for text in read_records(args.files):
+        _, verdict = check_text(text)
+        all_valid &= verdict.ok
+        out.write(orjson.dumps(verdict.as_dict()).decode() + "\n")
+    return 0 if all_valid else 1
+
+
+class Progress:
+    """A one-line progress bar on standard error, only when it is a terminal."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.on = sys.stderr.isatty()
+        self.start = time.perf_counter()
+        self.shown = 0.0
+
+    def update(self, done: int) -> None:
+        now = time.perf_counter()
+        if not self.on or (now - self.shown < 0.1 and done < self.total):
+            return
+        self.shown = now
+        width = 30
+        filled = width * done // max(self.total, 1)
+        rate = done / max(now - self.start, 1e-9)
+        bar = "#" * filled + "." * (width - filled)
+        sys.stderr.write(f"\r[{bar}] {done}/{self.total} games, {rate:.0f}/s")
+        if done >= self.total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+def run_simulate(args) -> int:
+    if args.game == "slide":
+        from .slide.simulate import simulate_games as slide_games
+
+        games = slide_games(args.games, args.players, args.seed)
+    else:
+        from .slow6.simulate import simulate_games
+
+        if args.hidden and args.powers:
+            print("balance simulate: the hidden variant has no powers", file=sys.stderr)
+            return 2
+        games = simulate_games(
+            args.games, board=args.board, powers=args.powers, hidden=args.hidden,
+            seed=args.seed, max_level=args.max_level,
+        )  # fmt: skip
+    out = open(args.out, "wb") if args.out else sys.stdout.buffer
+    progress = Progress(args.games)
+    try:
+        for i, record in enumerate(games, 1):
+            out.write(orjson.dumps(record) + b"\n")
+            progress.update(i)
+    finally:
+        if args.out:
+            out.close()
+        else:
+            out.flush()
+    return 0
