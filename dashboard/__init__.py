@@ -1,0 +1,67 @@
+"""Designer dashboard (/dashboard) and analyst SQL console (/sql), mounted on the ingest app.
+
+`ingest.app.create_app` calls `init_app(app)`. Settings read from `app.config` (all optional):
+HOST (the address `balance serve` listens on: anything but loopback requires the token),
+TOKEN / BALANCE_TOKEN (else the BALANCE_TOKEN environment variable), SQL_TIMEOUT (5 s),
+SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
+(seconds between snapshots of a changing store, 300), DOCS_DIR (where tables.md and
+agg-tables.md are), CACHE_DIR (for the built JavaScript bundle).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+EXT_SNAPSHOTS = "dashboard.snapshots"
+EXT_BUNDLE = "dashboard.bundle"
+
+
+def setting(app, name: str, default=None):
+    for key in (name, name.lower(), f"BALANCE_{name}"):
+        if app.config.get(key) not in (None, ""):
+            return app.config[key]
+    return default
+
+
+def _snapshot_dir(app, store) -> Path:
+    explicit = setting(app, "SNAPSHOT_DIR")
+    if explicit:
+        return Path(explicit)
+    db = getattr(store, "path", None) or setting(app, "DB") or setting(app, "DB_PATH")
+    if db and str(db) != ":memory:":
+        return Path(f"{db}.snapshots")
+    return Path(tempfile.mkdtemp(prefix="balance-snapshots-"))
+
+
+def snapshots(app):
+    """The app's snapshot manager, created on first use (the store may be attached after init)."""
+    snaps = app.extensions.get(EXT_SNAPSHOTS)
+    if snaps is None:
+        from .snapshot import Snapshots
+
+        store = app.extensions["store"]
+        snaps = Snapshots(
+            store,
+            _snapshot_dir(app, store),
+            max_age=float(setting(app, "SNAPSHOT_MAX_AGE", 300)),
+        )
+        app.extensions[EXT_SNAPSHOTS] = snaps
+    return snaps
+
+
+def refresh_snapshot(app) -> str | None:
+    """Take a fresh snapshot now (call after a jobs run); returns its time."""
+    return snapshots(app).refresh().snapshot_at
+
+
+def init_app(app) -> None:
+    from .assets import Bundle
+    from .pages import bp as pages_bp
+    from .sql_routes import bp as sql_bp
+
+    bundle = Bundle(setting(app, "CACHE_DIR"))
+    app.extensions[EXT_BUNDLE] = bundle
+    bundle.warm()
+    app.register_blueprint(pages_bp)
+    app.register_blueprint(sql_bp)

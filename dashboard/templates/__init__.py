@@ -1,0 +1,1 @@
+"""Jinja templates (a package only so that they install with it)."""
