@@ -76,51 +76,73 @@ def entry_cell(gap: int, side: str) -> int:
     return (SIZE - 1) * SIZE + col
 
 
-def push(values: list, down: list, gap: int, side: str, card: int) -> None:
-    """S2.4 in place: the cards between `side`'s edge and the gap move one step towards the gap
-    (keeping their face-down flag) and `card` enters face up at the edge. The caller checks
-    `edge_blocked` first."""
+def shift(cells: list, gap: int, side: str, card) -> int:
+    """S2.4 on one list in place: the entries between `side`'s edge and the gap move one step
+    towards the gap and `card` lands on the edge cell, whose index is returned. The caller
+    checks `edge_blocked` first."""
     row, col = divmod(gap, SIZE)
     if side == "left":
         edge = row * SIZE
-        values[edge + 1 : gap + 1] = values[edge:gap]
-        down[edge + 1 : gap + 1] = down[edge:gap]
+        cells[edge + 1 : gap + 1] = cells[edge:gap]
     elif side == "right":
         edge = row * SIZE + SIZE - 1
-        values[gap:edge] = values[gap + 1 : edge + 1]
-        down[gap:edge] = down[gap + 1 : edge + 1]
+        cells[gap:edge] = cells[gap + 1 : edge + 1]
     elif side == "top":
         edge = col
-        values[col + SIZE : gap + 1 : SIZE] = values[col:gap:SIZE]
-        down[col + SIZE : gap + 1 : SIZE] = down[col:gap:SIZE]
+        cells[col + SIZE : gap + 1 : SIZE] = cells[col:gap:SIZE]
     else:  # bottom
         edge = (SIZE - 1) * SIZE + col
-        values[gap:edge:SIZE] = values[gap + SIZE : edge + 1 : SIZE]
-        down[gap:edge:SIZE] = down[gap + SIZE : edge + 1 : SIZE]
-    values[edge] = card
-    down[edge] = False
+        cells[gap:edge:SIZE] = cells[gap + SIZE : edge + 1 : SIZE]
+    cells[edge] = card
+    return edge
 
 
-def cancelled(values: Sequence[int], i: int) -> bool:
-    """S3.2: a card is removed iff it touches an equal card along a side (its group then has
-    two or more cards, and the whole group goes)."""
-    v = values[i]
-    for j in NEIGHBOURS[i]:
-        if values[j] == v:
-            return True
-    return False
+def push(values: list, down: list, gap: int, side: str, card: int) -> None:
+    """S2.4 on a seat's grid: the pushed cards keep their face-down flag, the taken card
+    enters face up."""
+    shift(values, gap, side, card)
+    shift(down, gap, side, False)
+
+
+def _push_plan(gap: int, side: str) -> tuple[slice, slice, int] | None:
+    """(destination slice, source slice, edge cell) of a push, None when S2.4 forbids it."""
+    if edge_blocked(gap, side):
+        return None
+    row, col = divmod(gap, SIZE)
+    if side == "left":
+        edge = row * SIZE
+        return slice(edge + 1, gap + 1), slice(edge, gap), edge
+    if side == "right":
+        edge = row * SIZE + SIZE - 1
+        return slice(gap, edge), slice(gap + 1, edge + 1), edge
+    if side == "top":
+        return slice(col + SIZE, gap + 1, SIZE), slice(col, gap, SIZE), col
+    edge = (SIZE - 1) * SIZE + col
+    return slice(gap, edge, SIZE), slice(gap + SIZE, edge + 1, SIZE), edge
+
+
+# side -> per gap cell the push plan: the verifier's hot loop does a lookup, not arithmetic.
+PUSH_PLANS: dict[str, tuple[tuple[slice, slice, int] | None, ...]] = {
+    side: tuple(_push_plan(gap, side) for gap in range(CELLS)) for side in SIDES
+}
+
+# Orthogonally adjacent cell pairs (i < j), for scoring.
+PAIRS: tuple[tuple[int, int], ...] = tuple(
+    (i, j) for i in range(CELLS) for j in NEIGHBOURS[i] if i < j
+)
 
 
 def score_grid(values: Sequence[int]) -> tuple[int, int]:
-    """S3.2-S3.3 on a final (all face-up) grid: (score, cards left)."""
+    """S3.2-S3.3 on a final (all face-up) grid: (score, cards left). A card is removed iff it
+    shares a side with an equal card: then its group has two or more cards and goes whole."""
+    gone = [False] * CELLS
+    for i, j in PAIRS:
+        if values[i] == values[j]:
+            gone[i] = gone[j] = True
     score = 0
     left = 0
-    for i in range(CELLS):
-        v = values[i]
-        for j in NEIGHBOURS[i]:
-            if values[j] == v:
-                break
-        else:
+    for v, g in zip(values, gone, strict=True):
+        if not g:
             score += v
             left += 1
     return score, left
@@ -128,24 +150,26 @@ def score_grid(values: Sequence[int]) -> tuple[int, int]:
 
 def groups(values: Sequence[int]) -> list[tuple[int, int]]:
     """The groups S3.2 removes, as (value, size) pairs sorted by value then size."""
-    seen = [False] * CELLS
+    paired = [False] * CELLS
+    for i, j in PAIRS:
+        if values[i] == values[j]:
+            paired[i] = paired[j] = True
     found = []
     for start in range(CELLS):
-        if seen[start]:
-            continue
+        if not paired[start]:
+            continue  # a single card, or a card of a group already counted
         v = values[start]
-        seen[start] = True
+        paired[start] = False
         stack = [start]
         size = 0
         while stack:
             i = stack.pop()
             size += 1
             for j in NEIGHBOURS[i]:
-                if not seen[j] and values[j] == v:
-                    seen[j] = True
+                if paired[j] and values[j] == v:
+                    paired[j] = False
                     stack.append(j)
-        if size >= 2:
-            found.append((v, size))
+        found.append((v, size))
     found.sort()
     return found
 

@@ -12,12 +12,11 @@ from replays.slide.engine import (
     CELLS,
     MAX_VALUE,
     MIN_VALUE,
+    PUSH_PLANS,
     ROUNDS,
     SIDES,
     SIZE,
-    edge_blocked,
     groups,
-    push,
     score_grid,
     winners,
 )
@@ -75,6 +74,55 @@ def _shape(record: dict) -> Verdict | None:
     rounds = record.get("rounds")
     if type(rounds) is not list:
         return malformed(gid, "rounds", "rounds must be a list of round objects")
+    if not _rounds_ok(rounds, p):
+        return _rounds_shape(gid, rounds, p) or malformed(gid, "rounds", "rounds: bad shape")
+    result = record.get("result")
+    if type(result) is not dict:
+        return malformed(gid, "result", "result must be an object")
+    for key in ("scores", "cards_left"):
+        if not _int_list(result.get(key), p):
+            return malformed(gid, f"result.{key}", _count(result.get(key), p, "integers"))
+    wins = result.get("winners")
+    if type(wins) is not list:
+        return malformed(gid, "result.winners", "winners must be a list of seats")
+    for k, seat in enumerate(wins):
+        if not _is_int(seat) or not 0 <= seat < p:
+            return malformed(gid, f"result.winners[{k}]", f"{seat!r} is not a seat 0..{p - 1}")
+    return None
+
+
+def _rounds_ok(rounds: list, p: int) -> bool:
+    """Fast path of `_rounds_shape`: True when every round has the shape the replay needs."""
+    try:
+        for rnd in rounds:
+            reveals = rnd["reveals"]
+            takes = rnd["takes"]
+            slides = rnd["slides"]
+            if len(reveals) != p or len(takes) != p or len(slides) != p:
+                return False
+            for pos in reveals:
+                if type(pos) is not list or len(pos) != 2:
+                    return False
+                r, c = pos
+                if (
+                    type(r) is not int
+                    or type(c) is not int
+                    or not (0 <= r < SIZE and 0 <= c < SIZE)
+                ):
+                    return False
+            for v in takes:
+                if type(v) is not int:
+                    return False
+            for edge in slides:
+                if edge["side"] not in _SIDES:
+                    return False
+    except (TypeError, KeyError):
+        return False
+    return True
+
+
+def _rounds_shape(gid, rounds: list, p: int) -> Verdict | None:
+    """Which round entry breaks the shape, said precisely (only run when `_rounds_ok` fails)."""
     for i, rnd in enumerate(rounds):
         where = f"rounds[{i}]"
         if type(rnd) is not dict:
@@ -100,18 +148,6 @@ def _shape(record: dict) -> Verdict | None:
                     f"{where}.slides[{s}]",
                     f'an edge is {{"side": "left"|"right"|"top"|"bottom"}}, got {edge!r}',
                 )
-    result = record.get("result")
-    if type(result) is not dict:
-        return malformed(gid, "result", "result must be an object")
-    for key in ("scores", "cards_left"):
-        if not _int_list(result.get(key), p):
-            return malformed(gid, f"result.{key}", _count(result.get(key), p, "integers"))
-    wins = result.get("winners")
-    if type(wins) is not list:
-        return malformed(gid, "result.winners", "winners must be a list of seats")
-    for k, seat in enumerate(wins):
-        if not _is_int(seat) or not 0 <= seat < p:
-            return malformed(gid, f"result.winners[{k}]", f"{seat!r} is not a seat 0..{p - 1}")
     return None
 
 
@@ -135,6 +171,8 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
 
     # S1.3 before anything else.
     for s, grid in enumerate(grids):
+        if MIN_VALUE <= min(grid) and max(grid) <= MAX_VALUE:
+            continue
         for k, v in enumerate(grid):
             if not MIN_VALUE <= v <= MAX_VALUE:
                 r, c = divmod(k, SIZE)
@@ -149,15 +187,18 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
     values = [list(g) for g in grids]
     down = [[True] * CELLS for _ in range(p)]
     seats = range(p)
+    orders = [[(lead + k) % p for k in seats] for lead in seats]  # S2.3 taking order by leader
     takes_facts: list[SlideTakeFacts] = []
 
     for i, rnd in enumerate(record["rounds"]):
         # S2.2, lowest seat first.
         gaps = [0] * p
         middle = [0] * p
-        for s, (r, c) in enumerate(rnd["reveals"]):
+        s = 0
+        for r, c in rnd["reveals"]:
             g = r * SIZE + c
-            if not down[s][g]:
+            fd = down[s]
+            if not fd[g]:
                 why = (
                     "every card is already face up after 16 rounds"
                     if i >= ROUNDS
@@ -166,53 +207,57 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
                 return invalid(
                     gid, "S2.2", i, f"round {i}, seat {s}: reveals ({r},{c}), {why} (S2.2)", seat=s
                 ), None
-            down[s][g] = False
-            middle[s] = values[s][g]
-            values[s][g] = 0
+            fd[g] = False
+            vals = values[s]
+            middle[s] = vals[g]
+            vals[g] = 0
             gaps[s] = g
+            s += 1
 
-        # S2.3, in taking order from the round's first player.
-        leader = (first + i) % p
+        # S2.3, in taking order from the round's first player (S2.1).
         took = [0] * p
-        pool = middle.copy()
-        for k, v in enumerate(rnd["takes"]):
-            seat = (leader + k) % p
+        pool = sorted(middle)  # stays sorted as takes are removed
+        if collect:
+            now = [None] * p
+        k = 0
+        for seat, v in zip(orders[(first + i) % p], rnd["takes"], strict=True):
             if collect:
-                available = tuple(sorted(pool))
+                available = tuple(pool)
             if v not in pool:
                 return invalid(
                     gid,
                     "S2.3",
                     i,
                     f"round {i}, seat {seat} (taker {k + 1} of {p}): takes {v}, which is not in "
-                    f"the middle {sorted(pool)} (S2.3)",
+                    f"the middle {pool} (S2.3)",
                     seat=seat,
                 ), None
             pool.remove(v)
             took[seat] = v
             if collect:
                 r, c = divmod(gaps[seat], SIZE)
-                takes_facts.append(
-                    SlideTakeFacts(
-                        round=i,
-                        seat=seat,
-                        order=k,
-                        revealed=middle[seat],
-                        reveal_pos=(r, c),
-                        took=v,
-                        available=available,
-                        choice=len(set(available)) > 1,
-                        side="",
-                    )
+                # positional: this runs 16 * P times per stored game
+                now[seat] = SlideTakeFacts(
+                    i,
+                    seat,
+                    k,
+                    middle[seat],
+                    (r, c),
+                    v,
+                    available,
+                    available[0] != available[-1],
+                    "",
                 )
+            k += 1
 
         # S2.4, in seat order.
-        slides = rnd["slides"]
-        for s in seats:
-            side = slides[s]["side"]
+        s = 0
+        for edge in rnd["slides"]:
             g = gaps[s]
-            if edge_blocked(g, side):
+            plan = PUSH_PLANS[edge["side"]][g]
+            if plan is None:
                 r, c = divmod(g, SIZE)
+                side = edge["side"]
                 return invalid(
                     gid,
                     "S2.4",
@@ -221,10 +266,18 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
                     f"touches the {side} edge; a card never enters directly into the gap (S2.4)",
                     seat=s,
                 ), None
-            push(values[s], down[s], g, side, took[s])
+            dst, src, cell = plan
+            vals = values[s]
+            vals[dst] = vals[src]
+            vals[cell] = took[s]
+            fd = down[s]
+            fd[dst] = fd[src]
+            fd[cell] = False
+            s += 1
         if collect:
-            for f in takes_facts[-p:]:
-                f.side = slides[f.seat]["side"]
+            for f, edge in zip(now, rnd["slides"], strict=True):
+                f.side = edge["side"]
+            takes_facts.extend(now)
 
     n_rounds = len(record["rounds"])
     if n_rounds < ROUNDS:
@@ -269,6 +322,6 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
         first=first,
         winners=tuple(won),
         seats=[SlideSeatFacts(s, scores[s], left[s], groups(values[s])) for s in seats],
-        takes=sorted(takes_facts, key=lambda f: (f.round, f.seat)),
+        takes=takes_facts,
     )
     return valid(gid), facts
