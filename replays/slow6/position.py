@@ -44,6 +44,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
         "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
+        "alive",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -138,6 +139,7 @@ class Position:
         self.stunned_count = [0] * m
         self.home_pid = None
         self.to_move = first
+        self.alive = [self.side.count(0), self.side.count(1)]
 
     def copy(self) -> Position:
         c = Position.__new__(Position)
@@ -147,11 +149,17 @@ class Position:
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
         c.board, c.rank, c.pos, c.lane = self.board[:], self.rank[:], self.pos[:], self.lane[:]
         c.wounded, c.stun, c.imm = self.wounded[:], self.stun[:], self.imm[:]
-        c.dash, c.leap, c.surge, c.shield = self.dash[:], self.leap[:], self.surge[:], self.shield[:]
+        c.dash, c.leap, c.surge, c.shield = (
+            self.dash[:],
+            self.leap[:],
+            self.surge[:],
+            self.shield[:],
+        )
         c.removed_at, c.trap, c.taken = self.removed_at[:], self.trap[:], self.taken[:]
         c.moved, c.promoted_at = self.moved[:], self.promoted_at[:]
         c.revealed_at, c.stunned_count = self.revealed_at[:], self.stunned_count[:]
         c.used = (set(self.used[0]), set(self.used[1]))
+        c.alive = self.alive[:]
         c.counters = None
         return c
 
@@ -325,6 +333,7 @@ class Position:
         self.removed_at[pid] = NEVER
         self.pos[pid] = target
         self.board[target] = pid
+        self.alive[s] += 1
 
     def _shove(self, pid: int, square: int, s: int, g: int) -> None:
         n, board, side = self.n, self.board, self.side
@@ -513,6 +522,7 @@ class Position:
         return False
 
     def _remove(self, pid: int, g: int) -> None:
+        self.alive[self.side[pid]] -= 1
         self.board[self.pos[pid]] = -1
         self.pos[pid] = -1
         self.removed_at[pid] = g
@@ -521,16 +531,10 @@ class Position:
             self.counters.removed += 1
 
     def _check_wipeout(self) -> None:
-        alive = [False, False]
-        for pid, sq in enumerate(self.pos):
-            if sq >= 0:
-                alive[self.side[pid]] = True
-        if alive[0] and alive[1]:
+        a0, a1 = self.alive
+        if a0 and a1:
             return
-        if not alive[0] and not alive[1]:
-            self._end(None, "wipeout")
-        else:
-            self._end(0 if alive[0] else 1, "wipeout")
+        self._end(None if not (a0 or a1) else (0 if a0 else 1), "wipeout")
 
     def _end(self, winner, reason: str) -> None:
         self.over = True

@@ -9,13 +9,13 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from .board import TURN_LIMIT, back_row, square_name
 from .bots import make_player
 from .position import Position
 
-EPOCH = datetime(2026, 11, 30, tzinfo=timezone.utc)
+EPOCH = datetime(2026, 11, 30, tzinfo=UTC)
 MODES = (("online", 45), ("friend", 15), ("computer", 25), ("challenge", 8), ("tutorial", 7))
 PLATFORMS = (("ios", 35), ("android", 35), ("web", 15), ("desktop", 10), ("bot", 5))
 VERSIONS = (("2.4.0", 10), ("2.5.0", 15), ("2.5.3", 25), ("3.0.0", 35), ("3.1.0-beta.2", 15))
@@ -81,7 +81,9 @@ def simulate_game(
         pos.end_turn()
     if pos.over:
         result = {"winner": pos.winner, "reason": pos.reason}
-        result["points"] = list(pos.points()) if pos.reason == "points" or rng.random() < 0.3 else None
+        result["points"] = (
+            list(pos.points()) if pos.reason == "points" or rng.random() < 0.3 else None
+        )
     else:
         reason = "timeout" if rng.random() < 0.3 else "resign"
         result = {"winner": 1 - pos.to_move, "reason": reason, "points": None}
@@ -89,7 +91,8 @@ def simulate_game(
         "schema": 1,
         "game_id": game_uuid(rng),
         "game": "slow6",
-        "client": client or {"platform": _weighted(rng, PLATFORMS), "version": _weighted(rng, VERSIONS)},
+        "client": client
+        or {"platform": _weighted(rng, PLATFORMS), "version": _weighted(rng, VERSIONS)},
         "mode": mode,
         "ended_at": ended_at or _date(rng),
         "rules": {"board": n, "powers": bool(picks), "hidden": hidden},
