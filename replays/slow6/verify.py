@@ -245,3 +245,10 @@ def _facts(pos: Position, record: dict, turns: list[TurnFacts]) -> Slow6Facts:
         if t.get("power"):
             used[(turns[i].side, t["power"])] = i
     return Slow6Facts(winner, reason, pos.points(), turns, pieces, used)
+
+
+def frames(record: dict) -> dict:
+    """The game turn by turn for a viewer (see `replays.slow6.frames`)."""
+    from .frames import frames as _frames
+
+    return _frames(record)
