@@ -45,7 +45,11 @@ def frames(record: dict) -> dict:
         try:
             play_turn(pos, turn)
         except RuleBroken as e:
-            out["error"] = {"rule": e.rule, "turn": i, "message": f"turn {i}: {e.message} ({e.rule})"}
+            out["error"] = {
+                "rule": e.rule,
+                "turn": i,
+                "message": f"turn {i}: {e.message} ({e.rule})",
+            }
             return out
         events = {k: getattr(c, k) for k in Counters.__slots__ if getattr(c, k)}
         out["frames"].append({

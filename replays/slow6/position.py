@@ -44,7 +44,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
         "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
-        "alive",
+        "alive", "why",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -100,7 +100,7 @@ class Position:
         p.taken = list(position["turns_taken"])
         for pid in stunned:  # R9.3: stunned by the previous turn
             if p.side[pid] == to_move:
-                p.imm[pid] = 0
+                p._immobilise(pid, 0, "stunned")
                 p.stun[pid] = 1
             else:
                 p.stun[pid] = 0
@@ -128,6 +128,7 @@ class Position:
         self.wounded = [False] * m
         self.stun = [NEVER] * m  # last ply through which the crown is catchable (R4.2)
         self.imm = [NEVER] * m  # last ply through which the piece is immobile (R2.3)
+        self.why = [""] * m  # what made it immobile, for messages
         self.dash = [False] * m
         self.leap = [False] * m
         self.surge = [False] * m
@@ -148,7 +149,7 @@ class Position:
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
         c.board, c.rank, c.pos, c.lane = self.board[:], self.rank[:], self.pos[:], self.lane[:]
-        c.wounded, c.stun, c.imm = self.wounded[:], self.stun[:], self.imm[:]
+        c.wounded, c.stun, c.imm, c.why = self.wounded[:], self.stun[:], self.imm[:], self.why[:]
         c.dash, c.leap, c.surge, c.shield = (
             self.dash[:],
             self.leap[:],
@@ -287,7 +288,7 @@ class Position:
             if pid < 0 or side[pid] == s:
                 raise RuleBroken(rule, f"{power} target {self.sq(target)} holds no enemy piece")
             if power == "freeze":
-                self.imm[pid] = max(self.imm[pid], g + 3)
+                self._immobilise(pid, g + 3, "frozen")
             else:
                 self._shove(pid, target, s, g)
         else:  # dash, leap, surge, shield: one own piece
@@ -329,7 +330,7 @@ class Position:
         self.wounded[pid] = False
         self.stun[pid] = NEVER
         self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False
-        self.imm[pid] = g  # it cannot move this turn
+        self._immobilise(pid, g, "recalled this turn")  # it cannot move this turn
         self.removed_at[pid] = NEVER
         self.pos[pid] = target
         self.board[target] = pid
@@ -359,7 +360,7 @@ class Position:
         self.pos[pid] = dest
         if self.trap[s] == dest:  # the shover's trap springs; it is the other side's turn
             self.trap[s] = -1
-            self.imm[pid] = max(self.imm[pid], g + 3)
+            self._immobilise(pid, g + 3, "trapped")
             if self.counters:
                 self.counters.trapped += 1
 
@@ -392,7 +393,9 @@ class Position:
                 "R8.3", f"{label}: a crown makes at most one of the two moves of a double"
             )
         if self.imm[pid] >= g:
-            raise RuleBroken("R2.3", f"{label} moves an immobile piece")
+            raise RuleBroken(
+                "R2.3", f"{label}: {self.sq(frm)} is {self.why[pid]} and cannot move this turn"
+            )
         crown = rank[pid] == self.crown
         fx, fy, tx, ty = frm % n, frm // n, to % n, to // n
         dx, dy = tx - fx, ty - fy
@@ -403,24 +406,11 @@ class Position:
         is_leap = self.leap[pid] and occ < 0 and adx <= 2 and ady <= 2
         passed = ()
         if not is_leap:
-            if not (dx == 0 or dy == 0 or adx == ady):
-                raise RuleBroken("R2.2", f"{label} is not a straight line")
-            dist = adx if adx > ady else ady
-            reach = 3 if self.dash[pid] else (1 if crown else 2)
-            if dist > reach:
-                what = "a crown" if crown and not self.dash[pid] else "a piece"
-                raise RuleBroken(
-                    "R2.2", f"{label} moves {dist} squares; {what} moves at most {reach}"
-                )
-            if dist > 1:
-                sx = (dx > 0) - (dx < 0)
-                sy = (dy > 0) - (dy < 0)
-                passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
-                for p in passed:
-                    if board[p] >= 0:
-                        raise RuleBroken(
-                            "R2.2", f"{label} passes over {self.sq(p)}, which holds a piece"
-                        )
+            fault, passed = self._straight_fault(pid, fx, fy, dx, dy, crown, label)
+            if fault:
+                if self.leap[pid] and adx <= 2 and ady <= 2:
+                    raise RuleBroken("R8.11", f"{label}: a leap cannot attack")
+                raise RuleBroken("R2.2", fault)
         # Legal. From here on the move happens.
         c = self.counters
         surged = self.surge[pid]
@@ -442,7 +432,7 @@ class Position:
         if end >= 0:
             if end == trap and self.trap[1 - s] == trap:
                 self.trap[1 - s] = -1
-                self.imm[pid] = max(self.imm[pid], g + 4)
+                self._immobilise(pid, g + 4, "trapped")
                 if c:
                     c.trapped += 1
             if not crown and end == self.lane[pid] and rank[pid] != self.crown:
@@ -458,6 +448,32 @@ class Position:
                 return pid
         self._check_wipeout()
         return pid
+
+    def _immobilise(self, pid: int, through: int, why: str) -> None:
+        if through >= self.imm[pid]:
+            self.imm[pid] = through
+            self.why[pid] = why
+
+    def _straight_fault(self, pid, fx, fy, dx, dy, crown, label):
+        """Why a plain (or dash) move breaks R2.2, or None; and the squares it passes over."""
+        adx, ady = abs(dx), abs(dy)
+        if not (dx == 0 or dy == 0 or adx == ady):
+            return f"{label} is not a straight line", ()
+        dist = adx if adx > ady else ady
+        reach = 3 if self.dash[pid] else (1 if crown else 2)
+        if dist > reach:
+            what = "a crown" if crown and not self.dash[pid] else "a piece"
+            return f"{label} moves {dist} squares; {what} moves at most {reach}", ()
+        if dist == 1:
+            return None, ()
+        n, board = self.n, self.board
+        sx = (dx > 0) - (dx < 0)
+        sy = (dy > 0) - (dy < 0)
+        passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
+        for p in passed:
+            if board[p] >= 0:
+                return f"{label} passes over {self.sq(p)}, which holds a piece", ()
+        return None, passed
 
     def _fight(self, a: int, d: int, frm: int, to: int, surged: bool, g: int) -> int:
         """Attacker `a` from `frm` onto defender `d` on `to` (R3, R4, R8.10, R8.12).
@@ -480,7 +496,7 @@ class Position:
             win = -1  # R4.2: the attacker loses, the crown is stunned and wounded
             self.wounded[d] = True
             self.stun[d] = g + 2
-            self.imm[d] = max(self.imm[d], g + 1)
+            self._immobilise(d, g + 1, "stunned")
             self.stunned_count[d] += 1
             if c:
                 c.stuns += 1
@@ -499,7 +515,7 @@ class Position:
             else:
                 win = -1
         if rest:
-            self.imm[a] = max(self.imm[a], g + 2)
+            self._immobilise(a, g + 2, "resting after a surge")
         a_survives = win == 1 or self._shielded(a)
         d_survives = win == -1 or self._shielded(d)
         if not d_survives:
