@@ -33,7 +33,7 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
     turn_facts = [] if collect else None
     i = -1
     try:
-        for i, turn in enumerate(record["turns"]):
+        for i, turn in enumerate(record["turns"]):  # noqa: B007 (i names the turn that broke)
             if collect:
                 pos.counters = Counters()
             play_turn(pos, turn)
