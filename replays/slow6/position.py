@@ -76,10 +76,18 @@ class Position:
     @classmethod
     def start_position(cls, n: int, lineups, first: int, picks=None) -> Position:
         p = cls(n, lineups, picks)
-        for s in (0, 1):
-            row = back_row(s, n)
-            for f in range(n):
-                p._add_piece(s, lineups[s][f], row * n + f, row * n + f)
+        top = (n - 1) * n
+        l0, l1 = lineups
+        # pid = side * n + file; both sides start on their back rows (R1.3).
+        p.side = [0] * n + [1] * n
+        p.rank = list(l0) + list(l1)
+        p.orig = p.rank[:]
+        p.start = list(range(n)) + list(range(top, top + n))
+        p.pos = p.start[:]
+        p.lane = [top + l1.index(r) for r in l0] + [l0.index(r) for r in l1]
+        board = p.board
+        for pid in range(2 * n):
+            board[p.start[pid]] = pid
         p._finish_setup(first)
         return p
 
