@@ -9,6 +9,7 @@ queries running on the old one finish there.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -38,6 +39,15 @@ def write_snapshot(con, path: str) -> None:
         con.execute(f"COPY FROM DATABASE {_quote_ident(source)} TO {_quote_ident(alias)}")
     finally:
         con.execute(f"DETACH {_quote_ident(alias)}")
+
+
+def _udfs(con) -> None:
+    """Trusted Python functions analysts may call: raw_json(record, codec) decodes raw records."""
+    try:
+        from ingest.codec import register_sql
+    except ImportError:
+        return
+    register_sql(con)
 
 
 def signature(cur) -> tuple:
@@ -71,7 +81,13 @@ class Snapshots:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
         self.check_every = check_every
-        self._engine_args = {"memory_limit": memory_limit, "threads": threads}
+        self._engine_args = {"memory_limit": memory_limit, "threads": threads, "setup": _udfs}
+        # ATTACH cannot run inside a transaction: stores that wrap submit() in one let us opt out.
+        try:
+            params = inspect.signature(store.submit).parameters
+        except (TypeError, ValueError):
+            params = {}
+        self._submit_args = {"transaction": False} if "transaction" in params else {}
         self._engine: Engine | None = None
         self._taken = 0.0  # monotonic time of the current snapshot
         self._signature = None
@@ -88,7 +104,9 @@ class Snapshots:
             sig = self._store_signature()
             stamp = datetime.now(UTC)
             path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
-            self.store.submit(lambda con: write_snapshot(con, str(path))).result()
+            self.store.submit(
+                lambda con: write_snapshot(con, str(path)), **self._submit_args
+            ).result()
             engine = Engine(
                 str(path),
                 snapshot_at=stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -145,6 +145,7 @@ class Engine:
         threads: int = 1,
         memory_limit: str = "1GB",
         max_concurrent: int = 2,
+        setup=None,
     ):
         config = dict(LOCKED_CONFIG)
         config.update({"threads": threads, "memory_limit": memory_limit})
@@ -152,6 +153,8 @@ class Engine:
         self.path = path
         self.snapshot_at = snapshot_at
         self._con = duckdb.connect(path, read_only=True, config=config)
+        if setup is not None:
+            setup(self._con)  # e.g. register trusted Python UDFs (no SQL-visible settings)
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._lock = threading.Lock()
         self._active = 0

@@ -1,0 +1,126 @@
+"""`balance sql "SELECT ..."`: the SQL console from a terminal.
+
+Asks the server at $BALANCE_URL (default http://127.0.0.1:8000) through POST /sql/api, sending
+$BALANCE_TOKEN as a bearer token when set; or, with --db PATH, opens that store file read-only
+itself (it must not be open by a running server) under the same locked engine as the console.
+Prints a table, or CSV with --csv. Exit 0 on success, 1 when the query is refused or fails
+(the reason on stderr), 2 when the server cannot be reached or answers something unexpected.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "sql",
+        help="run a read-only SQL query on the store (via the server, or a file with --db)",
+        description=__doc__,
+    )
+    p.add_argument("query", help="one SELECT statement; '-' reads it from standard input")
+    p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
+    p.add_argument("--db", metavar="PATH", help="open this DuckDB store file read-only instead")
+    p.add_argument(
+        "--url", default=None, help=f"server URL (default $BALANCE_URL or {DEFAULT_URL})"
+    )
+    p.add_argument("--limit", type=int, default=None, help="at most this many rows")
+    p.add_argument("--timeout", type=float, default=5.0, help="seconds (with --db; default 5)")
+    p.set_defaults(run=run)
+
+
+def _fail(message: str, code: int = 1) -> int:
+    print(f"balance sql: {message}", file=sys.stderr)
+    return code
+
+
+def _via_server(sql: str, args) -> tuple[list[str], list[list], bool] | int:
+    base = (args.url or os.environ.get("BALANCE_URL") or DEFAULT_URL).rstrip("/")
+    body = {"sql": sql}
+    if args.limit is not None:
+        body["limit"] = args.limit
+    req = urllib.request.Request(
+        base + "/sql/api",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json"},
+        method="POST",
+    )
+    token = os.environ.get("BALANCE_TOKEN")
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=args.timeout + 30) as resp:
+            answer = json.loads(resp.read())
+    except urllib.error.HTTPError as exc:
+        try:
+            detail = json.loads(exc.read())
+            return _fail(f"{detail.get('error', exc.code)}: {detail.get('message', '')}")
+        except (ValueError, AttributeError):
+            return _fail(f"the server answered HTTP {exc.code}", 2)
+    except (urllib.error.URLError, OSError) as exc:
+        return _fail(f"cannot reach {base}: {getattr(exc, 'reason', exc)}", 2)
+    return answer["columns"], answer["rows"], bool(answer.get("truncated"))
+
+
+def _via_file(sql: str, args) -> tuple[list[str], list[list], bool] | int:
+    from . import export
+    from .sqlsafe import DEFAULT_LIMIT, Engine, QueryError
+
+    if not os.path.isfile(args.db):
+        return _fail(f"no such database file: {args.db}", 2)
+    try:
+        engine = Engine(args.db, threads=2)
+    except Exception as exc:  # locked by a running server, not a DuckDB file, ...
+        return _fail(f"cannot open {args.db} read-only: {exc}", 2)
+    try:
+        result = engine.run(sql, limit=args.limit or DEFAULT_LIMIT, timeout=args.timeout)
+    except QueryError as exc:
+        return _fail(f"{exc.kind}: {exc.message}")
+    finally:
+        engine.close()
+    return result.columns, export.rows(result.table), result.truncated
+
+
+def _text(value) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, (list, dict)):
+        return json.dumps(value)
+    return str(value)
+
+
+def print_table(columns: list[str], rows: list[list], out=sys.stdout) -> None:
+    cells = [[_text(v) for v in r] for r in rows]
+    widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
+    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join("-" * w for w in widths) + "\n")
+    for r in cells:
+        out.write("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
+
+
+def print_csv(columns: list[str], rows: list[list], out=sys.stdout) -> None:
+    import polars as pl
+
+    data = {c: [_text(r[i]) if isinstance(r[i], (list, dict)) else r[i] for r in rows]
+            for i, c in enumerate(columns)}  # fmt: skip
+    frame = pl.DataFrame(data, strict=False) if rows else pl.DataFrame({c: [] for c in columns})
+    out.write(frame.write_csv())
+
+
+def run(args) -> int:
+    sql = sys.stdin.read() if args.query == "-" else args.query
+    got = _via_file(sql, args) if args.db else _via_server(sql, args)
+    if isinstance(got, int):
+        return got
+    columns, rows, truncated = got
+    (print_csv if args.csv else print_table)(columns, rows)
+    sys.stdout.flush()
+    if truncated:
+        print(f"balance sql: truncated at {len(rows)} rows", file=sys.stderr)
+    return 0

@@ -1,0 +1,118 @@
+"""The filter form every dashboard page shows, and the SQL WHERE it turns into.
+
+Values are checked against fixed vocabularies or strict patterns before they are written into
+SQL as literals (they must be literals: the same SQL text is shown, downloaded and opened in the
+console). The SQL runs on the read-only snapshot engine anyway, so a bad value could at worst
+fail a query, never change data.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from urllib.parse import urlencode
+
+BOARDS = ("5", "7")
+VARIANTS = ("classic", "powers", "hidden")
+MODES = ("human", "online", "friend", "computer", "challenge", "tutorial")
+AI_LEVELS = ("1", "2", "3", "4")
+PLATFORMS = ("ios", "android", "web", "desktop", "bot")
+VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,63}")
+
+LABELS = {
+    "board": "Board",
+    "variant": "Variant",
+    "mode": "Mode",
+    "ai_level": "AI level",
+    "platform": "Platform",
+    "client_version": "Client version",
+    "date_from": "From",
+    "date_to": "To",
+}
+KEYS = tuple(LABELS)
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@dataclass
+class Filters:
+    values: dict[str, str] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_args(cls, args) -> Filters:
+        f = cls()
+        choices = {
+            "board": BOARDS,
+            "variant": VARIANTS,
+            "mode": MODES,
+            "ai_level": AI_LEVELS,
+            "platform": PLATFORMS,
+        }
+        for key in KEYS:
+            raw = (args.get(key) or "").strip()
+            if not raw:
+                continue
+            ok = True
+            if key in choices:
+                ok = raw in choices[key]
+            elif key == "client_version":
+                ok = bool(VERSION.fullmatch(raw))
+            else:
+                try:
+                    date.fromisoformat(raw)
+                except ValueError:
+                    ok = False
+            if ok:
+                f.values[key] = raw
+            else:
+                f.errors.append(f"{LABELS[key]}: {raw!r} is not a valid value (ignored)")
+        return f
+
+    def get(self, key: str) -> str | None:
+        return self.values.get(key)
+
+    def query_string(self, **extra) -> str:
+        items = {**self.values, **{k: v for k, v in extra.items() if v not in (None, "")}}
+        return ("?" + urlencode(items)) if items else ""
+
+    def conditions(
+        self, columns: set[str] | frozenset[str], date_column: str | None = None
+    ) -> tuple[list[str], list[str]]:
+        """SQL conditions for the filters this table has columns for, and the filters it cannot
+        take (shown on the page as 'not applied here')."""
+        conds, skipped = [], []
+        for key, value in self.values.items():
+            if key in ("date_from", "date_to"):
+                col = date_column if date_column in columns else None
+                if col is None:
+                    skipped.append(key)
+                    continue
+                if key == "date_from":
+                    conds.append(f"{col} >= DATE {_q(value)}")
+                else:
+                    end = date.fromisoformat(value) + timedelta(days=1)
+                    conds.append(f"{col} < DATE {_q(end.isoformat())}")
+                continue
+            if key == "mode" and value == "human":
+                if "mode" in columns:
+                    conds.append("mode IN ('online', 'friend')")
+                else:
+                    skipped.append(key)
+                continue
+            if key not in columns:
+                skipped.append(key)
+                continue
+            if key in ("board", "ai_level"):
+                conds.append(f"{key} = {int(value)}")
+            else:
+                conds.append(f"{key} = {_q(value)}")
+        return conds, skipped
+
+    def where(self, columns, date_column: str | None = None, extra: list[str] | None = None):
+        conds, skipped = self.conditions(columns, date_column)
+        conds = list(extra or []) + conds
+        return ("WHERE " + "\n  AND ".join(conds)) if conds else "", skipped

@@ -1,0 +1,301 @@
+"""The designer dashboard: /dashboard pages, chart CSVs, the JS bundle, the game explorer."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
+
+from . import EXT_BUNDLE, export, snapshots
+from . import assets as assets_mod
+from .auth import require_token
+from .filters import KEYS, LABELS, MODES, PLATFORMS, VARIANTS, Filters
+from .render import Ctx, build, console_link, table_of
+from .sqlsafe import QueryError
+
+bp = Blueprint(
+    "dashboard",
+    __name__,
+    url_prefix="/dashboard",
+    template_folder="templates",
+    static_folder="static",
+    static_url_path="/static",
+)
+bp.before_request(require_token)
+
+
+def _catalog():
+    from . import catalog
+
+    return catalog
+
+
+def _ctx() -> Ctx:
+    return Ctx(Filters.from_args(request.args), snapshots(current_app))
+
+
+@bp.app_context_processor
+def _nav():
+    from flask import g
+
+    if request.blueprint not in ("dashboard", "sql"):
+        return {}
+    f = Filters.from_args(request.args)
+    return {
+        "nav_pages": [(key, page.title) for key, page in _catalog().PAGES.items()],
+        "nav_query": f.query_string(),
+        "bundle_url": url_for("dashboard.bundle", filename=assets_mod.FILENAME),
+        "_g": g,
+    }
+
+
+def _freshness(ctx: Ctx) -> dict:
+    return _catalog().freshness(ctx)
+
+
+def _filter_form(ctx: Ctx) -> dict:
+    versions = _catalog().client_versions(ctx)
+    return {
+        "labels": LABELS,
+        "keys": KEYS,
+        "values": ctx.filters.values,
+        "errors": ctx.filters.errors,
+        "choices": {
+            "board": ["5", "7"],
+            "variant": list(VARIANTS),
+            "mode": list(MODES),
+            "ai_level": ["1", "2", "3", "4"],
+            "platform": list(PLATFORMS),
+        },
+        "versions": versions,
+    }
+
+
+def render_page(name: str):
+    catalog = _catalog()
+    page = catalog.PAGES.get(name)
+    if page is None:
+        abort(404)
+    ctx = _ctx()
+    views = [build(chart, ctx) for chart in page.charts]
+    html = render_template(
+        "page.html",
+        page=page,
+        name=name,
+        active=name,
+        views=views,
+        form=_filter_form(ctx),
+        fresh=_freshness(ctx),
+        coverage=catalog.coverage(ctx, page),
+        console_link=console_link,
+        query=ctx.filters.query_string(),
+        title=page.title,
+    )
+    return Response(html, mimetype="text/html")
+
+
+@bp.get("/")
+def index():
+    return render_page("overview")
+
+
+@bp.get("/p/<name>")
+def page(name: str):
+    return render_page(name)
+
+
+@bp.get("/chart/<chart_id>.<fmt>")
+def chart_data(chart_id: str, fmt: str):
+    """The table behind one chart, under the page's filters, as CSV/JSON/Parquet."""
+    chart = _catalog().CHARTS.get(chart_id)
+    if chart is None or fmt not in export.MEDIA_TYPES:
+        abort(404)
+    ctx = _ctx()
+    try:
+        sql, frame, truncated = table_of(chart, ctx)
+    except QueryError as exc:
+        return Response(export.dumps({"error": exc.kind, "message": exc.message}), 400,
+                        mimetype="application/json")  # fmt: skip
+    body = export.to_bytes(frame.to_arrow(), fmt)
+    resp = Response(body, mimetype=export.MEDIA_TYPES[fmt])
+    resp.headers["Content-Disposition"] = f'attachment; filename="{chart_id}.{fmt}"'
+    resp.headers["X-Truncated"] = "true" if truncated else "false"
+    return resp
+
+
+@bp.get("/assets/<filename>")
+def bundle(filename: str):
+    if filename != assets_mod.FILENAME:
+        abort(404)
+    b = current_app.extensions[EXT_BUNDLE]
+    gz = "gzip" in request.headers.get("Accept-Encoding", "")
+    body = b.body(gz)
+    if request.if_none_match and b.etag in request.if_none_match:
+        resp = Response(status=304)
+    else:
+        resp = Response(body, mimetype="text/javascript")
+        if gz:
+            resp.headers["Content-Encoding"] = "gzip"
+    resp.headers["Vary"] = "Accept-Encoding"
+    resp.headers["ETag"] = f'"{b.etag}"'
+    # The URL carries the vl-convert version: the content never changes under it.
+    resp.headers["Cache-Control"] = "public, max-age=31536000, immutable"
+    return resp
+
+
+# -- game explorer ----------------------------------------------------------------------------
+
+UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+REASONS = ("home", "wipeout", "points", "timeout", "resign")
+POWERS = ("double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge")
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def explorer_sql(args) -> tuple[str, dict]:
+    """The explorer's query: verified and quarantined Slow6 games in one shape."""
+    chosen: dict[str, str] = {}
+    conds = []
+    f = Filters.from_args(args)
+    chosen.update(f.values)
+    lineup = (args.get("lineup") or "").strip()
+    if re.fullmatch(r"[1-7]{5}|[1-7]{7}", lineup):
+        chosen["lineup"] = lineup
+        conds.append(f"(lineup_0 = {_q(lineup)} OR lineup_1 = {_q(lineup)})")
+    power = args.get("power") or ""
+    if power in POWERS:
+        chosen["power"] = power
+        conds.append(
+            f"(list_contains(powers_0, {_q(power)}) OR list_contains(powers_1, {_q(power)}))"
+        )
+    reason = args.get("reason") or ""
+    if reason in REASONS:
+        chosen["reason"] = reason
+        conds.append(f"reason = {_q(reason)}")
+    rule = (args.get("rule") or "").strip()
+    if re.fullmatch(r"[RS]\d{1,2}(\.\d{1,2})?", rule):
+        chosen["rule"] = rule
+        conds.append(f"rule = {_q(rule)}")
+    status = args.get("status") or ""
+    if status in ("verified", "quarantined"):
+        chosen["status"] = status
+        conds.append(f"status = {_q(status)}")
+    fconds, _ = f.conditions(
+        {"board", "variant", "mode", "ai_level", "platform", "client_version", "day"}, "day"
+    )
+    conds += fconds
+    where = ("WHERE " + "\n  AND ".join(conds)) if conds else ""
+    sql = f"""WITH found AS (
+  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level, platform,
+         client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
+         NULL AS rule, NULL::INTEGER AS broken_turn, ended_at, ended_at::DATE AS day
+  FROM games
+  UNION ALL
+  SELECT q.game_id, 'quarantined', (r.j->>'$.rules.board')::INTEGER,
+         CASE WHEN (r.j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
+              WHEN (r.j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END,
+         q.mode, (r.j->>'$.ai.level')::INTEGER, q.platform, q.client_version,
+         array_to_string(CAST(r.j->'$.lineups[0]' AS INTEGER[]), ''),
+         array_to_string(CAST(r.j->'$.lineups[1]' AS INTEGER[]), ''),
+         CAST(r.j->'$.powers[0]' AS VARCHAR[]), CAST(r.j->'$.powers[1]' AS VARCHAR[]),
+         (r.j->>'$.result.winner')::INTEGER, r.j->>'$.result.reason',
+         json_array_length(r.j->'$.turns'), q.rule, q.turn, q.ended_at, q.ended_at::DATE
+  FROM quarantine q
+  JOIN (SELECT game_id, raw_json(record, codec)::JSON AS j FROM raw_records
+        WHERE status = 'quarantined' AND game = 'slow6') r USING (game_id)
+)
+SELECT game_id, status, board, variant, mode, ai_level, platform, client_version,
+       lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns, rule, broken_turn, ended_at
+FROM found
+{where}
+ORDER BY ended_at DESC
+LIMIT 200"""
+    return sql, chosen
+
+
+@bp.get("/games")
+def explorer():
+    ctx = _ctx()
+    sql, chosen = explorer_sql(request.args)
+    rows, error = [], None
+    columns: list[str] = []
+    try:
+        result = snapshots(current_app).run(sql, limit=200, timeout=10)
+        columns = result.columns
+        rows = [dict(zip(columns, r)) for r in export.rows(result.table)]
+    except QueryError as exc:
+        error = exc.message
+    html = render_template(
+        "explorer.html",
+        active="games",
+        title="Games",
+        rows=rows,
+        columns=columns,
+        error=error,
+        sql=sql,
+        chosen=chosen,
+        form=_filter_form(ctx),
+        fresh=_freshness(ctx),
+        reasons=REASONS,
+        powers=POWERS,
+        console_link=console_link,
+    )
+    return Response(html, mimetype="text/html")
+
+
+def load_record(game_id: str):
+    """(record, status, quarantine row) of one game from the snapshot."""
+    import orjson
+
+    if not UUID_RE.fullmatch(game_id):
+        abort(404)
+    sql = (
+        "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message FROM raw_records r "
+        f"LEFT JOIN quarantine q USING (game_id) WHERE r.game_id = {_q(game_id.lower())}::UUID"
+    )
+    result = snapshots(current_app).run(sql, limit=1, timeout=10)
+    rows = export.rows(result.table)
+    if not rows:
+        abort(404)
+    raw, status, rule, turn, message = rows[0]
+    record = orjson.loads(raw)
+    quarantine = {"rule": rule, "turn": turn, "message": message} if rule else None
+    return record, status, quarantine
+
+
+@bp.get("/games/<game_id>")
+def game(game_id: str):
+    from .frames import frames
+
+    record, status, quarantine = load_record(game_id)
+    try:
+        replay = frames(record)
+    except ValueError as exc:
+        replay = {"frames": [], "error": {"rule": None, "turn": None, "message": str(exc)}}
+    # A quarantined game opens at the turn that broke the rule: the viewer's step after the last
+    # good frame shows that turn's moves on the board they were tried on.
+    err = replay.get("error") or quarantine
+    nframes = len(replay["frames"])
+    if err and err.get("turn") is not None:
+        start = nframes
+    elif err:
+        start = max(nframes - 1, 0)
+    else:
+        start = 0
+    html = render_template(
+        "game.html",
+        active="games",
+        title=f"Game {game_id}",
+        game_id=game_id,
+        record=record,
+        status=status,
+        quarantine=quarantine,
+        replay=replay,
+        start=start,
+        fresh=_freshness(_ctx()),
+        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+    )
+    return Response(html, mimetype="text/html")

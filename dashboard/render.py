@@ -1,0 +1,150 @@
+"""From a chart definition to what a page shows: SQL text -> table -> (rates) -> Altair spec.
+
+Each chart's data comes from one SQL string over agg_* tables; that string is what runs (on the
+snapshot engine), what the chart's console link opens, and what its CSV download re-runs. When
+the string yields additive counts, `post` adds rates, intervals, shrinkage and FDR flags with
+`analysis.views.rates` (the CSV is the table after that step: exactly what is drawn).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from urllib.parse import urlencode
+
+import polars as pl
+import pyarrow as pa
+
+from .filters import Filters
+from .sqlsafe import QueryError
+
+CHART_ROW_LIMIT = 20_000
+
+
+@dataclass
+class Ctx:
+    filters: Filters
+    snapshots: object
+    params: dict = field(default_factory=dict)
+    _columns: dict = field(default_factory=dict)
+
+    def columns(self, table: str) -> frozenset[str]:
+        """Columns of a table in the current snapshot (empty when it does not exist)."""
+        key = (self.snapshots.snapshot_at, table)
+        if key not in _COLUMN_CACHE:
+            sql = (
+                "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database()"
+                f" AND table_name = '{table}'"
+            )
+            try:
+                result = self.snapshots.run(sql, limit=1000, timeout=5)
+                cols = frozenset(result.table.column(0).to_pylist())
+            except QueryError:
+                cols = frozenset()
+            if len(_COLUMN_CACHE) > 500:
+                _COLUMN_CACHE.clear()
+            _COLUMN_CACHE[key] = cols
+        return _COLUMN_CACHE[key]
+
+    def has(self, table: str) -> bool:
+        return bool(self.columns(table))
+
+    def where(self, table: str, date_column: str | None = "week", extra=None):
+        """WHERE clause for `table`; records which filters it could not take."""
+        clause, skipped = self.filters.where(self.columns(table), date_column, extra)
+        self.params.setdefault("_skipped", set()).update(skipped)
+        return clause
+
+
+_COLUMN_CACHE: dict = {}
+
+
+@dataclass
+class Chart:
+    id: str
+    title: str
+    table: str  # the agg_* table it reads (for "no data yet" and the filters it takes)
+    sql: Callable[[Ctx], str]
+    draw: Callable[[list[dict], Ctx], dict | None] | None = None
+    post: Callable[[pl.DataFrame, Ctx], pl.DataFrame] | None = None
+    note: str = ""
+    table_rows: int = 0  # also show the first N rows as an HTML table
+    wide: bool = False
+
+
+@dataclass
+class ChartView:
+    chart: Chart
+    sql: str = ""
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)
+    spec: dict | None = None
+    error: str | None = None
+    skipped: list[str] = field(default_factory=list)
+    truncated: bool = False
+    ms: float = 0.0
+
+    @property
+    def id(self) -> str:
+        return self.chart.id
+
+
+def frame_of(table: pa.Table) -> pl.DataFrame:
+    return pl.from_arrow(table) if table.num_rows or table.num_columns else pl.DataFrame()
+
+
+def jsonable_rows(frame: pl.DataFrame) -> list[dict]:
+    """Rows for Vega: dates as ISO text, NaN as null, floats rounded for a lighter page."""
+    out = frame
+    exprs = []
+    for name, dtype in frame.schema.items():
+        if dtype.is_temporal():
+            exprs.append(pl.col(name).cast(pl.String))
+        elif dtype.is_float():
+            exprs.append(pl.col(name).fill_nan(None).round(4))
+        elif dtype == pl.Decimal or isinstance(dtype, pl.Decimal):
+            exprs.append(pl.col(name).cast(pl.Float64).round(4))
+        elif isinstance(dtype, pl.List | pl.Array | pl.Struct):
+            exprs.append(pl.col(name).cast(pl.String, strict=False))
+    if exprs:
+        out = frame.with_columns(exprs)
+    return out.to_dicts()
+
+
+def table_of(chart: Chart, ctx: Ctx) -> tuple[str, pl.DataFrame, bool]:
+    """Run the chart's SQL and post step: (sql, the table behind the chart, truncated)."""
+    sql = chart.sql(ctx)
+    result = ctx.snapshots.run(sql, limit=CHART_ROW_LIMIT, timeout=10)
+    frame = frame_of(result.table)
+    if chart.post is not None and frame.height:
+        frame = chart.post(frame, ctx)
+    return sql, frame, result.truncated
+
+
+def build(chart: Chart, ctx: Ctx) -> ChartView:
+    view = ChartView(chart)
+    start = time.perf_counter()
+    ctx.params["_skipped"] = set()
+    if not ctx.has(chart.table):
+        view.error = (
+            f"No data yet: the table {chart.table} is not in the snapshot "
+            "(the analysis jobs write it: balance jobs run)."
+        )
+        return view
+    try:
+        view.sql, frame, view.truncated = table_of(chart, ctx)
+    except QueryError as exc:
+        view.error = f"The query failed: {exc.message}"
+        return view
+    view.skipped = sorted(ctx.params.get("_skipped", ()))
+    view.columns = frame.columns
+    view.rows = jsonable_rows(frame)
+    if chart.draw is not None and view.rows:
+        view.spec = chart.draw(view.rows, ctx)
+    view.ms = (time.perf_counter() - start) * 1000
+    return view
+
+
+def console_link(sql: str) -> str:
+    return "/sql?" + urlencode({"q": sql})
