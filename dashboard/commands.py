@@ -98,10 +98,10 @@ def _text(value) -> str:
 def print_table(columns: list[str], rows: list[list], out=sys.stdout) -> None:
     cells = [[_text(v) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
-    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths)).rstrip() + "\n")
+    out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False)).rstrip() + "\n")
     out.write("  ".join("-" * w for w in widths) + "\n")
     for r in cells:
-        out.write("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip() + "\n")
+        out.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)).rstrip() + "\n")
 
 
 def print_csv(columns: list[str], rows: list[list], out=sys.stdout) -> None:

@@ -225,7 +225,7 @@ def explorer():
     try:
         result = snapshots(current_app).run(sql, limit=200, timeout=10)
         columns = result.columns
-        rows = [dict(zip(columns, r)) for r in export.rows(result.table)]
+        rows = [dict(zip(columns, r, strict=False)) for r in export.rows(result.table)]
     except QueryError as exc:
         error = exc.message
     html = render_template(
@@ -253,7 +253,8 @@ def load_record(game_id: str):
     if not UUID_RE.fullmatch(game_id):
         abort(404)
     sql = (
-        "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message FROM raw_records r "
+        "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message "
+        "FROM raw_records r "
         f"LEFT JOIN quarantine q USING (game_id) WHERE r.game_id = {_q(game_id.lower())}::UUID"
     )
     result = snapshots(current_app).run(sql, limit=1, timeout=10)

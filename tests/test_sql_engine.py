@@ -124,7 +124,9 @@ def test_settings_are_locked(snaps):
         "('enable_external_access', 'lock_configuration', 'autoload_known_extensions', "
         "'autoinstall_known_extensions') ORDER BY name"
     )
-    settings = dict(zip(got.table.column(0).to_pylist(), got.table.column(1).to_pylist()))
+    settings = dict(
+        zip(got.table.column(0).to_pylist(), got.table.column(1).to_pylist(), strict=False)
+    )
     assert settings == {
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
