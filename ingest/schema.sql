@@ -1,20 +1,34 @@
 -- The store. Owned by the server process (DuckDB allows one writer per file).
 -- Every table and column is documented for analysts in docs/tables.md; keep the two in step.
+--
+-- Only raw_records has an index (its primary key, the idempotency guard). The other tables are
+-- unique per their natural key by construction (the single writer inserts a game's rows once,
+-- in the transaction that stores its raw record); an ART index on them would cost several
+-- hundred bytes a game on disk (benchmarks/ingest_size.py) and no query needs one.
 
--- Every well-formed record ever acknowledged, verified or quarantined, as received
--- (canonical compact JSON). Any other table can be rebuilt from this one.
+CREATE TABLE IF NOT EXISTS store_meta (
+    key   VARCHAR PRIMARY KEY,
+    value VARCHAR NOT NULL
+);
+INSERT OR IGNORE INTO store_meta VALUES ('schema_version', '1');
+
+-- Every well-formed record ever acknowledged, verified or quarantined. Any other table can be
+-- rebuilt from this one (balance reverify). `record` holds the canonical JSON (sorted keys,
+-- compact), deflated with the preset dictionary named by `codec`; SQL reads it as text with
+-- raw_json(record, codec) (registered by the server and `balance` tools; ingest/codec.py).
 CREATE TABLE IF NOT EXISTS raw_records (
     game_id      UUID PRIMARY KEY,
     game         VARCHAR NOT NULL,          -- 'slow6' | 'slide'
     status       VARCHAR NOT NULL,          -- 'verified' | 'quarantined'
     content_hash UBIGINT NOT NULL,          -- hash of the canonical record: duplicate vs conflict
-    record       VARCHAR NOT NULL,          -- the record, canonical JSON
+    record       BLOB NOT NULL,             -- the canonical record, encoded by `codec`
+    codec        UTINYINT NOT NULL,         -- 0 plain JSON, 1 deflate+slow6-v1, 2 deflate+slide-v1
     received_at  TIMESTAMP NOT NULL
 );
 
 -- One row per verified Slow6 game. Analysts' saved queries rely on this name and these columns.
 CREATE TABLE IF NOT EXISTS games (
-    game_id        UUID PRIMARY KEY,
+    game_id        UUID NOT NULL,           -- unique (one row per verified game)
     game           VARCHAR NOT NULL,        -- always 'slow6' here
     board          UTINYINT NOT NULL,       -- 5 or 7
     powers         BOOLEAN NOT NULL,
@@ -40,7 +54,7 @@ CREATE TABLE IF NOT EXISTS games (
     received_at    TIMESTAMP NOT NULL       -- server clock, UTC
 );
 
--- One row per turn of a verified Slow6 game.
+-- One row per turn of a verified Slow6 game; unique per (game_id, turn).
 CREATE TABLE IF NOT EXISTS game_turns (
     game_id   UUID NOT NULL,
     turn      USMALLINT NOT NULL,           -- 0-based index into the log
@@ -53,20 +67,18 @@ CREATE TABLE IF NOT EXISTS game_turns (
     stuns     UTINYINT NOT NULL,            -- crowns stunned this turn
     catches   UTINYINT NOT NULL,            -- stunned crowns caught this turn
     promotions UTINYINT NOT NULL,
-    trapped   UTINYINT NOT NULL,            -- pieces stopped by a trap this turn
-    PRIMARY KEY (game_id, turn)
+    trapped   UTINYINT NOT NULL             -- pieces stopped by a trap this turn
 );
 
--- One row per power pick of a verified Slow6 game with powers.
+-- One row per power pick of a verified Slow6 game with powers; unique per (game_id, side, power).
 CREATE TABLE IF NOT EXISTS game_powers (
     game_id   UUID NOT NULL,
     side      UTINYINT NOT NULL,
     power     VARCHAR NOT NULL,
-    used_turn USMALLINT,                    -- turn it was used; NULL = held to the end
-    PRIMARY KEY (game_id, side, power)
+    used_turn USMALLINT                     -- turn it was used; NULL = held to the end
 );
 
--- One row per piece of a verified Slow6 game (N per side).
+-- One row per piece of a verified Slow6 game (N per side); unique per (game_id, side, start).
 CREATE TABLE IF NOT EXISTS game_pieces (
     game_id        UUID NOT NULL,
     side           UTINYINT NOT NULL,
@@ -77,15 +89,14 @@ CREATE TABLE IF NOT EXISTS game_pieces (
     revealed_turn  USMALLINT,               -- first turn it moved or fought (R7.2), NULL if never
     moves          USMALLINT NOT NULL,      -- moves it made
     stunned        UTINYINT NOT NULL,       -- times stunned (as a crown)
-    home           BOOLEAN NOT NULL,        -- it won the game by R6.1
-    PRIMARY KEY (game_id, side, start)
+    home           BOOLEAN NOT NULL         -- it won the game by R6.1
 );
 
 -- Well-formed records that failed replay verification: never counted in analysis.
 CREATE TABLE IF NOT EXISTS quarantine (
-    game_id        UUID PRIMARY KEY,
+    game_id        UUID NOT NULL,           -- unique; the record is in raw_records
     game           VARCHAR NOT NULL,
-    rule           VARCHAR NOT NULL,        -- first broken rule, 'R2.2' / 'S2.4'
+    rule           VARCHAR NOT NULL,        -- first broken rule, 'R2.2' / 'S2.4'; 'format' (reverify)
     turn           USMALLINT,               -- 0-based turn / round; NULL = the record as a whole
     seat           UTINYINT,                -- Slide only
     message        VARCHAR NOT NULL,
@@ -94,4 +105,51 @@ CREATE TABLE IF NOT EXISTS quarantine (
     mode           VARCHAR NOT NULL,
     ended_at       TIMESTAMP NOT NULL,
     received_at    TIMESTAMP NOT NULL
+);
+
+-- One row per verified Slide game.
+CREATE TABLE IF NOT EXISTS slide_games (
+    game_id        UUID NOT NULL,           -- unique (one row per verified game)
+    players        UTINYINT NOT NULL,       -- 2..6
+    first          UTINYINT NOT NULL,       -- seat leading round 1
+    match_id       VARCHAR,                 -- tournament match, NULL for a single game
+    match_game     USMALLINT,               -- game number in the match, 1-based
+    mode           VARCHAR NOT NULL,
+    platform       VARCHAR NOT NULL,
+    client_version VARCHAR NOT NULL,
+    winners        UTINYINT[] NOT NULL,     -- winning seats, sorted (several = shared victory)
+    shared         BOOLEAN NOT NULL,        -- more than one winner
+    best_score     USMALLINT NOT NULL,      -- the winning score
+    rounds         UTINYINT NOT NULL,       -- rounds in the log (16)
+    ended_at       TIMESTAMP NOT NULL,
+    received_at    TIMESTAMP NOT NULL
+);
+
+-- One row per seat of a verified Slide game; unique per (game_id, seat).
+CREATE TABLE IF NOT EXISTS slide_seats (
+    game_id         UUID NOT NULL,
+    players         UTINYINT NOT NULL,      -- copied from slide_games: cut by table size directly
+    seat            UTINYINT NOT NULL,
+    seat_from_first UTINYINT NOT NULL,      -- (seat - first) mod players: 0 = led round 1
+    score           USMALLINT NOT NULL,     -- S3.3, as replayed
+    cards_left      UTINYINT NOT NULL,
+    won             BOOLEAN NOT NULL,       -- among the winners (shared or not)
+    groups_removed  UTINYINT NOT NULL,      -- groups cancelled at the end
+    cards_removed   UTINYINT NOT NULL,      -- cards in those groups (16 - cards_left)
+    groups          STRUCT("value" UTINYINT, size UTINYINT)[] NOT NULL  -- each removed group
+);
+
+-- One row per round per seat of a verified Slide game; unique per (game_id, round, seat).
+CREATE TABLE IF NOT EXISTS slide_rounds (
+    game_id     UUID NOT NULL,
+    round       UTINYINT NOT NULL,          -- 0-based
+    seat        UTINYINT NOT NULL,
+    take_order  UTINYINT NOT NULL,          -- 0 = took first this round (the round's leader)
+    revealed    UTINYINT NOT NULL,          -- value of the card the seat revealed
+    reveal_row  UTINYINT NOT NULL,          -- its grid position, the seat's gap
+    reveal_col  UTINYINT NOT NULL,
+    took        UTINYINT NOT NULL,          -- value the seat took from the middle
+    had_choice  BOOLEAN NOT NULL,           -- more than one distinct value was available
+    available   UTINYINT[] NOT NULL,        -- values in the middle when it took, sorted
+    side        VARCHAR NOT NULL            -- edge the card entered from: left|right|top|bottom
 );

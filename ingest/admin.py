@@ -1,0 +1,33 @@
+"""POST /v1/admin/reverify: re-judge every stored record without stopping the server."""
+
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, current_app, request
+
+from .responses import error, json_response
+from .reverify import reverify
+
+bp = Blueprint("admin", __name__)
+
+
+def _authorized() -> bool:
+    token = current_app.extensions["ingest"].config["BALANCE_TOKEN"]
+    sent = request.headers.get("Authorization", "")
+    return bool(token) and hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+
+
+@bp.post("/v1/admin/reverify")
+def admin_reverify():
+    state = current_app.extensions["ingest"]
+    if not state.config["BALANCE_TOKEN"]:
+        return error(403, "admin endpoints need BALANCE_TOKEN set on the server")
+    if not _authorized():
+        return error(
+            401, "send Authorization: Bearer <BALANCE_TOKEN>", {"WWW-Authenticate": "Bearer"}
+        )
+    rebuild = request.args.get("rebuild", "").lower() in ("1", "true", "yes")
+    # runs on the writer thread in one transaction: uploads wait meanwhile
+    summary = state.store.submit(lambda con: reverify(con, state.judge, rebuild=rebuild)).result()
+    return json_response(summary)

@@ -1,0 +1,100 @@
+"""The Flask app: upload API, ops endpoints, admin, and the dashboard when installed."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import time
+from dataclasses import dataclass, field
+
+from flask import Flask, g, request
+
+from . import admin, api, ops
+from . import config as settings
+from .jobs import JobScheduler
+from .metrics import Metrics
+from .pipeline import Judge
+from .ratelimit import RateLimiter
+from .responses import register_error_handlers
+from .store import Store
+
+access_log = logging.getLogger("ingest.access")
+
+
+@dataclass
+class IngestState:
+    """What the request handlers share; app.extensions["ingest"]."""
+
+    config: dict
+    store: Store
+    judge: Judge
+    limiter: RateLimiter
+    metrics: Metrics
+    jobs: JobScheduler | None = None
+    commit_timeout: float = 60.0
+    started: float = field(default_factory=time.monotonic)
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Build the app. Settings come from BALANCE_* environment variables, overridden by
+    `config` (same keys; tests may also pass VERIFIER / WELLFORMED modules and STORE)."""
+    conf = settings.load(config)
+    app = Flask(__name__)
+    app.config.update(conf)
+    app.config["MAX_CONTENT_LENGTH"] = None  # the upload handler enforces its own limits
+    metrics = Metrics()
+    store = conf.get("STORE") or Store(
+        conf["BALANCE_DB"], commit_max=conf["BALANCE_COMMIT_MAX"], on_commit=metrics.observe_commit
+    )
+    state = IngestState(
+        config=conf,
+        store=store,
+        judge=Judge(conf.get("VERIFIER"), conf.get("WELLFORMED")),
+        limiter=RateLimiter(conf["BALANCE_RATE_LIMIT"], conf["BALANCE_RATE_BURST"] or None),
+        metrics=metrics,
+    )
+    app.extensions["store"] = store
+    app.extensions["ingest"] = state
+    for bp in (api.bp, ops.bp, admin.bp):
+        app.register_blueprint(bp)
+    register_error_handlers(app)
+    _instrument(app, metrics)
+    _init_dashboard(app)
+    state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
+    return app
+
+
+def close_app(app: Flask) -> None:
+    """Stop the jobs thread and close the store (checkpointing it)."""
+    state = app.extensions["ingest"]
+    if state.jobs is not None:
+        state.jobs.stop()
+    state.store.close()
+
+
+def _instrument(app: Flask, metrics: Metrics) -> None:
+    @app.before_request
+    def _start():
+        g.started = time.perf_counter()
+
+    @app.after_request
+    def _finish(response):
+        seconds = time.perf_counter() - g.get("started", time.perf_counter())
+        # the route pattern, never the raw path or anything about the client
+        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        metrics.observe_request(route, request.method, response.status_code, seconds)
+        access_log.info(
+            "%s %s %d %.1fms", request.method, route, response.status_code, seconds * 1000
+        )
+        return response
+
+
+def _init_dashboard(app: Flask) -> None:
+    try:
+        dashboard = importlib.import_module("dashboard")
+    except ModuleNotFoundError as exc:
+        if exc.name != "dashboard":
+            raise
+        return
+    if hasattr(dashboard, "init_app"):
+        dashboard.init_app(app)

@@ -1,0 +1,45 @@
+"""Server settings: defaults, then the environment (BALANCE_*), then a dict (tests)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+MiB = 1024 * 1024
+
+# name -> (default, parser); the name is both the environment variable and the app.config key
+SETTINGS: dict[str, tuple[object, type]] = {
+    "BALANCE_DB": ("balance.duckdb", str),  # the DuckDB file (created on first start)
+    "BALANCE_RATE_LIMIT": (20.0, float),  # requests a second per client address; 0 = off
+    "BALANCE_RATE_BURST": (0.0, float),  # bucket size; 0 = twice the rate
+    "BALANCE_MAX_BODY": (8 * MiB, int),  # bytes in one request body
+    "BALANCE_MAX_LINES": (1000, int),  # records in one NDJSON batch
+    "BALANCE_JOBS_INTERVAL": (300.0, float),  # seconds between analysis runs; 0 = never
+    "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
+    "BALANCE_COMMIT_MAX": (5000, int),  # games in one group commit at most
+    "BALANCE_HOST": ("127.0.0.1", str),  # the address `balance serve` listens on
+}
+
+
+def _parse(name: str, value) -> object:
+    default, kind = SETTINGS[name]
+    if value is None or value == "":
+        return default
+    if kind is float and isinstance(value, str) and value.lower() in ("off", "none", "false"):
+        return 0.0
+    return kind(value)
+
+
+def load(overrides: Mapping | None = None, environ: Mapping | None = None) -> dict:
+    """All settings; `overrides` may also hold extra keys (e.g. VERIFIER for tests)."""
+    environ = os.environ if environ is None else environ
+    overrides = dict(overrides or {})
+    config = {}
+    for name in SETTINGS:
+        raw = overrides.pop(name) if name in overrides else environ.get(name)
+        try:
+            config[name] = _parse(name, raw)
+        except ValueError as exc:
+            raise ValueError(f"{name}={raw!r}: {exc}") from None
+    config.update(overrides)
+    return config

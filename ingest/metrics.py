@@ -1,0 +1,116 @@
+"""Prometheus text exposition (format 0.0.4), hand-written: three counters and histograms."""
+
+from __future__ import annotations
+
+import threading
+
+VERDICTS = ("accepted", "duplicate", "conflict", "quarantined", "rejected")
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000)
+COMMIT_BUCKETS = (1, 5, 10, 50, 100, 500, 1000, 2500, 5000)
+
+
+class Histogram:
+    def __init__(self, buckets: tuple[float, ...]):
+        self.buckets = buckets
+        self.counts = [0] * len(buckets)  # per bucket (cumulated at exposition)
+        self.count = 0
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        for i, bound in enumerate(self.buckets):
+            if value <= bound:
+                self.counts[i] += 1
+                break
+        self.count += 1
+        self.sum += value
+
+    def lines(self, name: str, labels: str = "") -> list[str]:
+        sep = "," if labels else ""
+        out, running = [], 0
+        for bound, n in zip(self.buckets, self.counts, strict=True):
+            running += n
+            out.append(f'{name}_bucket{{{labels}{sep}le="{_num(bound)}"}} {running}')
+        out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
+        braces = f"{{{labels}}}" if labels else ""
+        out.append(f"{name}_sum{braces} {_num(self.sum)}")
+        out.append(f"{name}_count{braces} {self.count}")
+        return out
+
+
+def _num(x: float) -> str:
+    return repr(float(x)) if not float(x).is_integer() else str(int(x))
+
+
+class Metrics:
+    """Thread-safe; labels are fixed sets (routes, verdicts, status codes), never client data."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.records = dict.fromkeys(VERDICTS, 0)
+        self.requests: dict[tuple[str, str, int], int] = {}
+        self.latency: dict[str, Histogram] = {}
+        self.batch = Histogram(BATCH_BUCKETS)
+        self.commit_size = Histogram(COMMIT_BUCKETS)
+        self.commit_seconds = Histogram(LATENCY_BUCKETS)
+
+    def count_results(self, results: list[dict]) -> None:
+        with self._lock:
+            for r in results:
+                self.records[r["verdict"]] += 1
+            self.batch.observe(len(results))
+
+    def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        with self._lock:
+            key = (route, method, status)
+            self.requests[key] = self.requests.get(key, 0) + 1
+            hist = self.latency.get(route)
+            if hist is None:
+                hist = self.latency[route] = Histogram(LATENCY_BUCKETS)
+            hist.observe(seconds)
+
+    def observe_commit(self, records: int, seconds: float) -> None:
+        with self._lock:
+            self.commit_size.observe(records)
+            self.commit_seconds.observe(seconds)
+
+    def exposition(self, gauges: dict[str, tuple[str, float]] | None = None) -> str:
+        with self._lock:
+            out = [
+                "# HELP balance_records_total Upload records answered, by verdict.",
+                "# TYPE balance_records_total counter",
+            ]
+            out += [f'balance_records_total{{verdict="{v}"}} {n}' for v, n in self.records.items()]
+            out += [
+                "# HELP balance_http_requests_total HTTP requests, by route, method, status.",
+                "# TYPE balance_http_requests_total counter",
+            ]
+            for (route, method, status), n in sorted(self.requests.items()):
+                out.append(
+                    f'balance_http_requests_total{{route="{route}",method="{method}",'
+                    f'status="{status}"}} {n}'
+                )
+            out += [
+                "# HELP balance_http_request_duration_seconds Request latency, by route.",
+                "# TYPE balance_http_request_duration_seconds histogram",
+            ]
+            for route, hist in sorted(self.latency.items()):
+                out += hist.lines("balance_http_request_duration_seconds", f'route="{route}"')
+            out += [
+                "# HELP balance_upload_batch_records Records per upload request.",
+                "# TYPE balance_upload_batch_records histogram",
+            ]
+            out += self.batch.lines("balance_upload_batch_records")
+            out += [
+                "# HELP balance_commit_records Records per group commit.",
+                "# TYPE balance_commit_records histogram",
+            ]
+            out += self.commit_size.lines("balance_commit_records")
+            out += [
+                "# HELP balance_commit_duration_seconds Time to write one group commit.",
+                "# TYPE balance_commit_duration_seconds histogram",
+            ]
+            out += self.commit_seconds.lines("balance_commit_duration_seconds")
+        for name, (help_text, value) in (gauges or {}).items():
+            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {_num(value)}"]
+        return "\n".join(out) + "\n"

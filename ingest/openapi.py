@@ -1,0 +1,159 @@
+"""The OpenAPI 3.1 description of the service; the record itself is the JSON Schema at
+/v1/schema, referenced rather than copied so that there is one contract."""
+
+from __future__ import annotations
+
+from .metrics import VERDICTS
+
+
+def _error(description: str) -> dict:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+def document(config: dict) -> dict:
+    max_body, max_lines = config["BALANCE_MAX_BODY"], config["BALANCE_MAX_LINES"]
+    results = {"application/json": {"schema": {"$ref": "#/components/schemas/Results"}}}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Slow6 / Slide game upload service",
+            "version": "1",
+            "description": "Anonymous upload of finished games (upload format, schema 1). "
+            "Every record is checked and replayed before it is acknowledged; see docs/ingest.md.",
+        },
+        "paths": {
+            "/v1/games": {
+                "post": {
+                    "summary": "Upload one game (application/json) or a batch (NDJSON)",
+                    "description": f"A batch is one record a line, at most {max_lines} records "
+                    f"and {max_body} bytes; blank lines are skipped. A record is at most 64 KiB. "
+                    "Each record gets its own verdict, in order.",
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"$ref": "/v1/schema"}},
+                            "application/x-ndjson": {
+                                "schema": {
+                                    "type": "string",
+                                    "description": "one upload record (/v1/schema) a line",
+                                },
+                            },
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "Processed: one result per record (a batch may "
+                            "hold rejected lines)",
+                            "content": results,
+                        },
+                        "400": {
+                            "description": "Empty body, or no record in it is JSON",
+                            "content": results,
+                        },
+                        "413": _error("Body, record or batch over its limit; nothing stored"),
+                        "415": _error(
+                            "Not application/json or application/x-ndjson, or a compressed body"
+                        ),
+                        "422": {
+                            "description": "The single JSON record was rejected (not "
+                            "well-formed; see field and message)",
+                            "content": results,
+                        },
+                        "429": _error("Rate limited: retry after the Retry-After seconds"),
+                        "503": _error("Storage busy or shutting down: retry"),
+                    },
+                }
+            },
+            "/v1/schema": {
+                "get": {
+                    "summary": "The JSON Schema of an upload record",
+                    "responses": {
+                        "200": {
+                            "description": "JSON Schema 2020-12",
+                            "content": {"application/schema+json": {}},
+                        }
+                    },
+                }
+            },
+            "/healthz": {
+                "get": {
+                    "summary": "Storage reachable (runs a query)",
+                    "responses": {
+                        "200": {"description": "ok"},
+                        "503": _error("storage unreachable"),
+                    },
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics (text format 0.0.4)",
+                    "responses": {"200": {"description": "metrics", "content": {"text/plain": {}}}},
+                }
+            },
+            "/v1/admin/reverify": {
+                "post": {
+                    "summary": "Re-run the verifier over all stored records (Bearer BALANCE_TOKEN)",
+                    "security": [{"bearer": []}],
+                    "responses": {
+                        "200": {"description": "what changed"},
+                        "401": _error("missing or wrong token"),
+                        "403": _error("no BALANCE_TOKEN configured"),
+                    },
+                }
+            },
+        },
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Result": {
+                    "type": "object",
+                    "required": ["line", "game_id", "verdict", "rule", "turn", "message", "field"],
+                    "properties": {
+                        "line": {"type": "integer", "description": "0-based line of the body"},
+                        "game_id": {"type": ["string", "null"]},
+                        "verdict": {"enum": list(VERDICTS)},
+                        "rule": {
+                            "type": ["string", "null"],
+                            "description": "quarantined: the first broken rule (R2.2, S2.4)",
+                        },
+                        "turn": {
+                            "type": ["integer", "null"],
+                            "description": "quarantined: "
+                            "0-based turn (Slow6) or round (Slide); null = whole record",
+                        },
+                        "seat": {
+                            "type": ["integer", "null"],
+                            "description": "Slide quarantine only: the seat at fault",
+                        },
+                        "message": {"type": ["string", "null"]},
+                        "field": {
+                            "type": ["string", "null"],
+                            "description": "rejected: the field at fault",
+                        },
+                    },
+                },
+                "Results": {
+                    "type": "object",
+                    "required": ["results"],
+                    "properties": {
+                        "results": {
+                            "type": "array",
+                            "items": {"$ref": "#/components/schemas/Result"},
+                        }
+                    },
+                },
+                "Error": {
+                    "type": "object",
+                    "required": ["error", "message", "status"],
+                    "properties": {
+                        "error": {"type": "string"},
+                        "message": {"type": "string"},
+                        "status": {"type": "integer"},
+                    },
+                },
+            },
+        },
+    }

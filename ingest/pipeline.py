@@ -1,0 +1,161 @@
+"""From upload lines to verdicts and rows: parse, check, replay, encode; no storage here.
+
+Each record is judged on its own (a bad line never spoils its neighbours). A well-formed record
+is always replayed before it is acknowledged; the store then decides duplicate / conflict.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from types import ModuleType
+
+from replays import verdict as V
+
+from . import codec, rows
+from .store import QUARANTINED, VERIFIED, Pending
+
+log = logging.getLogger("ingest.pipeline")
+
+MAX_RECORD = 64 * 1024  # upload-format.md: a record is at most 64 KiB of JSON
+_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
+
+
+@dataclass(slots=True)
+class Judged:
+    """A record's verdict so far, and what to store when it is well-formed."""
+
+    result: dict  # the answer entry (its verdict may still become duplicate / conflict)
+    pending: Pending | None  # None: rejected, nothing to store
+    json_ok: bool  # the text was JSON (for "400: no JSON at all")
+
+
+class TooLong:
+    """A line over the record limit, cut off while streaming (its size so far)."""
+
+    __slots__ = ("size",)
+
+    def __init__(self, size: int):
+        self.size = size
+
+
+def result(line: int, game_id, verdict: str, rule=None, turn=None, message=None, field=None):
+    return {
+        "line": line,
+        "game_id": game_id,
+        "verdict": verdict,
+        "rule": rule,
+        "turn": turn,
+        "message": message,
+        "field": field,
+    }
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(tzinfo=None)
+
+
+class Judge:
+    """Turns one line of upload text into a verdict and, if well-formed, a Pending game.
+
+    `verifier` is anything with `replay_record(record) -> (Verdict, facts | None)` (default
+    `replays.verifier`); `wellformed` anything with parse/check/Malformed (default
+    `replays.wellformed`). Tests inject fakes through the app config.
+    """
+
+    def __init__(self, verifier: ModuleType | None = None, wellformed: ModuleType | None = None):
+        self.verifier = verifier or importlib.import_module("replays.verifier")
+        self.wellformed = wellformed or importlib.import_module("replays.wellformed")
+
+    def judge(self, line: int, text: bytes | TooLong, received: dt.datetime) -> Judged:
+        wf = self.wellformed
+        if isinstance(text, TooLong) or len(text) > MAX_RECORD:
+            size = text.size if isinstance(text, TooLong) else len(text)
+            msg = f"record is over {MAX_RECORD} bytes of JSON (at least {size}): not stored"
+            return Judged(result(line, None, "rejected", message=msg, field="record"), None, False)
+        try:
+            record = wf.parse(text)
+        except wf.Malformed as exc:
+            rej = result(line, None, "rejected", message=exc.message, field=exc.field)
+            return Judged(rej, None, exc.field != "line")
+        gid = record.get("game_id")
+        gid = gid if isinstance(gid, str) and _UUID.match(gid) else None
+        try:
+            wf.check(record)
+        except wf.Malformed as exc:
+            rej = result(line, gid, "rejected", message=exc.message, field=exc.field)
+            return Judged(rej, None, True)
+        verdict, facts = self._replay(record)
+        if verdict.verdict == V.MALFORMED:  # a shape the schema cannot tie (counts per seat)
+            rej = result(line, gid, "rejected", message=verdict.message, field=verdict.field)
+            return Judged(rej, None, True)
+        return Judged(*self._pending(line, gid, record, verdict, facts, received), True)
+
+    def _replay(self, record: dict):
+        try:
+            return self.verifier.replay_record(record)
+        except Exception as exc:  # an engine bug must not lose the game or fail the batch
+            log.error("verifier failed on a well-formed %s record: %r", record["game"], exc)
+            msg = (
+                "the verifier failed on this record; it is kept and will be judged again "
+                "by `balance reverify` after a fix"
+            )
+            return V.invalid(record["game_id"], "internal", None, msg), None
+
+    def _pending(self, line, gid, record, verdict, facts, received):
+        canonical = codec.canonical(record)
+        codec_id, blob = codec.encode(canonical, record["game"])
+        key = uuid.UUID(gid)
+        text_id = str(key)
+        if verdict.verdict == V.VALID and facts is not None:
+            status, table_rows = VERIFIED, rows.game_rows(text_id, record, facts, received)
+            res = result(line, gid, "accepted")
+        else:
+            status = QUARANTINED
+            table_rows = rows.quarantine_row(text_id, record, verdict, received)
+            res = result(line, gid, "quarantined", verdict.rule, verdict.turn, verdict.message)
+            if record["game"] == "slide":
+                res["seat"] = verdict.seat
+        pending = Pending(
+            text_id,
+            key.int,
+            record["game"],
+            codec.content_hash(canonical),
+            codec_id,
+            blob,
+            status,
+            table_rows,
+            received,
+        )
+        return res, pending
+
+
+def settle(judged: list[Judged], outcomes: list[str]) -> list[dict]:
+    """Final answer entries: the store's duplicate / conflict replaces the replay verdict."""
+    stored = iter(outcomes)
+    out = []
+    for j in judged:
+        res = j.result
+        if j.pending is not None:
+            outcome = next(stored)
+            if outcome == "duplicate":
+                res = result(
+                    res["line"],
+                    res["game_id"],
+                    "duplicate",
+                    message="this game_id is already stored with the same content",
+                )
+            elif outcome == "conflict":
+                res = result(
+                    res["line"],
+                    res["game_id"],
+                    "conflict",
+                    message="this game_id is already stored with different content; "
+                    "nothing was changed",
+                )
+        out.append(res)
+    return out

@@ -1,0 +1,166 @@
+"""Re-judge every stored raw record (after an engine fix) and move games between the
+verified tables and the quarantine, rebuilding their rows. Works on any writable connection:
+the server's (POST /v1/admin/reverify, through Store.submit) or the file's own with the server
+stopped (`balance reverify --db PATH`)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from . import codec, rows
+from .pipeline import Judge
+from .store import QUARANTINED, VERIFIED, insert_tables
+
+_CHUNK = 2000
+
+
+def reverify(
+    con: duckdb.DuckDBPyConnection,
+    judge: Judge | None = None,
+    *,
+    rebuild: bool = False,
+    echo: Callable[[str], None] = lambda line: None,
+) -> dict:
+    """Judge every raw record again; returns counts and the per-game changes. With `rebuild`,
+    verified games that stay verified get their rows rebuilt too (facts may have changed).
+    Runs inside the caller's transaction if one is open."""
+    judge = judge or Judge()
+    old_q = {
+        g: (r, t, s, m)
+        for g, r, t, s, m in con.execute(
+            "SELECT game_id::VARCHAR, rule, turn, seat, message FROM quarantine"
+        ).fetchall()
+    }
+    counts: Counter = Counter()
+    changes: list[dict] = []
+    reader = con.cursor()  # a snapshot to stream from while `con` writes
+    try:
+        batches = reader.execute(
+            "SELECT game_id::VARCHAR, game, status, codec, record, received_at FROM raw_records "
+            "ORDER BY received_at, game_id"
+        ).fetch_record_batch(_CHUNK)
+        for batch in batches:
+            _apply(con, _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo))
+    finally:
+        reader.close()
+    return {"checked": counts.pop("checked", 0), "counts": dict(counts), "changes": changes}
+
+
+def _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo) -> dict:
+    plan = {"delete_games": [], "delete_quarantine": [], "status": [], "rows": {}}
+    cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+    for gid, _game, status, codec_id, blob, received in zip(*cols, strict=True):
+        counts["checked"] += 1
+        text = codec.decode(codec_id, blob)
+        judged = judge.judge(0, text, received)
+        new, table_rows, verdict = _outcome(judged, gid, text, received)
+        q_new = (
+            verdict.get("rule"),
+            verdict.get("turn"),
+            verdict.get("seat"),
+            verdict.get("message"),
+        )
+        if new == status == VERIFIED and not rebuild:
+            counts["unchanged"] += 1
+            continue
+        if new == status == QUARANTINED and old_q.get(gid) == q_new:
+            counts["unchanged"] += 1
+            continue
+        kind = (
+            f"{status}->{new}"
+            if new != status
+            else "rebuilt"
+            if new == VERIFIED
+            else "requarantined"
+        )
+        counts[kind] += 1
+        if kind != "rebuilt":
+            line = f"{gid} {status} -> {new}"
+            if new == QUARANTINED:
+                line += f" {q_new[0]} turn {q_new[1]}: {q_new[3]}"
+            echo(line)
+            changes.append(
+                {
+                    "game_id": gid,
+                    "from": status,
+                    "to": new,
+                    "rule": q_new[0],
+                    "turn": q_new[1],
+                    "message": q_new[3],
+                }
+            )
+        # drop whatever rows the game had, then write the rows it has now
+        (plan["delete_games"] if status == VERIFIED else plan["delete_quarantine"]).append(gid)
+        if new != status:
+            plan["status"].append((gid, new))
+        for table, tuples in table_rows.items():
+            plan["rows"].setdefault(table, []).extend(tuples)
+    return plan
+
+
+def _outcome(judged, gid: str, text: bytes, received):
+    """(new status, rows, verdict fields) of a re-judged record."""
+    pending = judged.pending
+    if pending is not None:
+        res = judged.result
+        return pending.status, pending.rows, res if pending.status == QUARANTINED else {}
+    # no longer well-formed (a stricter checker): keep it, but out of the analysis
+    res = judged.result
+    message = f"{res['field']}: {res['message']}"
+    verdict = {"rule": "format", "turn": None, "seat": None, "message": message}
+    record = orjson.loads(text)
+    client = record.get("client") if isinstance(record.get("client"), dict) else {}
+    row = (
+        gid,
+        str(record.get("game")),
+        "format",
+        None,
+        None,
+        message,
+        str(client.get("platform")),
+        str(client.get("version")),
+        str(record.get("mode")),
+        _time(record.get("ended_at"), received),
+        received,
+    )
+    return QUARANTINED, {"quarantine": [row]}, verdict
+
+
+def _time(text, fallback):
+    try:
+        return rows.parse_time(text)
+    except (TypeError, ValueError):
+        return fallback
+
+
+def _apply(con: duckdb.DuckDBPyConnection, plan: dict) -> None:
+    for key, tables in (
+        ("delete_games", rows.GAME_TABLES["slow6"] + rows.GAME_TABLES["slide"]),
+        ("delete_quarantine", ("quarantine",)),
+    ):
+        if not plan[key]:
+            continue
+        con.register("_reverify_ids", pa.table({"g": pa.array(plan[key], pa.string())}))
+        try:
+            for table in tables:
+                con.execute(
+                    f"DELETE FROM {table} WHERE game_id IN (SELECT g::UUID FROM _reverify_ids)"
+                )
+        finally:
+            con.unregister("_reverify_ids")
+    if plan["status"]:
+        gids, statuses = zip(*plan["status"], strict=True)
+        con.register("_reverify_status", pa.table({"g": list(gids), "s": list(statuses)}))
+        try:
+            con.execute(
+                "UPDATE raw_records SET status = u.s FROM _reverify_status u "
+                "WHERE raw_records.game_id = u.g::UUID"
+            )
+        finally:
+            con.unregister("_reverify_status")
+    insert_tables(con, plan["rows"])
