@@ -1,0 +1,357 @@
+"""Well-formedness of a Slow6 record (upload-format.md, "Well-formed means").
+
+The turn list is the hot part: it is matched as one piece against a regex over its orjson
+serialization (exact for JSON types: 5.0, true and 5 serialize differently), and only when that
+misses is every turn checked on its own, which also covers other key orders and names the fault.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import orjson
+
+from replays._wf_common import (
+    MAX_ID,
+    MISSING,
+    MOVES,
+    ONE_SQUARE_POWERS,
+    POWERS,
+    REASONS,
+    SQUARES,
+    Malformed,
+    check_int_list,
+    check_keys,
+    check_string,
+    dumps,
+    kind,
+    show,
+)
+
+KEYS = frozenset(
+    {
+        "schema", "game_id", "game", "client", "mode", "ended_at", "rules", "ai",
+        "challenge", "first", "lineups", "powers", "turns", "result",
+    }
+)  # fmt: skip
+ORDER = (
+    "schema", "game_id", "game", "client", "mode", "ended_at", "rules", "ai", "challenge",
+    "first", "lineups", "powers", "turns", "result",
+)  # fmt: skip
+_RULES = frozenset({"board", "powers", "hidden"})
+_RULES_ORDER = ("board", "powers", "hidden")
+_AI = frozenset({"side", "level"})
+_AI_ORDER = ("side", "level")
+_CHALLENGE = frozenset({"id", "position"})
+_CHALLENGE_ORDER = ("id", "position")
+_POSITION = frozenset({"to_move", "turns_taken", "pieces"})
+_POSITION_ORDER = ("to_move", "turns_taken", "pieces")
+_PIECE_ORDER = ("side", "rank", "square", "start", "wounded", "stunned")
+_PIECE = frozenset(_PIECE_ORDER)
+_TURN_OPTIONAL = frozenset({"power", "target"})
+_MOVES_ONLY = frozenset({"moves"})
+_RESULT = frozenset({"winner", "reason"})
+_RESULT_OPTIONAL = frozenset({"points"})
+_RESULT_ORDER = ("winner", "reason")
+_RESULT_ALL = _RESULT | _RESULT_OPTIONAL
+
+# Every lineup of each board, as orjson writes it: a type-exact permutation test in one lookup.
+_LINEUPS = {
+    n: frozenset(orjson.dumps(list(p)) for p in itertools.permutations(range(1, n + 1)))
+    for n in (5, 7)
+}
+
+_SQ = "[a-g][1-7]"
+_MOVE = f'"{_SQ}-{_SQ}"'
+_MOVES_PART = f'"moves":\\[(?:{_MOVE}(?:,{_MOVE})?)?\\]'
+_POWER_PART = (
+    f'"power":"(?:{"|".join(sorted(ONE_SQUARE_POWERS))})","target":"{_SQ}"'
+    f'|"power":"swap","target":\\["{_SQ}","{_SQ}"\\]'
+    '|"power":"double"'
+)
+# One turn object as orjson writes it, without its braces. Sound by construction: each
+# alternative is a valid turn, and a dict cannot repeat a key.
+_TURN_BODY_RE = re.compile(
+    f"{_MOVES_PART}|(?:{_POWER_PART}),{_MOVES_PART}|{_MOVES_PART},(?:{_POWER_PART})".encode()
+)
+
+
+def _turn_bodies() -> frozenset:
+    """The common turn bodies with every rank digit written 1 (about 10,000 of them)."""
+    squares = [f'"{f}1"' for f in "abcdefg"]
+    moves = [f'"{a}1-{b}1"' for a in "abcdefg" for b in "abcdefg"]
+    up_to_one = ["[]"] + [f"[{m}]" for m in moves]
+    two = [f"[{a},{b}]" for a in moves for b in moves]
+    out = [f'"moves":{m}' for m in up_to_one + two]
+    out += [f'"power":"double","moves":{m}' for m in up_to_one + two]
+    out += [
+        f'"power":"{p}","target":{t},"moves":{m}'
+        for p in ONE_SQUARE_POWERS
+        for t in squares
+        for m in up_to_one
+    ]
+    out += [
+        f'"power":"swap","target":[{a},{b}],"moves":{m}'
+        for a in squares
+        for b in squares
+        for m in up_to_one
+    ]
+    return frozenset(body.encode() for body in out)
+
+
+# Ranks 1-7 all written 1: only squares hold digits in a valid turn, so a translated body in
+# _TURN_BODIES means the original body is the same turn with some ranks 1-7, also valid.
+_RANKS_AS_1 = bytes.maketrans(b"1234567", b"1111111")
+_TURN_BODIES = _turn_bodies()
+_POWER_ID = f'"(?:{"|".join(sorted(POWERS))})"'
+_POWERS_RE = re.compile(
+    f"\\[\\[{_POWER_ID},{_POWER_ID},{_POWER_ID}\\],\\[{_POWER_ID},{_POWER_ID},{_POWER_ID}\\]\\]".encode()
+)
+
+
+def check(record: dict) -> None:
+    """The Slow6 part of a record whose keys and common fields are already checked."""
+    rules = record["rules"]
+    if type(rules) is not dict:
+        raise Malformed(
+            "rules", f"rules must be an object {{board, powers, hidden}}, got {kind(rules)}"
+        )
+    check_keys(rules, _RULES, _RULES_ORDER, "rules.")
+    board = rules["board"]
+    if not (type(board) is int and (board == 5 or board == 7)):
+        raise Malformed("rules.board", f"the board size is the integer 5 or 7, got {show(board)}")
+    with_powers = rules["powers"]
+    if type(with_powers) is not bool:
+        raise Malformed("rules.powers", f"rules.powers is true or false, got {show(with_powers)}")
+    hidden = rules["hidden"]
+    if type(hidden) is not bool:
+        raise Malformed("rules.hidden", f"rules.hidden is true or false, got {show(hidden)}")
+    if not (not (hidden and with_powers)):
+        raise Malformed(
+            "rules", "hidden: true (the hidden-information variant) goes with powers: false"
+        )
+
+    mode = record["mode"]
+    ai = record["ai"]
+    if mode == "computer":
+        _check_ai(ai)
+    else:
+        if ai is not None:
+            raise Malformed(
+                "ai", f"ai is null outside computer mode (mode is {mode}), got {show(ai)}"
+            )
+    challenge = record["challenge"]
+    if mode == "challenge":
+        _check_challenge(challenge, board)
+    else:
+        if challenge is not None:
+            raise Malformed(
+                "challenge",
+                f"challenge is null outside challenge mode (mode is {mode}), got {show(challenge)}",
+            )
+
+    first = record["first"]
+    if not (type(first) is int and (first == 0 or first == 1)):
+        raise Malformed("first", f"first is the side 0 or 1, got {show(first)}")
+    _check_lineups(record["lineups"], board)
+    _check_powers(record["powers"])
+    _check_turns(record["turns"])
+    _check_result(record["result"])
+
+
+def _check_ai(ai: object) -> None:
+    if type(ai) is not dict:
+        raise Malformed("ai", f"computer mode needs ai {{side, level}}, got {show(ai)}")
+    check_keys(ai, _AI, _AI_ORDER, "ai.")
+    side, level = ai["side"], ai["level"]
+    if not (type(side) is int and (side == 0 or side == 1)):
+        raise Malformed("ai", f"ai.side is 0 or 1, got {show(side)}")
+    if not (type(level) is int and 1 <= level <= 4):
+        raise Malformed("ai", f"ai.level is an integer 1..4, got {show(level)}")
+
+
+def _check_challenge(challenge: object, board: int) -> None:
+    if type(challenge) is not dict:
+        raise Malformed(
+            "challenge", f"challenge mode needs challenge {{id, position}}, got {show(challenge)}"
+        )
+    check_keys(challenge, _CHALLENGE, _CHALLENGE_ORDER, "challenge.")
+    check_string(challenge["id"], MAX_ID, "challenge.id", "challenge.id")
+    position = challenge["position"]
+    where = "challenge.position"
+    if type(position) is not dict:
+        raise Malformed(
+            where,
+            f"the position is an object {{to_move, turns_taken, pieces}}, got {kind(position)}",
+        )
+    check_keys(position, _POSITION, _POSITION_ORDER, f"{where}.")
+    to_move = position["to_move"]
+    if not (type(to_move) is int and (to_move == 0 or to_move == 1)):
+        raise Malformed(f"{where}.to_move", f"to_move is the side 0 or 1, got {show(to_move)}")
+    check_int_list(position["turns_taken"], 2, f"{where}.turns_taken", "turns_taken")
+    pieces = position["pieces"]
+    if type(pieces) is not list:
+        raise Malformed(f"{where}.pieces", f"pieces must be a list, got {kind(pieces)}")
+    crown = board + 1
+    for i, piece in enumerate(pieces):
+        at = f"{where}.pieces[{i}]"
+        if type(piece) is not dict:
+            raise Malformed(at, f"a piece is an object, got {kind(piece)}")
+        check_keys(piece, _PIECE, _PIECE_ORDER, f"{at}.")
+        side, rank = piece["side"], piece["rank"]
+        if not (type(side) is int and (side == 0 or side == 1)):
+            raise Malformed(at, f"side is 0 or 1, got {show(side)}")
+        if not (type(rank) is int and 1 <= rank <= crown):
+            raise Malformed(
+                at, f"rank is an integer 1..{crown} on a {board}x{board} board, got {show(rank)}"
+            )
+        for name in ("square", "start"):
+            square = piece[name]
+            if not (type(square) is str and square in SQUARES):
+                raise Malformed(at, f"{name} is a square a1..g7, got {show(square)}")
+        for name in ("wounded", "stunned"):
+            if type(piece[name]) is not bool:
+                raise Malformed(at, f"{name} is true or false, got {show(piece[name])}")
+
+
+def _check_lineups(lineups: object, board: int) -> None:
+    valid = _LINEUPS[board]
+    if type(lineups) is list and len(lineups) == 2:
+        a, b = lineups
+        if type(a) is list and type(b) is list and dumps(a) in valid and dumps(b) in valid:
+            return
+    if type(lineups) is not list or len(lineups) != 2:
+        raise Malformed("lineups", f"lineups are two lists (side 0, side 1), got {show(lineups)}")
+    for side, lineup in enumerate(lineups):
+        if type(lineup) is not list or len(lineup) != board:
+            raise Malformed(
+                "lineups",
+                f"lineup of side {side} must list {board} ranks on a {board}x{board} board, "
+                f"got {show(lineup)}",
+            )
+        raise Malformed(
+            "lineups",
+            f"lineup of side {side} must be a permutation of 1..{board}, got {show(lineup)}",
+        )
+
+
+def _check_powers(powers: object) -> None:
+    if powers is None:
+        return
+    if (
+        type(powers) is list
+        and len(powers) == 2
+        and type(powers[0]) is list
+        and type(powers[1]) is list
+    ):
+        if _POWERS_RE.fullmatch(dumps(powers)):
+            return
+    if type(powers) is not list or len(powers) != 2:
+        raise Malformed(
+            "powers", f"powers are null or two lists of 3 power ids, got {show(powers)}"
+        )
+    for side, picks in enumerate(powers):
+        if type(picks) is not list or len(picks) != 3:
+            raise Malformed("powers", f"side {side} picks 3 power ids, got {show(picks)}")
+        for pick in picks:
+            if type(pick) is not str or pick not in POWERS:
+                raise Malformed("powers", f"{show(pick)} is not a power id (R8.2)")
+
+
+def _check_turns(turns: object) -> None:
+    if type(turns) is not list:
+        raise Malformed("turns", f"turns must be a list of turn objects, got {show(turns)}")
+    if not turns or _turns_fast_ok(dumps(turns)):
+        return
+    for i, turn in enumerate(turns):
+        _check_turn(turn, i)
+
+
+def _turns_fast_ok(text: bytes) -> bool:
+    """Whether orjson's text of a non-empty list is a list of valid turns (False: look closer).
+
+    The text is "[{" + bodies joined by "},{" + "}]"; if every piece between those marks is a
+    valid turn body, the text is a list of valid turns, however a string inside was split."""
+    if text[:2] != b"[{" or text[-2:] != b"}]":
+        return False
+    bodies = text[2:-2].translate(_RANKS_AS_1).split(b"},{")
+    if _TURN_BODIES.issuperset(bodies):
+        return True
+    originals = text[2:-2].split(b"},{")  # same cuts: the marks hold no digit
+    return all(
+        ranked in _TURN_BODIES or _TURN_BODY_RE.fullmatch(body) is not None
+        for body, ranked in zip(originals, bodies, strict=True)
+    )
+
+
+def _check_turn(turn: object, i: int) -> None:
+    at = f"turns[{i}]"
+    if type(turn) is not dict:
+        raise Malformed(at, f"a turn is an object {{moves, power?, target?}}, got {show(turn)}")
+    if turn.keys() != _MOVES_ONLY:
+        check_keys(turn, _MOVES_ONLY, ("moves",), f"{at}.", _TURN_OPTIONAL)
+    moves = turn["moves"]
+    if not (type(moves) is list and len(moves) <= 2):
+        raise Malformed(at, f"moves is a list of at most two moves, got {show(moves)}")
+    for move in moves:
+        if not (type(move) is str and move in MOVES):
+            raise Malformed(at, f'a move is written from-to like "c1-c3", got {show(move)}')
+    power = turn.get("power", MISSING)
+    target = turn.get("target", MISSING)
+    if power is MISSING:
+        if target is not MISSING:
+            raise Malformed(at, "a target without a power: target goes with the power used")
+        return
+    if not (type(power) is str and power in POWERS):
+        raise Malformed(at, f"{show(power)} is not a power id (R8.2)")
+    if power in ONE_SQUARE_POWERS:
+        if not (target is not MISSING):
+            raise Malformed(f"{at}.target", f"{power} needs its target square")
+        if not (type(target) is str and target in SQUARES):
+            raise Malformed(
+                at, f'the target of {power} is one square like "c3", got {show(target)}'
+            )
+    elif power == "swap":
+        if not (target is not MISSING):
+            raise Malformed(f"{at}.target", "swap needs its two target squares")
+        if not (
+            type(target) is list
+            and len(target) == 2
+            and all(type(sq) is str and sq in SQUARES for sq in target)
+        ):
+            raise Malformed(
+                at,
+                f'the target of swap is two squares like ["b1", "d1"], got {show(target)}',
+            )
+    else:  # double
+        if target is not MISSING:
+            raise Malformed(at, "double has no target")
+
+
+def _check_result(result: object) -> None:
+    if type(result) is not dict:
+        raise Malformed(
+            "result", f"result is an object {{winner, reason, points}}, got {show(result)}"
+        )
+    if result.keys() != _RESULT_ALL:
+        check_keys(result, _RESULT, _RESULT_ORDER, "result.", _RESULT_OPTIONAL)
+    winner = result["winner"]
+    if not (winner is None or (type(winner) is int and (winner == 0 or winner == 1))):
+        raise Malformed(
+            "result", f"winner is the side 0 or 1, or null for a draw; got {show(winner)}"
+        )
+    reason = result["reason"]
+    if not (type(reason) is str and reason in REASONS):
+        raise Malformed(
+            "result", f"reason is one of home, wipeout, points, timeout, resign; got {show(reason)}"
+        )
+    points = result.get("points", MISSING)
+    if reason == "points":
+        if not (points is not MISSING):
+            raise Malformed("result.points", "points is required when the reason is points")
+        if not (points is not None):
+            raise Malformed("result", "points [int, int] is required when the reason is points")
+    if points is not MISSING and points is not None:
+        if type(points) is not list or len(points) != 2 or not all(type(p) is int for p in points):
+            raise Malformed("result", f"points is [int, int] (side 0, side 1), got {show(points)}")
