@@ -44,6 +44,8 @@ def upload():
     try:
         if kind == JSON:
             body = whole_body(request.stream, limit).rstrip(b"\r\n")
+            if len(body) > MAX_RECORD:
+                return _too_large(kind, limit)
             if body.strip():
                 judged.append(state.judge.judge(0, body, received))
         else:
