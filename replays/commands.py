@@ -54,10 +54,15 @@ def run_verify(args) -> int:
 
     out = sys.stdout
     all_valid = True
-    for text in read_records(args.files):
-        _, verdict = check_text(text)
-        all_valid &= verdict.ok
-        out.write(orjson.dumps(verdict.as_dict()).decode() + "\n")
+    try:
+        for text in read_records(args.files):
+            _, verdict = check_text(text)
+            all_valid &= verdict.ok
+            out.write(orjson.dumps(verdict.as_dict()).decode() + "\n")
+        out.flush()
+    except BrokenPipeError:  # `balance verify ... | head`: the reader has gone, so stop quietly
+        sys.stderr.close()
+        return 1
     return 0 if all_valid else 1
 
 

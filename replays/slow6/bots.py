@@ -8,7 +8,7 @@ Levels differ in what they see:
      with a lot of noise in its judgement
   2  one ply, plus progress towards promotion and home, less noise
   3  two plies (its move, the best reply), safety at the leaves
-  4  two plies with almost no noise, and it looks two plies deep when weighing a power
+  4  three plies (alpha-beta, captures only on the third), almost no noise, and two plies deep when weighing a power
 """
 
 from __future__ import annotations
@@ -66,12 +66,13 @@ class Bot(Player):
     def __init__(self, rng: random.Random, level: int):
         super().__init__(rng)
         self.level = level
-        self.depth = 2 if level >= 3 else 1
+        self.depth = {1: 1, 2: 1, 3: 2, 4: 3}[level]
+        self.quiesce = level == 4
         self.progress = level >= 2
         self.safety = True
         self.power_rate = (0.0, 0.25, 0.35, 0.45, 0.6)[level]
         self.noise = (0.0, 2.0, 1.0, 0.5, 0.05)[level]
-        self.power_depth = 2 if level == 4 else 1
+        self.power_depth = 2 if level == 4 else 1  # a power is weighed less deeply
 
     def turn(self, pos: Position) -> Turn:
         s = pos.to_move
@@ -119,30 +120,50 @@ class Bot(Player):
                             sub_best, sub_mv = v, mv2
                     work.move(*sub_mv)
                     line.append(sub_mv)
-            if work.over or depth == 1:
-                value = self.evaluate(work, s)
-            else:
-                value = self._reply_value(work, s)
+            # Moves that cannot beat the best even with full noise may be cut short.
+            value = self._value(work, s, depth - 1, best - self.noise, 1e9)
             value += self.rng.random() * self.noise
             if value > best:
                 best, best_line = value, line
         return best, best_line
 
-    def _reply_value(self, pos: Position, s: int) -> float:
-        """The value for `s` after the opponent's best reply (one ply, no powers)."""
+    def _value(self, pos: Position, s: int, plies: int, alpha: float, beta: float) -> float:
+        """Minimax value for `s` of `pos` (just after a move), looking `plies` more moves
+        ahead with alpha-beta pruning; captures are searched first."""
+        if pos.over or plies == 0:
+            return self.evaluate(pos, s)
         pos = pos.copy()
         pos.end_turn()
         if pos.over:
             return self.evaluate(pos, s)
-        o = 1 - s
-        worst = None
-        for mv in pos.legal_moves(o):
+        mover = pos.to_move
+        board = pos.board
+        moves = sorted(pos.legal_moves(mover), key=lambda mv: board[mv[1]] < 0)
+        if not moves:
+            return self.evaluate(pos, s)
+        maximize = mover == s
+        best = -1e9 if maximize else 1e9
+        if plies == 1 and self.quiesce:
+            # The last ply looks at captures only; not capturing ("standing pat") is allowed.
+            moves = [mv for mv in moves if board[mv[1]] >= 0]
+            best = self.evaluate(pos, s)
+        for mv in moves:
             work = pos.copy()
             work.move(*mv)
-            v = self.evaluate(work, s)
-            if worst is None or v < worst:
-                worst = v
-        return self.evaluate(pos, s) if worst is None else worst
+            v = self._value(work, s, plies - 1, alpha, beta)
+            if maximize:
+                if v > best:
+                    best = v
+                if v > alpha:
+                    alpha = v
+            else:
+                if v < best:
+                    best = v
+                if v < beta:
+                    beta = v
+            if alpha >= beta:
+                break
+        return best
 
     def evaluate(self, pos: Position, s: int) -> float:
         if pos.over:
