@@ -1,9 +1,10 @@
 """Altair chart builders for aggregated tables (rows are already one per bar/cell/point).
 
-Conventions every rate chart follows: the point is the score rate with its Wilson 95% interval as
-an error bar; rows keep the order they come in (the queries sort by the lower bound); rows with
-fewer than `min_n` games are drawn grey, not dropped; rows flagged by the FDR test are red
-diamonds; the tooltip carries n, the counts, the interval and the shrunk estimate.
+Conventions every rate chart follows: the point is the rate with its 95% interval as an error
+bar; rows keep the order they come in (the queries sort by the lower bound); rows with fewer than
+`min_n` games are drawn grey, not dropped; rows flagged by the FDR test are red diamonds; the
+tooltip carries n, the counts, the interval and the shrunk estimate. Every chart holds its data
+once, at the top level, so any of them can be split into side-by-side panels with `facet`.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ SMALL_N = 30
 GREY = "#b8bec9"
 BLUE = "#2b5fd9"
 RED = "#c4320a"
-
+SAMPLES = ["ok", "small n", "flagged (FDR 5%)"]
+SAMPLE_SCALE = alt.Scale(domain=SAMPLES, range=[BLUE, GREY, RED])
+SHAPE_SCALE = alt.Scale(domain=SAMPLES, range=["circle", "circle", "diamond"])
 RATE_FIELDS = ("rate", "lo", "hi", "shrunk")
 
 
@@ -25,30 +28,40 @@ def _tooltip(rows: list[dict], first: list[str]) -> list[alt.Tooltip]:
     for k in order:
         if k.startswith("_"):
             continue
-        v = rows[0].get(k)
-        if isinstance(v, float) or k in RATE_FIELDS:
+        v = next((r.get(k) for r in rows if r.get(k) is not None), None)
+        if isinstance(v, bool):
+            tips.append(alt.Tooltip(f"{k}:N"))
+        elif isinstance(v, float) or k in RATE_FIELDS:
             tips.append(alt.Tooltip(f"{k}:Q", format=".3f"))
-        elif isinstance(v, (int, bool)):
-            tips.append(alt.Tooltip(f"{k}:{'N' if isinstance(v, bool) else 'Q'}"))
+        elif isinstance(v, int):
+            tips.append(alt.Tooltip(f"{k}:Q"))
         else:
             tips.append(alt.Tooltip(f"{k}:N"))
-    return tips
+    return tips[:16]
 
 
-def _mark_rows(rows: list[dict], min_n: int) -> list[dict]:
+def mark_rows(rows: list[dict], min_n: int, n_field: str = "n") -> list[dict]:
     out = []
     for r in rows:
         r = dict(r)
-        n = r.get("n") or 0
-        flagged = bool(r.get("flagged"))
-        r["_sample"] = "flagged (FDR 5%)" if flagged else ("small n" if n < min_n else "ok")
+        n = r.get(n_field) or 0
+        r["_sample"] = (
+            "flagged (FDR 5%)" if r.get("flagged") else ("small n" if n < min_n else "ok")
+        )
+        r["_opacity"] = 0.35 if n < min_n else 1.0
         out.append(r)
     return out
 
 
-SAMPLES = ["ok", "small n", "flagged (FDR 5%)"]
-SHAPE_SCALE = alt.Scale(domain=SAMPLES, range=["circle", "circle", "diamond"])
-SAMPLE_SCALE = alt.Scale(domain=SAMPLES, range=[BLUE, GREY, RED])
+def _finish(chart, data: list[dict], facet: str | None, columns: int = 2, resolve=("x",)) -> dict:
+    if facet:
+        out = chart.facet(
+            facet=alt.Facet(f"{facet}:N", title=None), columns=columns, data=alt.Data(values=data)
+        )
+        for channel in resolve:  # each panel its own categories (5x5 and 7x7 differ)
+            out = out.resolve_scale(**{channel: "independent"})
+        return out.to_dict()
+    return chart.properties(data=alt.Data(values=data)).to_dict()
 
 
 def rate_chart(
@@ -58,38 +71,61 @@ def rate_chart(
     reference: float | None = 0.5,
     min_n: int = SMALL_N,
     x_title: str = "score rate (win 1, draw ½), 95% interval",
+    domain: tuple[float, float] | None = (0, 1),
+    facet: str | None = None,
     width: int = 420,
+    n_field: str = "n",
 ) -> dict:
-    """Dot + error bar per row; y keeps the row order (sorted by the lower bound upstream)."""
-    data = _mark_rows(rows, min_n)
-    tips = _tooltip(data, [label, "n", "rate", "lo", "hi", "shrunk", "flagged"])
-    base = alt.Chart(alt.Data(values=data))
+    """Dot + error bar per row (fields rate, lo, hi); y keeps the row order."""
+    data = mark_rows(rows, min_n, n_field)
+    tips = _tooltip(data, [label, n_field, "rate", "lo", "hi", "shrunk", "flagged"])
     y = alt.Y(f"{label}:N", sort=None, title=None)
-    scale = alt.Scale(domain=[0, 1])
-    bars = base.mark_rule(strokeWidth=2).encode(
-        y=y,
-        x=alt.X("lo:Q", scale=scale, title=x_title),
-        x2="hi:Q",
-        color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=alt.Legend(title=None)),
-        tooltip=tips,
+    scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
+    bars = (
+        alt.Chart()
+        .mark_rule(strokeWidth=2)
+        .encode(
+            y=y,
+            x=alt.X("lo:Q", scale=scale, title=x_title),
+            x2="hi:Q",
+            color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=alt.Legend(title=None)),
+            tooltip=tips,
+        )
     )
-    dots = base.mark_point(filled=True, size=60).encode(
-        y=y,
-        x="rate:Q",
-        color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=None),
-        shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
-        tooltip=tips,
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=60)
+        .encode(
+            y=y,
+            x="rate:Q",
+            color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=None),
+            shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
+            tooltip=tips,
+        )
     )
     layers = [bars, dots]
     if reference is not None:
         layers.append(
-            alt.Chart(alt.Data(values=[{"ref": reference}]))
-            .mark_rule(strokeDash=[4, 3], color="#667085")
-            .encode(x="ref:Q")
+            alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(x=alt.datum(reference))
         )
-    height = max(60, min(16 * max(len({r.get(label) for r in rows}), 1), 1400))
+    per_panel = (
+        len({r.get(label) for r in rows})
+        if not facet
+        else max(
+            [sum(1 for r in rows if r.get(facet) == f) for f in {r.get(facet) for r in rows}] or [1]
+        )
+    )
+    height = max(40, min(16 * max(per_panel, 1), 1400))
     chart = alt.layer(*layers).properties(width=width, height=height)
-    return chart.to_dict()
+    if facet:
+        return (
+            chart.facet(
+                facet=alt.Facet(f"{facet}:N", title=None), columns=2, data=alt.Data(values=data)
+            )
+            .resolve_scale(y="independent")
+            .to_dict()
+        )
+    return _finish(chart, data, None)
 
 
 def heatmap(
@@ -105,43 +141,42 @@ def heatmap(
     scheme: str = "redblue",
     cell: int = 34,
     text: str | None = "n",
+    facet: str | None = None,
+    n_field: str = "n",
 ) -> dict:
-    """A cell per row; colour = value, faded when n < min_n, a ring on flagged cells."""
-    data = _mark_rows(rows, min_n)
+    """A cell per row; colour = value, faded when n < min_n, a red ring on flagged cells."""
+    data = mark_rows(rows, min_n, n_field)
     for r in data:
-        r["_opacity"] = 0.35 if (r.get("n") or 0) < min_n else 1.0
-    tips = _tooltip(data, [y, x, value, "n", "lo", "hi", "shrunk", "flagged"])
-    base = alt.Chart(alt.Data(values=data)).encode(
-        x=alt.X(f"{x}:O", title=x_title or x),
-        y=alt.Y(f"{y}:O", title=y_title or y),
-    )
+        r["_flag"] = 1 if r.get("flagged") else 0
+    tips = _tooltip(data, [y, x, value, n_field, "lo", "hi", "shrunk", "flagged"])
+    enc = {"x": alt.X(f"{x}:O", title=x_title or x), "y": alt.Y(f"{y}:O", title=y_title or y)}
     scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
-    rect = base.mark_rect().encode(
-        color=alt.Color(f"{value}:Q", scale=scale, title=value),
-        opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
-        tooltip=tips,
-    )
-    layers = [rect]
-    flagged = [r for r in data if r.get("flagged")]
-    if flagged:
-        layers.append(
-            alt.Chart(alt.Data(values=flagged))
-            .mark_rect(fill=None, stroke=RED, strokeWidth=2)
-            .encode(x=f"{x}:O", y=f"{y}:O", tooltip=tips)
+    rect = (
+        alt.Chart()
+        .mark_rect()
+        .encode(
+            **enc,
+            color=alt.Color(f"{value}:Q", scale=scale, title=value),
+            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
+            tooltip=tips,
         )
+    )
+    ring = (
+        alt.Chart()
+        .mark_rect(fill=None, stroke=RED, strokeWidth=2.5)
+        .encode(**enc, strokeOpacity=alt.StrokeOpacity("_flag:Q", scale=None, legend=None))
+    )
+    layers = [rect, ring]
     if text:
         layers.append(
-            base.mark_text(fontSize=9, color="#1d2430").encode(
-                text=alt.Text(f"{text}:Q"), tooltip=tips
-            )
+            alt.Chart()
+            .mark_text(fontSize=9, color="#1d2430")
+            .encode(**enc, text=alt.Text(f"{text}:Q"), tooltip=tips)
         )
     nx = max(len({r.get(x) for r in rows}), 1)
     ny = max(len({r.get(y) for r in rows}), 1)
-    return (
-        alt.layer(*layers)
-        .properties(width=min(cell * nx, 900), height=min(cell * ny, 900))
-        .to_dict()
-    )
+    chart = alt.layer(*layers).properties(width=min(cell * nx, 900), height=min(cell * ny, 900))
+    return _finish(chart, data, facet, resolve=("x", "y"))
 
 
 def bars(
@@ -154,18 +189,21 @@ def bars(
     width: int = 520,
     height: int = 220,
     stack: bool = True,
+    facet: str | None = None,
+    x_title: str | None = None,
+    y_title: str | None = None,
 ) -> dict:
     """Counts per category (or per day with x_type="T"), stacked by `color` when given."""
     tips = _tooltip(rows, [x, y] + ([color] if color else []))
     enc = {
-        "x": alt.X(f"{x}:{x_type}", title=x, sort=None),
-        "y": alt.Y(f"{y}:Q", title=y, stack=True if stack else None),
+        "x": alt.X(f"{x}:{x_type}", title=x_title or x, sort=None),
+        "y": alt.Y(f"{y}:Q", title=y_title or y, stack=True if stack else None),
         "tooltip": tips,
     }
     if color:
         enc["color"] = alt.Color(f"{color}:N")
-    chart = alt.Chart(alt.Data(values=rows)).mark_bar().encode(**enc)
-    return chart.properties(width=width, height=height).to_dict()
+    chart = alt.Chart().mark_bar().encode(**enc).properties(width=width, height=height)
+    return _finish(chart, rows, facet)
 
 
 def trend(
@@ -177,36 +215,40 @@ def trend(
     width: int = 560,
     height: int = 240,
     min_n: int = SMALL_N,
+    facet: str | None = None,
+    y_title: str = "score rate, 95% interval",
 ) -> dict:
-    """Rate over time (or versions): a line of points with the interval as error bars."""
-    data = _mark_rows(rows, min_n)
+    """Rate over time (or versions): points with error bars, joined by a thin line."""
+    data = mark_rows(rows, min_n)
     tips = _tooltip(data, [x] + ([color] if color else []) + ["n", "rate", "lo", "hi"])
-    base = alt.Chart(alt.Data(values=data))
     enc_color = alt.Color(f"{color}:N") if color else alt.value(BLUE)
     xenc = alt.X(f"{x}:{x_type}", title=x, sort=None)
     scale = alt.Scale(domain=[0, 1])
-    band = base.mark_rule(strokeWidth=1.5).encode(
-        x=xenc, y=alt.Y("lo:Q", scale=scale, title="score rate, 95% interval"), y2="hi:Q",
-        color=enc_color, tooltip=tips,
-    )  # fmt: skip
-    line = base.mark_line(point=False, strokeWidth=1).encode(
-        x=xenc, y="rate:Q", color=enc_color, tooltip=tips
+    band = (
+        alt.Chart()
+        .mark_rule(strokeWidth=1.5)
+        .encode(
+            x=xenc,
+            y=alt.Y("lo:Q", scale=scale, title=y_title),
+            y2="hi:Q",
+            color=enc_color,
+            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
+            tooltip=tips,
+        )
     )
-    dots = base.mark_point(filled=True, size=40).encode(
-        x=xenc,
-        y="rate:Q",
-        color=enc_color,
-        opacity=alt.condition(f"datum.n < {int(min_n)}", alt.value(0.35), alt.value(1.0)),
-        shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
-        tooltip=tips,
+    line = alt.Chart().mark_line(strokeWidth=1).encode(x=xenc, y="rate:Q", color=enc_color)
+    dots = (
+        alt.Chart()
+        .mark_point(filled=True, size=40)
+        .encode(
+            x=xenc,
+            y="rate:Q",
+            color=enc_color,
+            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
+            shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
+            tooltip=tips,
+        )
     )
-    ref = (
-        alt.Chart(alt.Data(values=[{"ref": 0.5}]))
-        .mark_rule(strokeDash=[4, 3], color="#667085")
-        .encode(y="ref:Q")
-    )
-    return alt.layer(band, line, dots, ref).properties(width=width, height=height).to_dict()
-
-
-def histogram(rows: list[dict], x: str, y: str, *, color: str | None = None) -> dict:
-    return bars(rows, x, y, color=color, x_type="O")
+    ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(y=alt.datum(0.5))
+    chart = alt.layer(band, line, dots, ref).properties(width=width, height=height)
+    return _finish(chart, data, facet)

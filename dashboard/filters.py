@@ -42,9 +42,16 @@ class Filters:
     values: dict[str, str] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
 
+    defaulted: bool = False  # no filter was in the URL: the defaults were applied
+
     @classmethod
-    def from_args(cls, args) -> Filters:
+    def from_args(cls, args, defaults: dict[str, str] | None = None) -> Filters:
+        """Filters from a GET query. With no filter key in it at all, `defaults` apply (an
+        explicit empty value, "all", is a choice and turns the default off)."""
         f = cls()
+        if defaults and not any(k in args for k in KEYS):
+            args = {k: v for k, v in defaults.items() if v}
+            f.defaulted = True
         choices = {
             "board": BOARDS,
             "variant": VARIANTS,
@@ -80,18 +87,26 @@ class Filters:
         return ("?" + urlencode(items)) if items else ""
 
     def conditions(
-        self, columns: set[str] | frozenset[str], date_column: str | None = None
+        self,
+        columns: set[str] | frozenset[str],
+        date_column: str | None = None,
+        override: dict[str, str] | None = None,
     ) -> tuple[list[str], list[str]]:
         """SQL conditions for the filters this table has columns for, and the filters it cannot
-        take (shown on the page as 'not applied here')."""
+        take (shown on the page as 'not applied here'). `override` replaces chosen values (the
+        computer-opponents charts are about computer games whatever the mode filter says)."""
         conds, skipped = [], []
-        for key, value in self.values.items():
+        values = {**self.values, **(override or {})}
+        for key, value in values.items():
             if key in ("date_from", "date_to"):
                 col = date_column if date_column in columns else None
                 if col is None:
                     skipped.append(key)
                     continue
-                if key == "date_from":
+                if col == "week":  # weekly tables: the whole weeks the dates fall in
+                    op = ">=" if key == "date_from" else "<="
+                    conds.append(f"{col} {op} date_trunc('week', DATE {_q(value)})")
+                elif key == "date_from":
                     conds.append(f"{col} >= DATE {_q(value)}")
                 else:
                     end = date.fromisoformat(value) + timedelta(days=1)
@@ -112,7 +127,7 @@ class Filters:
                 conds.append(f"{key} = {_q(value)}")
         return conds, skipped
 
-    def where(self, columns, date_column: str | None = None, extra: list[str] | None = None):
-        conds, skipped = self.conditions(columns, date_column)
+    def where(self, columns, date_column=None, extra: list[str] | None = None, override=None):
+        conds, skipped = self.conditions(columns, date_column, override)
         conds = list(extra or []) + conds
         return ("WHERE " + "\n  AND ".join(conds)) if conds else "", skipped

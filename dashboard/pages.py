@@ -31,8 +31,16 @@ def _catalog():
     return catalog
 
 
-def _ctx() -> Ctx:
-    return Ctx(Filters.from_args(request.args), snapshots(current_app))
+def _ctx(with_defaults: bool = True) -> Ctx:
+    """The request's filters; analytic pages default to the balance cut when none is given."""
+    catalog = _catalog()
+    ctx = Ctx(Filters(), snapshots(current_app))
+    versions = catalog.client_versions(ctx)
+    ctx.params["versions"] = versions
+    ctx.filters = Filters.from_args(
+        request.args, catalog.defaults(versions) if with_defaults else None
+    )
+    return ctx
 
 
 @bp.app_context_processor
@@ -55,7 +63,7 @@ def _freshness(ctx: Ctx) -> dict:
 
 
 def _filter_form(ctx: Ctx) -> dict:
-    versions = _catalog().client_versions(ctx)
+    versions = ctx.params.get("versions") or _catalog().client_versions(ctx)
     return {
         "labels": LABELS,
         "keys": KEYS,
@@ -69,6 +77,7 @@ def _filter_form(ctx: Ctx) -> dict:
             "platform": list(PLATFORMS),
         },
         "versions": versions,
+        "defaulted": ctx.filters.defaulted,
     }
 
 
@@ -115,8 +124,11 @@ def chart_data(chart_id: str, fmt: str):
     try:
         sql, frame, truncated = table_of(chart, ctx)
     except QueryError as exc:
-        return Response(export.dumps({"error": exc.kind, "message": exc.message}), 400,
-                        mimetype="application/json")  # fmt: skip
+        return Response(
+            export.dumps({"error": exc.kind, "message": exc.message}),
+            400,
+            mimetype="application/json",
+        )
     body = export.to_bytes(frame.to_arrow(), fmt)
     resp = Response(body, mimetype=export.MEDIA_TYPES[fmt])
     resp.headers["Content-Disposition"] = f'attachment; filename="{chart_id}.{fmt}"'
@@ -218,7 +230,7 @@ LIMIT 200"""
 
 @bp.get("/games")
 def explorer():
-    ctx = _ctx()
+    ctx = _ctx(with_defaults=False)
     sql, chosen = explorer_sql(request.args)
     rows, error = [], None
     columns: list[str] = []
@@ -296,7 +308,7 @@ def game(game_id: str):
         quarantine=quarantine,
         replay=replay,
         start=start,
-        fresh=_freshness(_ctx()),
+        fresh=_freshness(_ctx(with_defaults=False)),
         back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
     )
     return Response(html, mimetype="text/html")

@@ -50,9 +50,9 @@ class Ctx:
     def has(self, table: str) -> bool:
         return bool(self.columns(table))
 
-    def where(self, table: str, date_column: str | None = "week", extra=None):
+    def where(self, table: str, date_column: str | None = "week", extra=None, override=None):
         """WHERE clause for `table`; records which filters it could not take."""
-        clause, skipped = self.filters.where(self.columns(table), date_column, extra)
+        clause, skipped = self.filters.where(self.columns(table), date_column, extra, override)
         self.params.setdefault("_skipped", set()).update(skipped)
         return clause
 
@@ -91,7 +91,16 @@ class ChartView:
 
 
 def frame_of(table: pa.Table) -> pl.DataFrame:
-    return pl.from_arrow(table) if table.num_rows or table.num_columns else pl.DataFrame()
+    """Arrow -> Polars; DuckDB's sum() of integers is HUGEINT (Decimal in Arrow): back to ints."""
+    if not (table.num_rows or table.num_columns):
+        return pl.DataFrame()
+    frame = pl.from_arrow(table)
+    casts = [
+        pl.col(name).cast(pl.Int64 if dtype.scale == 0 else pl.Float64)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, pl.Decimal)
+    ]
+    return frame.with_columns(casts) if casts else frame
 
 
 def jsonable_rows(frame: pl.DataFrame) -> list[dict]:
