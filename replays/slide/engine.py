@@ -135,17 +135,8 @@ PAIRS: tuple[tuple[int, int], ...] = tuple(
 def score_grid(values: Sequence[int]) -> tuple[int, int]:
     """S3.2-S3.3 on a final (all face-up) grid: (score, cards left). A card is removed iff it
     shares a side with an equal card: then its group has two or more cards and goes whole."""
-    gone = [False] * CELLS
-    for i, j in PAIRS:
-        if values[i] == values[j]:
-            gone[i] = gone[j] = True
-    score = 0
-    left = 0
-    for v, g in zip(values, gone, strict=True):
-        if not g:
-            score += v
-            left += 1
-    return score, left
+    gone = {k for i, j in PAIRS if values[i] == values[j] for k in (i, j)}
+    return sum(values) - sum([values[k] for k in gone]), CELLS - len(gone)
 
 
 def groups(values: Sequence[int]) -> list[tuple[int, int]]:

@@ -1,9 +1,12 @@
 """Slide replay verifier: replays a well-formed record by the rules and names the first broken
 rule per S4 (slide-rules.md).
 
-Well-formedness against the schema is `replays.wellformed`'s job. This module adds the shape
-checks the schema cannot express (lengths and ranges tied to `players`) and reports them as
-malformed, before any rule is checked.
+Well-formedness is `replays.wellformed`'s job. This module also checks the shape a schema cannot
+express (counts tied to `players`, `first` and `winners` as seats) and reports it as malformed,
+before any rule. The types, enums and ranges of single entries (a position is two ints 0..3, a
+side one of four words) are the schema's: the fast path trusts them, and whenever a record
+fails (a rule, or an exception on input that is not well-formed) the whole shape is checked
+entry by entry first, so a malformed record is always reported as malformed, naming its field.
 """
 
 from __future__ import annotations
@@ -45,8 +48,9 @@ def _int_list(x, n: int) -> bool:
     return type(x) is list and len(x) == n and all(type(v) is int for v in x)
 
 
-def _shape(record: dict) -> Verdict | None:
-    """Shape the format needs but the schema cannot say: P entries everywhere, seats in range."""
+def _shape(record: dict, deep: bool) -> Verdict | None:
+    """Shape the format needs but a schema cannot say: P entries everywhere, seats in range;
+    `deep` also checks every round entry's type and range (see the module doc)."""
     gid = record.get("game_id")
     players = record.get("players")
     if not _is_int(players) or not 2 <= players <= 6:
@@ -74,8 +78,10 @@ def _shape(record: dict) -> Verdict | None:
     rounds = record.get("rounds")
     if type(rounds) is not list:
         return malformed(gid, "rounds", "rounds must be a list of round objects")
-    if not _rounds_ok(rounds, p):
-        return _rounds_shape(gid, rounds, p) or malformed(gid, "rounds", "rounds: bad shape")
+    if deep or not _counts_ok(rounds, p):
+        bad = _rounds_shape(gid, rounds, p)
+        if bad is not None:
+            return bad
     result = record.get("result")
     if type(result) is not dict:
         return malformed(gid, "result", "result must be an object")
@@ -91,38 +97,19 @@ def _shape(record: dict) -> Verdict | None:
     return None
 
 
-def _rounds_ok(rounds: list, p: int) -> bool:
-    """Fast path of `_rounds_shape`: True when every round has the shape the replay needs."""
+def _counts_ok(rounds: list, p: int) -> bool:
+    """Fast path: every round has P reveals, takes and slides."""
     try:
         for rnd in rounds:
-            reveals = rnd["reveals"]
-            takes = rnd["takes"]
-            slides = rnd["slides"]
-            if len(reveals) != p or len(takes) != p or len(slides) != p:
+            if len(rnd["reveals"]) != p or len(rnd["takes"]) != p or len(rnd["slides"]) != p:
                 return False
-            for pos in reveals:
-                if type(pos) is not list or len(pos) != 2:
-                    return False
-                r, c = pos
-                if (
-                    type(r) is not int
-                    or type(c) is not int
-                    or not (0 <= r < SIZE and 0 <= c < SIZE)
-                ):
-                    return False
-            for v in takes:
-                if type(v) is not int:
-                    return False
-            for edge in slides:
-                if edge["side"] not in _SIDES:
-                    return False
     except (TypeError, KeyError):
         return False
     return True
 
 
 def _rounds_shape(gid, rounds: list, p: int) -> Verdict | None:
-    """Which round entry breaks the shape, said precisely (only run when `_rounds_ok` fails)."""
+    """The first round entry that breaks the shape, named precisely; None if there is none."""
     for i, rnd in enumerate(rounds):
         where = f"rounds[{i}]"
         if type(rnd) is not dict:
@@ -160,10 +147,42 @@ def _count(x, p: int, what: str) -> str:
     return f"must have one entry per player ({p} {what}), has {n}"
 
 
+def _round_facts(i: int, rnd: dict, order: list[int], middle: list[int], gaps: list[int]):
+    """The facts of a round already replayed, by seat (`SlideTakeFacts`)."""
+    now: list = [None] * len(order)
+    pool = sorted(middle)  # stays sorted as takes are removed
+    for k, (seat, v) in enumerate(zip(order, rnd["takes"], strict=True)):
+        available = tuple(pool)
+        pool.remove(v)
+        r, c = divmod(gaps[seat], SIZE)
+        now[seat] = SlideTakeFacts(
+            i, seat, k, middle[seat], (r, c), v, available, available[0] != available[-1], ""
+        )
+    for f, edge in zip(now, rnd["slides"], strict=True):
+        f.side = edge["side"]
+    return now
+
+
 def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
-    bad = _shape(record)
+    bad = _shape(record, deep=False)
     if bad is not None:
         return bad, None
+    try:
+        verdict, facts = _run(record, collect)
+    except (TypeError, KeyError, IndexError, ValueError, AttributeError):
+        verdict, facts = None, None  # not well-formed after all: say where, below
+    if verdict is None or not verdict.ok:
+        bad = _shape(record, deep=True)
+        if bad is not None:
+            return bad, None
+        if verdict is None:
+            msg = "the record does not follow the upload format"
+            return malformed(record.get("game_id"), "rounds", msg), None
+    return verdict, facts
+
+
+def _run(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
+    """The replay proper, on a record whose shape `_shape` accepted."""
     gid = record.get("game_id")
     p = record["players"]
     first = record["first"]
@@ -184,21 +203,24 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
                     seat=s,
                 ), None
 
-    values = [list(g) for g in grids]
-    down = [[True] * CELLS for _ in range(p)]
+    # Hot loop state: one list per seat, a face-down card stored as its negated value (so a
+    # reveal is one read and a push one slice copy). The gap keeps its stale entry: every push
+    # overwrites it.
+    values = [[-v for v in g] for g in grids]
     seats = range(p)
     orders = [[(lead + k) % p for k in seats] for lead in seats]  # S2.3 taking order by leader
     takes_facts: list[SlideTakeFacts] = []
+    plans = PUSH_PLANS
 
     for i, rnd in enumerate(record["rounds"]):
         # S2.2, lowest seat first.
-        gaps = [0] * p
-        middle = [0] * p
-        s = 0
-        for r, c in rnd["reveals"]:
+        gaps = []
+        middle = []
+        for (r, c), vals in zip(rnd["reveals"], values, strict=False):  # lengths: _shape
             g = r * SIZE + c
-            fd = down[s]
-            if not fd[g]:
+            v = vals[g]
+            if v > 0:
+                s = len(gaps)
                 why = (
                     "every card is already face up after 16 rounds"
                     if i >= ROUNDS
@@ -207,55 +229,33 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
                 return invalid(
                     gid, "S2.2", i, f"round {i}, seat {s}: reveals ({r},{c}), {why} (S2.2)", seat=s
                 ), None
-            fd[g] = False
-            vals = values[s]
-            middle[s] = vals[g]
-            vals[g] = 0
-            gaps[s] = g
-            s += 1
+            middle.append(-v)
+            gaps.append(g)
 
         # S2.3, in taking order from the round's first player (S2.1).
         took = [0] * p
-        pool = sorted(middle)  # stays sorted as takes are removed
-        if collect:
-            now = [None] * p
-        k = 0
-        for seat, v in zip(orders[(first + i) % p], rnd["takes"], strict=True):
-            if collect:
-                available = tuple(pool)
-            if v not in pool:
+        pool = middle.copy()
+        order = orders[(first + i) % p]
+        for seat, v in zip(order, rnd["takes"], strict=False):
+            try:
+                pool.remove(v)
+            except ValueError:
+                k = order.index(seat)
                 return invalid(
                     gid,
                     "S2.3",
                     i,
                     f"round {i}, seat {seat} (taker {k + 1} of {p}): takes {v}, which is not in "
-                    f"the middle {pool} (S2.3)",
+                    f"the middle {sorted(pool)} (S2.3)",
                     seat=seat,
                 ), None
-            pool.remove(v)
             took[seat] = v
-            if collect:
-                r, c = divmod(gaps[seat], SIZE)
-                # positional: this runs 16 * P times per stored game
-                now[seat] = SlideTakeFacts(
-                    i,
-                    seat,
-                    k,
-                    middle[seat],
-                    (r, c),
-                    v,
-                    available,
-                    available[0] != available[-1],
-                    "",
-                )
-            k += 1
 
         # S2.4, in seat order.
-        s = 0
-        for edge in rnd["slides"]:
-            g = gaps[s]
-            plan = PUSH_PLANS[edge["side"]][g]
+        for edge, g, v, vals in zip(rnd["slides"], gaps, took, values, strict=False):
+            plan = plans[edge["side"]][g]
             if plan is None:
+                s = next(k for k, x in enumerate(values) if x is vals)
                 r, c = divmod(g, SIZE)
                 side = edge["side"]
                 return invalid(
@@ -267,17 +267,10 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
                     seat=s,
                 ), None
             dst, src, cell = plan
-            vals = values[s]
             vals[dst] = vals[src]
-            vals[cell] = took[s]
-            fd = down[s]
-            fd[dst] = fd[src]
-            fd[cell] = False
-            s += 1
+            vals[cell] = v
         if collect:
-            for f, edge in zip(now, rnd["slides"], strict=True):
-                f.side = edge["side"]
-            takes_facts.extend(now)
+            takes_facts.extend(_round_facts(i, rnd, order, middle, gaps))
 
     n_rounds = len(record["rounds"])
     if n_rounds < ROUNDS:
