@@ -43,7 +43,7 @@ def reverify(
         batches = reader.execute(
             "SELECT game_id::VARCHAR, game, status, codec, record, received_at FROM raw_records "
             "ORDER BY received_at, game_id"
-        ).fetch_record_batch(_CHUNK)
+        ).to_arrow_reader(_CHUNK)
         for batch in batches:
             _apply(con, _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo))
     finally:

@@ -156,7 +156,7 @@ class Store:
     def _load_known(self) -> dict[int, int]:
         table = self._con.sql("SELECT game_id::VARCHAR AS g, content_hash AS h FROM raw_records")
         known: dict[int, int] = {}
-        for batch in table.fetch_record_batch(100_000):
+        for batch in table.to_arrow_reader(100_000):
             ids, hashes = batch.column(0).to_pylist(), batch.column(1).to_pylist()
             known.update(zip((int(g.replace("-", ""), 16) for g in ids), hashes, strict=True))
         return known

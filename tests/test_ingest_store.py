@@ -1,0 +1,156 @@
+"""The Store in-process: group commit, acknowledgement after commit, duplicate decisions,
+isolation of failures, submit/reader; and the codec that stores raw records."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from conftest import SLIDE, SLOW6, dumps, fresh
+
+from ingest import codec
+from ingest.pipeline import Judge, utcnow
+from ingest.store import Store
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = Store(tmp_path / "s.duckdb", on_commit=lambda n, sec: commits.append(n))
+    commits.clear()
+    yield s
+    s.close()
+
+
+commits: list[int] = []
+
+
+def hold_writer(store) -> threading.Event:
+    """Keep the writer thread busy until the returned event is set."""
+    gate, running = threading.Event(), threading.Event()
+
+    def block(con):
+        running.set()
+        return gate.wait(10)
+
+    store.submit(block)
+    assert running.wait(10)
+    return gate
+
+
+def wait_queued(store, n: int) -> None:
+    for _ in range(2000):
+        if store._queue.qsize() >= n:
+            return
+        threading.Event().wait(0.005)
+    raise AssertionError("requests were not queued")
+
+
+def pending(records):
+    judge, now = Judge(), utcnow()
+    return [judge.judge(i, dumps(r), now).pending for i, r in enumerate(records)]
+
+
+def count(store, sql) -> int:
+    cur = store.reader()
+    try:
+        return cur.execute(sql).fetchone()[0]
+    finally:
+        cur.close()
+
+
+def test_queued_requests_share_one_commit(store):
+    gate = hold_writer(store)
+    items = [pending([fresh(SLOW6[i])]) for i in range(10)]
+    answers = [None] * 10
+
+    def send(i):
+        answers[i] = store.ingest(items[i])
+
+    threads = [threading.Thread(target=send, args=(i,)) for i in range(10)]
+    for t in threads:
+        t.start()
+    wait_queued(store, 10)  # all ten wait behind the busy writer
+    assert all(a is None for a in answers)  # nobody is answered before the commit
+    gate.set()
+    for t in threads:
+        t.join()
+    assert commits == [10]  # one transaction for all ten requests
+    assert answers == [["accepted"]] * 10
+    assert count(store, "SELECT count(*) FROM games") == 10
+
+
+def test_answer_comes_after_the_commit(store):
+    rec = fresh(SLOW6[0])
+    assert store.ingest(pending([rec])) == ["accepted"]
+    # another connection sees it at once: it was committed before the answer
+    assert count(store, f"SELECT count(*) FROM raw_records WHERE game_id = '{rec['game_id']}'") == 1
+
+
+def test_duplicates_and_conflicts_within_one_group_and_after_restart(tmp_path):
+    a = fresh(SLOW6[1])
+    twin = fresh(SLOW6[2], game_id=a["game_id"])  # same id, other content
+    with Store(tmp_path / "r.duckdb") as s:
+        assert s.ingest(pending([a, a, twin])) == ["accepted", "duplicate", "conflict"]
+    with Store(tmp_path / "r.duckdb") as s:  # decisions survive a restart (from the file)
+        assert s.ingest(pending([twin, a])) == ["conflict", "duplicate"]
+        assert s.known_count() == 1
+
+
+def test_a_failing_request_does_not_fail_its_group(store):
+    gate = hold_writer(store)
+    good, bad = pending([fresh(SLOW6[3])]), pending([fresh(SLOW6[4])])
+    bad[0].rows["games"] = [("not", "a", "row")]  # breaks the columnar insert
+    out = {}
+
+    def send(name, items):
+        try:
+            out[name] = store.ingest(items)
+        except Exception as exc:
+            out[name] = exc
+
+    threads = [threading.Thread(target=send, args=a) for a in (("good", good), ("bad", bad))]
+    for t in threads:
+        t.start()
+    wait_queued(store, 2)
+    gate.set()
+    for t in threads:
+        t.join()
+    assert out["good"] == ["accepted"]
+    assert isinstance(out["bad"], Exception)
+    assert count(store, "SELECT count(*) FROM raw_records") == 1  # the bad one left nothing
+    assert store.ingest(good) == ["duplicate"]
+
+
+def test_submit_runs_in_a_transaction_and_rolls_back_on_error(store):
+    def write_then_fail(con):
+        con.execute("CREATE TABLE agg_test AS SELECT 1 AS x")
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError):
+        store.submit(write_then_fail).result()
+    assert count(store, "SELECT count(*) FROM duckdb_tables() WHERE table_name='agg_test'") == 0
+    assert store.submit(lambda con: con.execute("SELECT 41 + 1").fetchone()[0]).result() == 42
+
+
+def test_closed_store_refuses_work(tmp_path):
+    s = Store(tmp_path / "c.duckdb")
+    s.close()
+    with pytest.raises(RuntimeError):
+        s.ingest(pending([fresh(SLOW6[0])]))
+
+
+@pytest.mark.parametrize("record", [SLOW6[0], SLOW6[-1], SLIDE[0]])
+def test_codec_round_trip_and_saves_space(record):
+    text = codec.canonical(record)
+    codec_id, blob = codec.encode(text, record["game"])
+    assert codec_id != codec.PLAIN
+    assert codec.decode(codec_id, blob) == text
+    assert len(blob) < len(text) / 2
+
+
+def test_canonical_form_ignores_key_order_and_spacing():
+    rec = SLOW6[0]
+    shuffled = dict(reversed(list(rec.items())))
+    assert codec.canonical(rec) == codec.canonical(shuffled)
+    assert codec.content_hash(codec.canonical(rec)) == codec.content_hash(codec.canonical(shuffled))
+    assert codec.content_hash(codec.canonical(rec)) != codec.content_hash(codec.canonical(SLOW6[1]))
