@@ -532,3 +532,26 @@ def test_facts_of_a_replay():
     first_take = replay(same)[1].takes[0]
     assert first_take.available == (9, 9) and first_take.choice is False  # one distinct value
     assert replay(dict(record, result=_res([76, 19], [16, 5], [0])))[1] is None
+
+
+@pytest.mark.parametrize(
+    "where,entry,field",
+    [
+        ("slides", {"side": "diagonal"}, "rounds[5].slides[1]"),
+        ("slides", "left", "rounds[5].slides[1]"),
+        ("takes", "9", "rounds[5].takes"),
+        ("takes", True, "rounds[5].takes"),
+        ("takes", 9.0, "rounds[5].takes"),
+        ("reveals", [4, 0], "rounds[5].reveals[1]"),
+        ("reveals", [1, True], "rounds[5].reveals[1]"),
+        ("reveals", {"row": 1, "col": 0}, "rounds[5].reveals[1]"),
+        ("reveals", [1], "rounds[5].reveals[1]"),
+    ],
+)
+def test_a_bad_entry_is_malformed_never_a_crash(where, entry, field):
+    # Entry types are the schema's to check, but a record that skipped that check must still
+    # get a verdict naming the field, not an exception (and not a quarantine).
+    record = turntable([NO_PAIRS, WORKED], result=_res([76, 19], [16, 5], [1]))
+    record["rounds"][5][where][1] = entry
+    v = verify(record)
+    assert (v.verdict, v.field) == ("malformed", field), v
