@@ -27,7 +27,8 @@ def run_once(store) -> dict | None:
         return None
     reader = store.reader()
     try:
-        return run(reader, lambda fn: store.submit(fn).result())
+        # analysis.jobs opens its own transaction (and falls back to ours if one is open)
+        return run(reader, lambda fn: store.submit(fn, transaction=False).result())
     finally:
         reader.close()
 

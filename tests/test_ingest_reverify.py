@@ -1,0 +1,114 @@
+"""`balance reverify` (file, server stopped), POST /v1/admin/reverify (running server), and the
+quick-start loader: games move between quarantine and verified with their rows rebuilt."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import duckdb
+from conftest import REPO, SLIDE, SLOW6, fresh, query
+
+from ingest.demo import load_records
+from ingest.pipeline import Judge
+from ingest.reverify import reverify
+from ingest.store import Store
+from replays import verdict as V
+from replays import verifier as real
+
+
+def buggy_verifier(bad_ids: set[str]):
+    """An 'engine with a bug': quarantines these ids, judges the rest like the real one."""
+
+    def replay_record(record):
+        if record["game_id"] in bad_ids:
+            return V.invalid(record["game_id"], "R2.2", 3, "buggy engine"), None
+        return real.replay_record(record)
+
+    return SimpleNamespace(replay_record=replay_record)
+
+
+def balance(*args, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "replays.cli", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_cli_moves_wrongly_quarantined_games_back(tmp_path):
+    db = tmp_path / "store.duckdb"
+    recs = [fresh(r) for r in SLOW6[:6] + SLIDE[:2]]
+    wrong = {recs[1]["game_id"], recs[7]["game_id"]}  # a Slow6 and a Slide game
+    with Store(db) as store:
+        counts = load_records(store, recs, Judge(buggy_verifier(wrong)), echo=lambda _: None)
+    assert counts == {"accepted": 6, "quarantined": 2}
+    assert query(db, "SELECT count(*) FROM quarantine")[0][0] == 2
+
+    out = balance("reverify", "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    for gid in wrong:
+        assert f"{gid} quarantined -> verified" in out.stdout
+    assert "checked 8 records" in out.stdout and "quarantined->verified 2" in out.stdout
+    assert query(db, "SELECT count(*) FROM quarantine")[0][0] == 0
+    assert query(db, "SELECT count(DISTINCT status) FROM raw_records")[0][0] == 1
+    slow6 = recs[1]
+    assert query(db, "SELECT count(*) FROM game_turns WHERE game_id = ?", [slow6["game_id"]]) == [
+        (len(slow6["turns"]),)
+    ]
+    assert query(
+        db, "SELECT count(*) FROM slide_rounds WHERE game_id = ?", [recs[7]["game_id"]]
+    ) == [(16 * recs[7]["players"],)]
+    again = balance("reverify", "--db", str(db))  # nothing left to change
+    assert "unchanged 8" in again.stdout and " -> " not in again.stdout
+
+
+def test_newly_broken_games_leave_the_verified_tables(tmp_path):
+    db = tmp_path / "store.duckdb"
+    recs = [fresh(r) for r in SLOW6[:4]]
+    with Store(db) as store:
+        load_records(store, recs, echo=lambda _: None)
+    victim = recs[2]["game_id"]
+    con = duckdb.connect(str(db))
+    lines = []
+    summary = reverify(con, Judge(buggy_verifier({victim})), echo=lines.append)
+    con.close()
+    assert summary["counts"] == {"unchanged": 3, "verified->quarantined": 1}
+    assert lines == [f"{victim} verified -> quarantined R2.2 turn 3: buggy engine"]
+    for table in ("games", "game_turns", "game_pieces", "game_powers"):
+        assert query(db, f"SELECT count(*) FROM {table} WHERE game_id = ?", [victim]) == [(0,)]
+    assert query(db, "SELECT rule, turn FROM quarantine") == [("R2.2", 3)]
+    assert query(db, "SELECT status FROM raw_records WHERE game_id = ?", [victim]) == [
+        ("quarantined",)
+    ]
+    assert query(db, "SELECT count(*) FROM games")[0][0] == 3
+
+
+def test_reverify_through_the_running_server(server_factory):
+    server = server_factory(env={"BALANCE_TOKEN": "s3cret"})
+    recs = [fresh(r) for r in SLOW6[:3]]
+    server.upload(recs)
+    assert server.post("/v1/admin/reverify", b"").status == 401
+    wrong = server.post("/v1/admin/reverify", b"", headers={"Authorization": "Bearer nope"})
+    assert wrong.status == 401
+    r = server.post("/v1/admin/reverify", b"", headers={"Authorization": "Bearer s3cret"})
+    assert r.status == 200 and r.json()["checked"] == 3 and r.json()["changes"] == []
+    # the CLI asks the server when given --server, and refuses the locked file otherwise
+    env = {"BALANCE_TOKEN": "s3cret", "PATH": "/usr/bin:/bin"}
+    out = balance("reverify", "--server", server.url, env=env)
+    assert out.returncode == 0 and "checked 3 records" in out.stdout, out.stderr
+    locked = balance("reverify", "--db", str(server.db))
+    assert locked.returncode == 2 and "another process" in locked.stderr
+
+
+def test_load_demo_fills_every_table(tmp_path):
+    db = tmp_path / "demo.duckdb"
+    out = balance("load-demo", "--db", str(db), "-n", "4", "--slide", "5", "--level", "1")
+    assert out.returncode == 0, out.stderr
+    assert query(db, "SELECT count(*) FROM games")[0][0] == 4
+    assert query(db, "SELECT count(*) FROM slide_games")[0][0] >= 4  # the simulator may retry
+    assert query(db, "SELECT count(*) FROM raw_records WHERE status = 'quarantined'") == [(0,)]
