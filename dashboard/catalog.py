@@ -330,7 +330,7 @@ pick_effect = Chart(
     ),
     draw=_draw_rate(
         reference=0.0,
-        domain=(-0.3, 0.3),
+        domain=None,
         x_title="score picked − not picked, Newcombe 95% interval",
     ),
     note="Flagged: the difference survives Benjamini-Hochberg at 5% within each board. Raw "
@@ -364,9 +364,7 @@ use_effect = Chart(
         .with_columns(n=pl.col("used_n"), flagged=pl.col("use_effect_q") < 0.05)
         .sort("lo", descending=True)
     ),
-    draw=_draw_rate(
-        reference=0.0, domain=(-0.5, 0.5), x_title="score used − held, Newcombe 95% interval"
-    ),
+    draw=_draw_rate(reference=0.0, domain=None, x_title="score used − held, Newcombe 95% interval"),
 )
 
 used_round = Chart(

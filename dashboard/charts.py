@@ -83,7 +83,7 @@ def rate_chart(
     scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
     bars = (
         alt.Chart()
-        .mark_rule(strokeWidth=2)
+        .mark_rule(strokeWidth=2, clip=True)
         .encode(
             y=y,
             x=alt.X("lo:Q", scale=scale, title=x_title),
@@ -94,7 +94,7 @@ def rate_chart(
     )
     dots = (
         alt.Chart()
-        .mark_point(filled=True, size=60)
+        .mark_point(filled=True, size=60, clip=True)
         .encode(
             y=y,
             x="rate:Q",
@@ -150,7 +150,11 @@ def heatmap(
         r["_flag"] = 1 if r.get("flagged") else 0
     tips = _tooltip(data, [y, x, value, n_field, "lo", "hi", "shrunk", "flagged"])
     enc = {"x": alt.X(f"{x}:O", title=x_title or x), "y": alt.Y(f"{y}:O", title=y_title or y)}
-    scale = alt.Scale(scheme=scheme, domain=list(domain)) if domain else alt.Scale(scheme=scheme)
+    scale = (
+        alt.Scale(scheme=scheme, domain=list(domain), clamp=True)
+        if domain
+        else alt.Scale(scheme=scheme)
+    )
     rect = (
         alt.Chart()
         .mark_rect()

@@ -20,6 +20,15 @@ from .filters import Filters
 from .sqlsafe import QueryError
 
 CHART_ROW_LIMIT = 20_000
+# What a chart may draw or show in its tooltip; wide tables (powers: ~60 columns) are cut to
+# these so a page does not ship every column of the CSV to the browser.
+DRAWN = frozenset(
+    "label board board_label variant lineup lineup_source power opp_power power_a power_b rank "
+    "file distance round day week client_version series reason turns status rule kind game "
+    "platform challenge_id ai_level human_first made_stun made_catch n wins draws losses "
+    "solves rate lo hi shrunk flagged q_value p_value tested_against synergy expected share "
+    "uses games records quarantined promoted pieces".split()
+)
 
 
 @dataclass
@@ -150,7 +159,13 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
     view.columns = frame.columns
     view.rows = jsonable_rows(frame)
     if chart.draw is not None and view.rows:
-        view.spec = chart.draw(view.rows, ctx)
+        drawn = view.rows
+        if len(view.columns) > 14:
+            drawn = [{k: v for k, v in r.items() if k in DRAWN} for r in drawn]
+        if "rate" in view.columns:  # rows without a rate (n = 0) stay in the table, not drawn
+            drawn = [r for r in drawn if r.get("rate") is not None]
+        if drawn:
+            view.spec = chart.draw(drawn, ctx)
     view.ms = (time.perf_counter() - start) * 1000
     return view
 
