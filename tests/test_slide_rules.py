@@ -29,9 +29,16 @@ from replays.slide.engine import (
 )
 from replays.slide.verify import replay, verify
 
-EXAMPLES = Path("/work/shared/spec/examples")
-if not EXAMPLES.exists():  # the spec is also vendored next to the repo in CI checkouts
-    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = next(
+    d
+    for d in (
+        REPO / "tests" / "spec" / "examples",  # the vendored copy, when present
+        REPO.parent / "shared" / "spec" / "examples",
+        Path("/work/shared/spec/examples"),
+    )
+    if (d / "slide-valid.ndjson").exists()
+)
 
 # The worked check of the seed (S3): three 9s in a row, two 4s, two pairs of 10s, a pair of 1s
 # cancel (eleven cards); 3, 6, 2, 7 and 1 are left: 19 points with 5 cards.

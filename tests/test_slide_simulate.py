@@ -9,12 +9,14 @@ import re
 from collections import Counter
 from datetime import datetime, timedelta
 
+import orjson
 import pytest
 
 from replays.slide.bots import GreedyBot, RandomBot
 from replays.slide.engine import Table
 from replays.slide.simulate import deal, play, simulate_games
 from replays.slide.verify import verify
+from replays.verifier import check_text
 
 UUID4 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -38,6 +40,8 @@ def test_exactly_n_valid_records_with_unique_uuid4_ids(games):
         assert UUID4.match(g["game_id"])
         assert (g["schema"], g["game"], g["players"], len(g["rounds"])) == (1, "slide", 3, 16)
         assert verify(g).ok, verify(g)
+        _, whole_path = check_text(orjson.dumps(g))  # format check too, as the server runs it
+        assert whole_path.ok, whole_path
 
 
 def test_spread_over_modes_platforms_versions(games):
