@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from replays.slide.bots import GreedyBot, RandomBot
-from replays.slide.engine import Table
+from replays.slide.engine import Table, legal_sides
 from replays.slide.simulate import deal, play, simulate_games
 from replays.slide.verify import verify
 from replays.verifier import check_text
@@ -157,3 +157,35 @@ def test_greedy_beats_random_clearly():
     g, r, mg, mr = _head_to_head(40, seed=1)
     print(f"\ngreedy vs random, 40 games: wins {g}-{r}, mean score {mg:.1f} vs {mr:.1f}")
     assert g >= 32 and mg < mr - 15
+
+
+def test_legal_actions_are_exactly_the_moves_the_table_accepts():
+    rng = random.Random(2)
+    table = Table(deal(rng, 3), 1)
+    for _ in range(16):
+        for s in range(3):
+            legal = table.legal_reveals(s)
+            assert legal == [i for i in range(16) if table.down[s][i]]
+            assert len(legal) == 16 - table.round
+            for cell in set(range(16)) - set(legal):
+                with pytest.raises(ValueError):
+                    table.reveal(s, cell)
+            table.reveal(s, rng.choice(legal))
+        for s in table.order():
+            values = table.legal_takes()
+            assert values == sorted(set(table.middle))
+            for v in set(range(1, 11)) - set(values):
+                with pytest.raises(ValueError):
+                    table.take(s, v)
+            table.take(s, rng.choice(values))
+        for s in range(3):
+            gap = table.gaps[s]
+            for side in ("left", "right", "top", "bottom"):
+                if side not in legal_sides(gap):
+                    with pytest.raises(ValueError):
+                        table.slide(s, side)
+            table.slide(s, rng.choice(legal_sides(gap)))
+        table.end_round()
+    assert table.finished() and not any(any(d) for d in table.down)
+    with pytest.raises(ValueError):
+        table.reveal(0, 0)  # a seventeenth round: nothing is face down

@@ -26,7 +26,7 @@ class RandomBot:
         return self.rng.choice(table.legal_reveals(seat))
 
     def take(self, table: Table, seat: int) -> int:
-        return self.rng.choice(sorted(set(table.middle)))
+        return self.rng.choice(table.legal_takes())
 
     def slide(self, table: Table, seat: int) -> str:
         return self.rng.choice(legal_sides(table.gaps[seat]))
@@ -116,7 +116,7 @@ class GreedyBot:
         return self._pick(scored)
 
     def take(self, table: Table, seat: int) -> int:
-        values = sorted(set(table.middle))
+        values = table.legal_takes()
         if len(values) == 1:
             return values[0]
         mine = _options(table.visible(seat), table.gaps[seat])

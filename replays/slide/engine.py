@@ -196,6 +196,10 @@ class Table:
     def legal_reveals(self, seat: int) -> list[int]:
         return [i for i, d in enumerate(self.down[seat]) if d]
 
+    def legal_takes(self) -> list[int]:
+        """S2.3: the distinct values still in the middle, for whoever takes next."""
+        return sorted(set(self.middle))
+
     def visible(self, seat: int) -> list[int]:
         """What everyone sees of a grid: face-up values, -1 for face down, 0 for the gap."""
         return [-1 if d else v for v, d in zip(self.values[seat], self.down[seat], strict=True)]
