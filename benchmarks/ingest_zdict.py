@@ -78,8 +78,8 @@ def main() -> int:
             size, us = measure(zd, test)
             print(f"  {name:14s} {size:7.1f} B/record ({size / mean:.0%})  {us:6.1f} us/record")
         if args.write:
-            doc = {"game": game, "built_from": f"simulated games, seed {args.seed}: the last "
-                   f"{SIZE} bytes of shuffled canonical records", "zdict": fresh.decode()}  # fmt: skip
+            built = f"simulated games, seed {args.seed}: last {SIZE} bytes of shuffled records"
+            doc = {"game": game, "built_from": built, "zdict": fresh.decode()}
             Path(args.write).write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
             print(f"  wrote {args.write}")
     return 0

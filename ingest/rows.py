@@ -79,11 +79,12 @@ Rows = dict[str, list[tuple]]
 
 def parse_time(text: str) -> dt.datetime:
     """An upload-format timestamp (UTC, 'Z' or '+00:00', any fraction) as a naive UTC datetime."""
-    main, _, frac = text[: -1 if text.endswith("Z") else -6].partition(".")
-    stamp = dt.datetime.strptime(main, "%Y-%m-%dT%H:%M:%S")
-    if frac:
-        stamp = stamp.replace(microsecond=int(frac[:6].ljust(6, "0")))
-    return stamp
+    try:
+        return dt.datetime.fromisoformat(text).replace(tzinfo=None)  # C speed; UTC by the format
+    except ValueError:  # a form fromisoformat does not take: do it by hand
+        main, _, frac = text[: -1 if text.endswith("Z") else -6].partition(".")
+        stamp = dt.datetime.strptime(main, "%Y-%m-%dT%H:%M:%S")
+        return stamp.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else stamp
 
 
 def slow6_rows(gid: str, record: dict, facts: Slow6Facts, received: dt.datetime) -> Rows:

@@ -1,0 +1,48 @@
+"""A cached pool of simulated records for the ingest benchmarks (benchmarks/out/, not in git).
+
+Simulating with bots is slow (tens of ms a game), so the benchmarks simulate a pool once and
+then send its records again with fresh game_ids (a game_id is not part of the rules: the record
+stays valid, and per-record compression does not benefit from the repetition).
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import uuid
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+OUT = ROOT / "benchmarks" / "out"
+
+
+def pool(game: str, n: int, seed: int = 11) -> list[dict]:
+    """`n` simulated records of `game` (Slide: spread over 2..6 players), cached on disk."""
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"pool-{game}-{n}-{seed}.ndjson"
+    if path.exists():
+        return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    if game == "slow6":
+        from replays.slow6.simulate import simulate_games
+
+        records = list(simulate_games(n, seed=seed, max_level=1))
+    else:
+        from replays.slide.simulate import simulate_games
+
+        records = [r for p in range(2, 7) for r in simulate_games(n // 5, p, seed + p)]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
+    return records
+
+
+def with_fresh_ids(records: list[dict], total: int, seed: int = 0) -> list[bytes]:
+    """`total` upload lines cycling through `records`, each with a new game_id."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(total):
+        rec = dict(records[i % len(records)])
+        rec["game_id"] = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        out.append(orjson.dumps(rec))
+    return out
