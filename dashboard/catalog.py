@@ -24,7 +24,7 @@ class Page:
     title: str
     charts: list[Chart]
     intro: str = ""
-    coverage_table: str = "agg_games_daily"
+    coverage_table: str = "agg_first_move"  # one n per game: sum(n) = games
     coverage_override: dict = field(default_factory=dict)
 
 
@@ -877,14 +877,7 @@ def defaults(ctx_versions: list[str]) -> dict[str, str]:
 def coverage(ctx: Ctx, page: Page) -> int | None:
     if not page.coverage_table or not ctx.has(page.coverage_table):
         return None
-    sql = sums(
-        ctx,
-        page.coverage_table,
-        [],
-        "sum(games) AS games",
-        date="day",
-        override=page.coverage_override,
-    )
+    sql = sums(ctx, page.coverage_table, [], "sum(n) AS games", override=page.coverage_override)
     result = _one(ctx, sql)
     if result is None or not result.row_count:
         return None

@@ -1,0 +1,238 @@
+"""Dashboard pages over HTTP, on a real `balance serve` holding simulated games.
+
+The store is filled once per session the way production fills it: simulated games and the spec's
+quarantined examples go through the ingest path (`ingest.demo.load_records`), then the analysis
+jobs write the agg_* tables. Each module's server gets its own copy of that file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+from urllib.parse import parse_qs, quote, urlparse
+
+import duckdb
+import pytest
+from conftest import Server, example_records
+
+PAGES = ["/dashboard/", *(f"/dashboard/p/{n}" for n in (
+    "setups", "powers", "boards", "computer", "challenges", "quality", "trends"))]  # fmt: skip
+
+
+def build_demo_db(path: Path, games: int = 300, slide: int = 20) -> Path:
+    from analysis import jobs
+    from ingest.demo import load_records, simulated_records
+    from ingest.store import Store
+
+    store = Store(path)
+    try:
+        load_records(store, simulated_records(games, slide, seed=0, level=2), echo=lambda _: None)
+        load_records(store, example_records("slow6-invalid"), echo=lambda _: None)
+    finally:
+        store.close()
+    con = duckdb.connect(str(path))
+    try:
+        jobs.run(con, lambda fn: fn(con))
+    finally:
+        con.close()
+    return path
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+
+
+def start_server(tmp_path_factory, demo_db: Path, env: dict | None = None, args=()) -> Server:
+    work = tmp_path_factory.mktemp("dash-server")
+    db = work / "store.duckdb"
+    shutil.copy(demo_db, db)
+    return Server(work, env=env, args=list(args), db=db).start()
+
+
+@pytest.fixture(scope="module")
+def demo_server(tmp_path_factory, demo_db):
+    server = start_server(tmp_path_factory, demo_db)
+    yield server
+    server.stop()
+
+
+def html(server, path: str) -> str:
+    r = server.get(path)
+    assert r.status == 200, (path, r.status, r.body[:500])
+    assert r.headers["content-type"].startswith("text/html")
+    return r.body.decode()
+
+
+def specs(page: str) -> dict[str, dict]:
+    return {
+        m.group(1): json.loads(m.group(2))
+        for m in re.finditer(
+            r'<script type="application/json" id="spec-([\w-]+)">(.*?)</script>', page, re.S
+        )  # fmt: skip
+    }
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_renders_its_charts_from_agg_tables(demo_server, path):
+    page = html(demo_server, path)
+    charts = specs(page)
+    assert charts, "no chart on the page"
+    for chart_id, spec in charts.items():
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+        assert f"/dashboard/chart/{chart_id}.csv" in page
+    # every console link opens a query over agg_* tables (or the quarantine examples)
+    links = re.findall(r'href="(/sql\?q=[^"]+)"', page)
+    assert links
+    for link in links:
+        sql = parse_qs(urlparse(link.replace("&amp;", "&")).query)["q"][0]
+        assert re.search(r"\bFROM (agg_\w+|quarantine)\b", sql), sql
+    # no CDN: every script comes from this server
+    for src in re.findall(r'<script[^>]+src="([^"]+)"', page):
+        assert src.startswith("/"), src
+    assert "cdn" not in page.lower()
+    # freshness and coverage are on every page
+    assert 'id="freshness"' in page and "Tables computed" in page
+    assert re.search(r"snapshot \d{4}-\d\d-\d\dT", page)
+
+
+def test_each_page_shows_its_filters_as_a_get_form(demo_server):
+    page = html(demo_server, "/dashboard/p/setups")
+    form = re.search(r'<form class="filters" method="get".*?</form>', page, re.S).group(0)
+    for name in ("board", "variant", "mode", "ai_level", "platform", "client_version",
+                 "date_from", "date_to"):  # fmt: skip
+        assert f'name="{name}"' in form, name
+
+
+def test_default_is_the_balance_cut_and_all_widens_it(demo_server):
+    default = html(demo_server, "/dashboard/")
+    assert 'id="default-cut"' in default
+    widened = html(demo_server, "/dashboard/?mode=&client_version=")
+    assert 'id="default-cut"' not in widened
+    n_default = int(re.search(r'id="coverage">([\d,]+)', default).group(1).replace(",", ""))
+    n_all = int(re.search(r'id="coverage">([\d,]+)', widened).group(1).replace(",", ""))
+    got = demo_server.post(
+        "/sql/api", json.dumps({"sql": "SELECT count(*) FROM games"}), "application/json"
+    ).json()
+    assert 0 < n_default < n_all == got["rows"][0][0]  # every verified game, none quarantined
+
+
+def test_chart_csv_is_the_table_behind_the_chart_under_the_same_filters(demo_server):
+    q = "?board=5&mode=&client_version="
+    page = html(demo_server, "/dashboard/p/setups" + q)
+    spec = specs(page)["lineups"]
+    r = demo_server.get("/dashboard/chart/lineups.csv" + q)
+    assert r.status == 200 and r.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(r.body.decode())))
+    assert rows and {row["board"] for row in rows} == {"5"}
+    # the chart draws the first 40 rows of the table, in the table's order (by lower bound)
+    drawn = [v["label"] for v in spec["data"]["values"]]
+    assert drawn == [row["label"] for row in rows][: len(drawn)]
+    lows = [float(row["lo"]) for row in rows]
+    assert lows == sorted(lows, reverse=True)
+    # counts add up to what the store holds: each 5x5 game counts once per side
+    n = sum(int(row["n"]) for row in rows)
+    con_sql = "SELECT count(*) * 2 FROM games WHERE board = 5"
+    got = demo_server.post("/sql/api", json.dumps({"sql": con_sql}), "application/json").json()
+    assert n == got["rows"][0][0]
+
+
+def test_rates_carry_interval_n_and_flags(demo_server):
+    spec = specs(html(demo_server, "/dashboard/p/setups?mode=&client_version="))["lineups"]
+    row = spec["data"]["values"][0]
+    for key in ("rate", "lo", "hi", "n", "flagged", "shrunk"):
+        assert key in row
+    assert row["lo"] <= row["rate"] <= row["hi"]
+    tips = json.dumps(spec)
+    assert '"field": "n"' in tips and '"field": "lo"' in tips
+    # small samples are greyed, not hidden: they stay in the data with their own colour
+    assert any(v["_sample"] == "small n" for v in spec["data"]["values"])
+
+
+def test_the_console_link_runs_the_same_query(demo_server):
+    page = html(demo_server, "/dashboard/p/overview".replace("/p/overview", "/"))
+    link = re.search(r'href="(/sql\?q=[^"]+)"', page).group(1).replace("&amp;", "&")
+    sql = parse_qs(urlparse(link).query)["q"][0]
+    console = html(demo_server, "/sql?q=" + quote(sql))
+    assert 'id="sql-result"' in console and 'id="sql-error"' not in console
+
+
+def test_filters_that_a_table_cannot_take_are_named(demo_server):
+    page = html(demo_server, "/dashboard/p/setups?platform=ios&mode=&client_version=")
+    # agg_lineup has no platform column: said on the page, not silently ignored
+    assert "Not applied to this table: platform" in page
+
+
+def test_bad_filter_values_are_reported_not_run(demo_server):
+    page = html(demo_server, "/dashboard/?board=9&client_version=x%27%3B+DROP")
+    assert "is not a valid value" in page
+
+
+def test_js_bundle_is_served_once_with_caching_headers(demo_server):
+    page = html(demo_server, "/dashboard/")
+    src = re.search(r'<script src="(/dashboard/assets/vega-bundle-[^"]+\.js)"', page).group(1)
+    r = demo_server.get(src, headers={"Accept-Encoding": "gzip"})
+    assert r.status == 200 and r.headers["content-encoding"] == "gzip"
+    assert "immutable" in r.headers["cache-control"] and "max-age=31536000" in r.headers[
+        "cache-control"]  # fmt: skip
+    etag = r.headers["etag"]
+    again = demo_server.get(src, headers={"If-None-Match": etag})
+    assert again.status == 304
+    plain = demo_server.get(src)
+    assert b"vegaEmbed" in plain.body and len(plain.body) > len(r.body)
+
+
+def test_explorer_finds_games_and_opens_them(demo_server):
+    page = html(demo_server, "/dashboard/games?status=quarantined")
+    ids = re.findall(r'href="/dashboard/games/([0-9a-f-]{36})"', page)
+    assert len(ids) == len(example_records("slow6-invalid"))
+    page = html(demo_server, "/dashboard/games?status=verified&board=7")
+    rows = re.findall(r"<tr class=\"\">\s*<td><a[^>]+>[^<]+</a></td>\s*<td>verified</td><td>(\d)",
+                      page)  # fmt: skip
+    assert rows and set(rows) == {"7"}
+
+
+def test_explorer_filters_by_lineup_power_and_reason(demo_server):
+    got = demo_server.post(
+        "/sql/api",
+        json.dumps({"sql": "SELECT lineup_0, reason FROM games WHERE powers LIMIT 1"}),
+        "application/json",
+    ).json()
+    lineup, reason = got["rows"][0]
+    page = html(demo_server, f"/dashboard/games?lineup={lineup}&reason={reason}")
+    assert f"<code>{lineup}</code>" in page
+    assert re.findall(r"href=\"/dashboard/games/[0-9a-f-]{36}\"", page)
+
+
+def test_quarantined_game_opens_at_the_turn_that_broke_the_rule(demo_server):
+    expected = {
+        e["game_id"]: e
+        for e in (json.loads(line) for line in
+                  (Path(__file__).parent / "spec" / "examples" /
+                   "slow6-invalid.expected.ndjson").read_text().splitlines() if line)
+    }  # fmt: skip
+    gid, exp = next((g, e) for g, e in expected.items() if e["turn"] is not None)
+    page = html(demo_server, f"/dashboard/games/{gid}")
+    replay = json.loads(re.search(r'id="replay">(.*?)</script>', page, re.S).group(1))
+    assert replay["error"]["turn"] == exp["turn"]
+    start = int(re.search(r'id="board" data-start="(\d+)"', page).group(1))
+    # frames = the start + one per good turn; the viewer's step past them is the broken turn
+    assert start == len(replay["frames"]) == exp["turn"] + 1
+    assert exp["rule"] in page
+
+
+def test_valid_game_viewer_has_every_turn(demo_server):
+    got = demo_server.post(
+        "/sql/api", json.dumps({"sql": "SELECT game_id, turns FROM games LIMIT 1"}),
+        "application/json",
+    ).json()  # fmt: skip
+    gid, turns = got["rows"][0]
+    page = html(demo_server, f"/dashboard/games/{gid}")
+    replay = json.loads(re.search(r'id="replay">(.*?)</script>', page, re.S).group(1))
+    assert replay["error"] is None and len(replay["frames"]) == turns + 1
+    assert 'data-start="0"' in page
+    assert demo_server.get("/dashboard/games/00000000-0000-4000-8000-000000000000").status == 404
