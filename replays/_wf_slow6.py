@@ -56,6 +56,7 @@ _RESULT_OPTIONAL = frozenset({"points"})
 _RESULT_ORDER = ("winner", "reason")
 _RESULT_ALL = _RESULT | _RESULT_OPTIONAL
 
+_RANKS = {5: [1, 2, 3, 4, 5], 7: [1, 2, 3, 4, 5, 6, 7]}
 # Every lineup of each board, as orjson writes it: a type-exact permutation test in one lookup.
 _LINEUPS = {
     n: frozenset(orjson.dumps(list(p)) for p in itertools.permutations(range(1, n + 1)))
@@ -230,10 +231,11 @@ def _check_lineups(lineups: object, board: int) -> None:
                 f"lineup of side {side} must list {board} ranks on a {board}x{board} board, "
                 f"got {show(lineup)}",
             )
-        raise Malformed(
-            "lineups",
-            f"lineup of side {side} must be a permutation of 1..{board}, got {show(lineup)}",
-        )
+        if not all(type(rank) is int for rank in lineup) or sorted(lineup) != _RANKS[board]:
+            raise Malformed(
+                "lineups",
+                f"lineup of side {side} must be a permutation of 1..{board}, got {show(lineup)}",
+            )
 
 
 def _check_powers(powers: object) -> None:

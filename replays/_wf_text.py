@@ -159,7 +159,7 @@ def locate(data: bytes) -> Malformed | None:
                 while holder and not holder[-1][0]:  # name the field, not an index in it
                     holder.pop()
                 return Malformed(
-                    _path(holder) or "record",
+                    _path(holder) if holder else "record",
                     f"nested deeper than {MAX_DEPTH} levels (the record itself is level 1)",
                 )
             frames.append([char == 0x7B, set(), 0])
