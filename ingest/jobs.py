@@ -15,7 +15,10 @@ def analysis_run():
         module = importlib.import_module("analysis.jobs")
     except ModuleNotFoundError as exc:
         if exc.name not in ("analysis", "analysis.jobs"):
-            raise
+            log.error("analysis jobs unavailable: %s", exc)
+        return None
+    except ImportError as exc:  # a broken analysis package must not take uploads down
+        log.error("analysis jobs unavailable: %s", exc)
         return None
     return getattr(module, "run", None)
 

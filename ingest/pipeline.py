@@ -111,8 +111,17 @@ class Judge:
         codec_id, blob = codec.encode(canonical, record["game"])
         key = uuid.UUID(gid)
         text_id = str(key)
-        if verdict.verdict == V.VALID and facts is not None:
-            status, table_rows = VERIFIED, rows.game_rows(text_id, record, facts, received)
+        if verdict.verdict == V.VALID and facts is None:
+            verdict = V.invalid(gid, "internal", None, "the verifier gave no replay facts")
+        if verdict.verdict == V.VALID:
+            try:
+                table_rows = rows.game_rows(text_id, record, facts, received)
+            except Exception as exc:  # facts that do not fit the tables: keep the record
+                log.error("rows for a verified %s game failed: %r", record["game"], exc)
+                msg = "its replay facts did not fit the tables; kept for `balance reverify`"
+                verdict = V.invalid(gid, "internal", None, msg)
+        if verdict.verdict == V.VALID:
+            status = VERIFIED
             res = result(line, gid, "accepted")
         else:
             status = QUARANTINED

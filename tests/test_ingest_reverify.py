@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import duckdb
+import pytest
 from conftest import REPO, SLIDE, SLOW6, fresh, query
 
 from ingest.demo import load_records
+from ingest.jobs import analysis_run
 from ingest.pipeline import Judge
 from ingest.reverify import reverify
 from ingest.store import Store
@@ -112,3 +115,17 @@ def test_load_demo_fills_every_table(tmp_path):
     assert query(db, "SELECT count(*) FROM games")[0][0] == 4
     assert query(db, "SELECT count(*) FROM slide_games")[0][0] >= 4  # the simulator may retry
     assert query(db, "SELECT count(*) FROM raw_records WHERE status = 'quarantined'") == [(0,)]
+
+
+def test_server_runs_the_analysis_jobs_on_its_schedule(server_factory):
+    if analysis_run() is None:
+        pytest.skip("analysis.jobs is not installed")
+    server = server_factory(env={"BALANCE_JOBS_INTERVAL": "1"})
+    server.upload([fresh(r) for r in SLOW6[:10]])
+    for _ in range(600):
+        if "analysis run:" in server.output():
+            break
+        time.sleep(0.1)
+    server.stop()
+    assert "analysis run:" in server.output(), server.output()[-2000:]
+    assert query(server.db, "SELECT count(*) FROM agg_runs")[0][0] >= 1
