@@ -1,8 +1,9 @@
 """Designer dashboard (/dashboard) and analyst SQL console (/sql), mounted on the ingest app.
 
 `ingest.app.create_app` calls `init_app(app)`. Settings read from `app.config` (all optional):
-HOST (the address `balance serve` listens on: anything but loopback requires the token),
-TOKEN / BALANCE_TOKEN (else the BALANCE_TOKEN environment variable), SQL_TIMEOUT (5 s),
+each also as a BALANCE_<NAME> key or environment variable: BALANCE_HOST (the address
+`balance serve` listens on: anything but loopback requires the token), BALANCE_TOKEN,
+SQL_TIMEOUT (5 s),
 SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
 (seconds between snapshots of a changing store, 300), DOCS_DIR (where tables.md and
 agg-tables.md are), CACHE_DIR (for the built JavaScript bundle).
@@ -10,6 +11,7 @@ agg-tables.md are), CACHE_DIR (for the built JavaScript bundle).
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
@@ -18,10 +20,11 @@ EXT_BUNDLE = "dashboard.bundle"
 
 
 def setting(app, name: str, default=None):
+    """app.config[NAME] / [name] / [BALANCE_NAME], else the BALANCE_NAME environment variable."""
     for key in (name, name.lower(), f"BALANCE_{name}"):
         if app.config.get(key) not in (None, ""):
             return app.config[key]
-    return default
+    return os.environ.get(f"BALANCE_{name}") or default
 
 
 def _snapshot_dir(app, store) -> Path:

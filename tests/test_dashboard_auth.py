@@ -1,0 +1,103 @@
+"""Access: open on loopback; a token when the server listens on any other address.
+
+The exposed server listens on 0.0.0.0 and the test talks to it through 127.0.0.1 only: the app
+knows from its --host that it is exposed, so dashboard and SQL answer 401 without the token,
+while uploads stay anonymous.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import REPO, Server, fresh_slow6
+
+TOKEN = "s3cret-dashboard-token"
+
+
+class ExposedServer(Server):
+    def command(self) -> list[str]:
+        cmd = super().command()
+        cmd[cmd.index("--host") + 1] = "0.0.0.0"  # listen everywhere; we still connect via loopback
+        return cmd
+
+
+@pytest.fixture(scope="module")
+def exposed(tmp_path_factory):
+    s = ExposedServer(tmp_path_factory.mktemp("exposed"), env={"BALANCE_TOKEN": TOKEN}).start()
+    yield s
+    s.stop()
+
+
+PROTECTED = ["/dashboard/", "/dashboard/p/powers", "/dashboard/games", "/sql", "/sql/schema",
+             "/sql/download.csv?q=SELECT%201"]  # fmt: skip
+
+
+@pytest.mark.parametrize("path", PROTECTED)
+def test_without_token_dashboard_and_sql_answer_401(exposed, path):
+    r = exposed.get(path)
+    assert r.status == 401
+    assert r.headers.get("www-authenticate", "").startswith("Bearer")
+    wrong = exposed.get(path, headers={"Authorization": "Bearer nope"})
+    assert wrong.status == 401
+
+
+def test_sql_api_needs_the_token(exposed):
+    body = json.dumps({"sql": "SELECT 1 AS x"})
+    r = exposed.post("/sql/api", body, "application/json")
+    assert r.status == 401 and r.json()["error"] == "unauthorized"
+    ok = exposed.post("/sql/api", body, "application/json",
+                      headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    assert ok.status == 200 and ok.json()["rows"] == [[1]]
+
+
+def test_uploads_stay_anonymous(exposed):
+    r = exposed.upload([fresh_slow6()])
+    assert r.status == 200 and r.json()["results"][0]["verdict"] == "accepted"
+
+
+def test_bearer_token_opens_pages(exposed):
+    r = exposed.get("/sql", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert r.status == 200 and b"SQL console" in r.body
+
+
+def test_browser_token_once_sets_a_cookie(exposed):
+    r = exposed.get(f"/dashboard/games?status=verified&token={TOKEN}")
+    assert r.status == 303
+    assert r.headers["location"].endswith("/dashboard/games?status=verified")  # token dropped
+    cookie = r.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    value = cookie.split(";")[0]
+    again = exposed.get("/dashboard/games?status=verified", headers={"Cookie": value})
+    assert again.status == 200
+    bad = exposed.get("/dashboard/games?token=wrong")
+    assert bad.status == 401
+
+
+def test_balance_sql_sends_the_token(exposed):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
+    env.update({"PYTHONPATH": str(REPO), "BALANCE_URL": exposed.url})
+    cmd = [sys.executable, "-m", "replays.cli", "sql", "SELECT 42 AS answer"]
+    denied = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert denied.returncode == 1 and "unauthorized" in denied.stderr
+    env["BALANCE_TOKEN"] = TOKEN
+    ok = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0 and "42" in ok.stdout
+
+
+def test_exposed_without_a_token_configured_refuses_everyone(tmp_path):
+    s = ExposedServer(tmp_path / "no-token").start()
+    try:
+        r = s.get("/dashboard/")
+        assert r.status == 401 and b"no BALANCE_TOKEN" in r.body
+        assert s.upload([fresh_slow6()]).status == 200
+    finally:
+        s.stop()
+
+
+def test_loopback_server_needs_no_token(server):
+    assert server.get("/dashboard/").status == 200
+    assert server.get("/sql").status == 200
