@@ -358,6 +358,31 @@ def test_recalled_crown_is_no_longer_a_crown():
     assert_valid(rec)
 
 
+@rule("R8.7")
+def test_recalled_piece_still_promotes_in_its_lane():
+    # 12 turns each taken, side 1 to move. Side 1's 5 takes side 0's 3; the 3 is recalled to
+    # c1, walks up its lane and promotes on c5 in the last turn. Points: side 0 crown 6 + 1 = 7,
+    # side 1 5 (an unpromoted 3 would make it 4 against 5).
+    pieces = [(0, 3, "c3"), (0, 1, "a1"), (1, 5, "e5")]
+    turns = [
+        "e5-c3",
+        t("a1-a2", power="recall", target="c1"),
+        "c3-e3",
+        "c1-c3",
+        "e3-e4",
+        "c3-c5",
+    ]
+    rec = challenge(
+        pieces=pieces,
+        to_move=1,
+        turns_taken=(12, 12),
+        powers=RECALL,
+        turns=turns,
+        result=points(7, 5),
+    )
+    assert_valid(rec)
+
+
 @rule("R8.13")
 def test_pending_dash_is_lost_when_the_piece_is_removed():
     # the 3 on c1 gets a dash, then is traded off on c1 before moving, then recalled:
