@@ -101,7 +101,7 @@ def _check_grids(grids: object, players: int) -> None:
         at = f"grids[{i}]"
         if type(grid) is not list:
             raise Malformed(at, f"a grid is a list of 16 cards, got {show(grid)}")
-        if not (len(grid) == 16):
+        if len(grid) != 16:
             raise Malformed(at, f"a grid holds 16 cards, got {len(grid)}")
         check_int_list(grid, 16, at, f"the grid of seat {i}")
 

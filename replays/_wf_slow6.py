@@ -118,7 +118,8 @@ def check(record: dict) -> None:
         raise Malformed(
             "rules", f"rules must be an object {{board, powers, hidden}}, got {kind(rules)}"
         )
-    check_keys(rules, _RULES, _RULES_ORDER, "rules.")
+    if rules.keys() != _RULES:
+        check_keys(rules, _RULES, _RULES_ORDER, "rules.")
     board = rules["board"]
     if not (type(board) is int and (board == 5 or board == 7)):
         raise Malformed("rules.board", f"the board size is the integer 5 or 7, got {show(board)}")
@@ -128,7 +129,7 @@ def check(record: dict) -> None:
     hidden = rules["hidden"]
     if type(hidden) is not bool:
         raise Malformed("rules.hidden", f"rules.hidden is true or false, got {show(hidden)}")
-    if not (not (hidden and with_powers)):
+    if hidden and with_powers:
         raise Malformed(
             "rules", "hidden: true (the hidden-information variant) goes with powers: false"
         )
@@ -164,7 +165,8 @@ def check(record: dict) -> None:
 def _check_ai(ai: object) -> None:
     if type(ai) is not dict:
         raise Malformed("ai", f"computer mode needs ai {{side, level}}, got {show(ai)}")
-    check_keys(ai, _AI, _AI_ORDER, "ai.")
+    if ai.keys() != _AI:
+        check_keys(ai, _AI, _AI_ORDER, "ai.")
     side, level = ai["side"], ai["level"]
     if not (type(side) is int and (side == 0 or side == 1)):
         raise Malformed("ai", f"ai.side is 0 or 1, got {show(side)}")
@@ -308,14 +310,14 @@ def _check_turn(turn: object, i: int) -> None:
     if not (type(power) is str and power in POWERS):
         raise Malformed(at, f"{show(power)} is not a power id (R8.2)")
     if power in ONE_SQUARE_POWERS:
-        if not (target is not MISSING):
+        if target is MISSING:
             raise Malformed(f"{at}.target", f"{power} needs its target square")
         if not (type(target) is str and target in SQUARES):
             raise Malformed(
                 at, f'the target of {power} is one square like "c3", got {show(target)}'
             )
     elif power == "swap":
-        if not (target is not MISSING):
+        if target is MISSING:
             raise Malformed(f"{at}.target", "swap needs its two target squares")
         if not (
             type(target) is list
@@ -350,9 +352,9 @@ def _check_result(result: object) -> None:
         )
     points = result.get("points", MISSING)
     if reason == "points":
-        if not (points is not MISSING):
+        if points is MISSING:
             raise Malformed("result.points", "points is required when the reason is points")
-        if not (points is not None):
+        if points is None:
             raise Malformed("result", "points [int, int] is required when the reason is points")
     if points is not MISSING and points is not None:
         if type(points) is not list or len(points) != 2 or not all(type(p) is int for p in points):

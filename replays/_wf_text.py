@@ -11,9 +11,9 @@ orjson parses (and silently keeps the last of duplicate keys, and knows no depth
   both texts first (the regex is exact on valid JSON) and the structural colons compared.
 * Depth. The brackets outside strings make a balanced skeleton. Each pass of deleting every
   "[]" and then every "{}" removes all pairs of the current innermost level and at most two
-  levels, so emptiness after p passes bounds the depth between p and 2p: at most 16 passes
-  settle "<= 32" for every real record; 32 passes without emptiness prove "> 32"; in between an
-  exact running sum decides. Strings are kept out of the skeleton without cutting them: brackets
+  levels, so after p passes the depth was at most (pairs left) + 2p: for a real record one or
+  two passes prove "<= 32"; pairs left after 32 passes prove "> 32"; otherwise an exact running
+  sum decides. Strings are kept out of the skeleton without cutting them: brackets
   and quotes are kept, and if the non-overlapping '""' (counted left to right) account for every
   quote, each string's two quotes are adjacent, so no string holds a bracket and deleting the
   quotes leaves the skeleton; otherwise the exact regex cut is used instead.
