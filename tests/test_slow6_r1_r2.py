@@ -5,6 +5,8 @@ lineups (the default) rank r starts on file r of both back rows: a1=1 .. e1=5, a
 Each record states its result by hand; `resign()` means "the side to move resigns" (R6.4).
 """
 
+import json
+
 import pytest
 from slow6_records import (
     PASS,
@@ -20,6 +22,38 @@ from slow6_records import (
 )
 
 rule = pytest.mark.rule
+
+
+def test_builder_records_are_well_formed():
+    # the rule tests hand verify_record well-formed records only (its contract); this keeps
+    # the builders honest against the upload format's checker
+    from replays import wellformed
+
+    records = [
+        game(turns=["c1-c3"], result=resign()),
+        game(board=7, turns=shuffle(42, 7), result=points(28, 28)),
+        game(hidden=True, lineups=[[3, 1, 5, 2, 4], [2, 5, 1, 4, 3]], turns=[], result=resign(1)),
+        game(
+            powers=[["double", "swap"], ["trap"]],
+            turns=[t("a1-a2", "b1-b2", power="double"), t("a5-a4", power="trap", target="c3")],
+            result=resign(),
+        ),
+        game(
+            powers=[["swap"], []],
+            turns=[t("c1-c2", power="swap", target=["a1", "c1"])],
+            result=resign(),
+        ),
+        challenge(
+            pieces=[crown(1, "c3", "c5", wounded=True, stunned=True), (0, 3, "c1")],
+            to_move=1,
+            turns_taken=(14, 14),
+            turns=[PASS, "c1-c3"],
+            result=wipeout(0, points=[3, 0]),
+        ),
+    ]
+    for rec in records:
+        wellformed.check(rec)
+        wellformed.check(wellformed.parse(json.dumps(rec)))
 
 
 # --- R1 board, sides, pieces ----------------------------------------------------------------

@@ -83,6 +83,14 @@ def test_promoted_piece_moves_as_a_crown():
 
 
 @rule("R5.1")
+def test_promoted_piece_is_a_fresh_crown():
+    # side 1's wounded crown attacks the new crown: the fresh one wins (R4.4)
+    pieces = [(0, 3, "c4"), crown(1, "d4", "e5", wounded=True)]
+    rec = challenge(pieces=pieces, turns=["c4-c5", "d4-c5"], result=wipeout(0))
+    assert_valid(rec)
+
+
+@rule("R5.1")
 def test_off_lane_piece_played_as_a_crown_breaks_the_move_rule():
     # the unpromoted 3 on c5 loses to the 4; the log then moves it on as if it had survived
     pieces = [(0, 3, "c3"), (0, 1, "a1"), (1, 4, "d4")]

@@ -68,6 +68,28 @@ def test_both_sides_may_pick_and_use_the_same_power():
     assert_valid(rec)
 
 
+@rule("R2.6")
+@pytest.mark.parametrize(
+    "power,target,rule_",
+    [
+        ("dash", "f1", "R8.4"),
+        ("leap", "f1", "R8.11"),
+        ("surge", "f1", "R8.10"),
+        ("shield", "f1", "R8.12"),
+        ("freeze", "f5", "R8.5"),
+        ("trap", "f3", "R8.8"),
+        ("shove", "f5", "R8.9"),
+        ("recall", "f1", "R8.7"),
+        ("swap", ["a1", "f1"], "R8.6"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else "-".join(x),
+)
+def test_off_board_power_target_breaks_that_powers_rule(power, target, rule_):
+    turn = t("b1-b2", power=power, target=target)
+    rec = game(powers=[[power], []], turns=[turn], result=resign())
+    assert_invalid(rec, rule_, 0)
+
+
 # --- R8.3 double ----------------------------------------------------------------------------
 
 DOUBLE = [["double"], []]
@@ -427,6 +449,14 @@ def test_move_passing_over_a_trap_stops_on_it(logged):
 
 
 @rule("R8.8")
+def test_trap_is_used_up_once_it_has_stopped_a_piece():
+    # after the stopped 3 leaves c3 (turn 8), side 0's 2 passes over c3 to d4 unhindered
+    tail = ["a5-a4", "a1-a2", "b5-b4", "b1-b2", "e4-e3", "c3-c4"]
+    tail += ["e3-e2", "b2-d4", "a4-a3", "d4-d3"]
+    assert_valid(game(powers=TRAP1, turns=THROUGH + ["c2-c4"] + tail, result=resign()))
+
+
+@rule("R8.8")
 def test_move_stopped_by_a_trap_is_not_on_its_intended_square():
     bad = game(powers=TRAP1, turns=THROUGH + ["c2-c4", "a5-a4", "c4-c5"], result=resign())
     assert_invalid(bad, "R2.2", 4)
@@ -619,6 +649,23 @@ def test_shove_pushes_an_enemy_towards_its_own_back_row_then_the_side_moves():
     pieces = [(0, 1, "c2"), (0, 2, "b1"), (1, 3, "c3"), (1, 5, "e5")]
     turns = [t("c2-c3", power="shove", target="c3"), "c4-d4"]
     assert_valid(challenge(pieces=pieces, powers=SHOVE0, turns=turns, result=resign()))
+
+
+@rule("R8.9")
+def test_shove_may_push_an_immobile_enemy_and_it_stays_immobile():
+    # R2.3 bars Swap, Dash, Leap and Surge on an immobile piece, not Shove. Side 1's 3 is
+    # frozen on turn 0 (immobile on side 1's turns 1 and 3) and shoved to c4 on turn 2.
+    pieces = [(0, 1, "c2"), (0, 2, "b1"), (1, 3, "c3"), (1, 5, "e5")]
+    opening = [
+        t("b1-b2", power="freeze", target="c3"),
+        "e5-e4",
+        t("c2-c3", power="shove", target="c3"),
+    ]
+    powers = [["freeze", "shove"], []]
+    good = challenge(pieces=pieces, powers=powers, turns=opening + ["e4-e3"], result=resign())
+    assert_valid(good)
+    bad = challenge(pieces=pieces, powers=powers, turns=opening + ["c4-c5"], result=resign())
+    assert_invalid(bad, "R2.3", 3)
 
 
 @rule("R8.9")
