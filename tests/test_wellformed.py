@@ -1093,6 +1093,32 @@ def test_random_bytes_raise_nothing_but_malformed(blob):
         pass
 
 
+EXAMPLE_TEXTS = lines("slow6-valid.ndjson")[:8] + lines("slide-valid.ndjson")[:4]
+JSONISH = st.sampled_from(list(b'{}[]":,\\ 0123456789-.eE') + [ord("a"), 0xC3, 0xA9, 0xFF])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(EXAMPLE_TEXTS),
+    st.lists(st.tuples(st.integers(0, 4000), JSONISH), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_damaged_record_texts_raise_only_malformed_and_fast_equals_slow(text, edits, insert):
+    # a real record with a few bytes inserted or overwritten: near-misses of every kind
+    data = bytearray(text)
+    for at, byte in edits:
+        at %= len(data)
+        if insert:
+            data.insert(at, byte)
+        else:
+            data[at] = byte
+    data = bytes(data)
+    fast = text_fault(data)
+    with pytest.MonkeyPatch.context() as mp:
+        slow_paths(mp)
+        assert text_fault(data) == fast
+
+
 @settings(max_examples=150, deadline=None)
 @given(json_values)
 def test_random_json_raises_nothing_but_malformed(value):
