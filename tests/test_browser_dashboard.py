@@ -177,9 +177,12 @@ class Browser:
 
     def evaluate(self, expression: str):
         r = self.call(
-            "Runtime.evaluate", session=True, expression=expression, returnByValue=True,
+            "Runtime.evaluate",
+            session=True,
+            expression=expression,
+            returnByValue=True,
             awaitPromise=True,
-        )  # fmt: skip
+        )
         return r.get("result", {}).get("value")
 
     def open(self, url: str, ready: str, timeout: float = 45) -> None:
@@ -217,16 +220,24 @@ class Browser:
     def screenshot(self, path: Path) -> None:
         height = int(self.evaluate("document.documentElement.scrollHeight") or 1000)
         self.call(
-            "Emulation.setDeviceMetricsOverride", session=True, width=1400,
-            height=min(max(height, 600), 8000), deviceScaleFactor=1, mobile=False,
-        )  # fmt: skip
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=1400,
+            height=min(max(height, 600), 8000),
+            deviceScaleFactor=1,
+            mobile=False,
+        )
         shot = self.call("Page.captureScreenshot", session=True, format="png")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
         self.call(
-            "Emulation.setDeviceMetricsOverride", session=True, width=1400, height=1000,
-            deviceScaleFactor=1, mobile=False,
-        )  # fmt: skip
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=1400,
+            height=1000,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
 
     def close(self) -> None:
         try:
@@ -239,3 +250,104 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+# -- the tests -----------------------------------------------------------------------------------
+
+if CHROMIUM is None:
+    pytest.skip(
+        "chromium is not installed (apt-get install -y chromium chromium-driver)",
+        allow_module_level=True,
+    )
+
+from test_dashboard_pages import PAGES, demo_db, start_server  # noqa: E402,F401
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, demo_db):  # noqa: F811
+    s = start_server(tmp_path_factory, demo_db)
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    b = Browser()
+    yield b
+    b.close()
+
+
+LOCAL = ("data:", "blob:", "about:")
+
+MARKS = """(() => Array.from(document.querySelectorAll('div.vis')).map(el => ({
+  rendered: el.dataset.rendered || null,
+  svg: !!el.querySelector('svg'),
+  marks: el.querySelectorAll('svg g[class*="mark-"] > path, svg g[class*="mark-"] > line, '
+    + 'svg g[class*="mark-"] > rect, svg g[class*="mark-"] > text').length,
+})))()"""
+
+
+def check_page(browser: Browser, server, path: str, ready: str, shot: str) -> None:
+    browser.open(server.url + path, ready)
+    outside = [
+        u
+        for u in browser.requests()
+        if not u.startswith(server.url + "/") and not u.startswith(LOCAL)
+    ]
+    assert outside == [], f"{path} made requests outside the server: {outside}"
+    assert browser.problems() == [], f"{path}: {browser.problems()}"
+    browser.screenshot(ARTIFACTS / f"{shot}.png")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_chart_renders_offline_without_errors(browser, server, path):
+    name = "dashboard-" + (path.rstrip("/").rsplit("/", 1)[-1] or "overview")
+    check_page(
+        browser,
+        server,
+        path,
+        "document.body.dataset.rendered && document.body.dataset.rendered !== undefined",
+        name.replace("dashboard-dashboard", "dashboard-overview"),
+    )
+    charts = browser.evaluate(MARKS)
+    assert charts, f"{path}: no chart"
+    for i, chart in enumerate(charts):
+        assert chart["rendered"] == "1" and chart["svg"], (path, i, chart)
+        assert chart["marks"] > 0, (path, i, chart)
+    if path == "/dashboard/":
+        target = ROOT / "docs" / "img" / "dashboard.png"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ARTIFACTS / "dashboard-overview.png", target)
+
+
+def test_sql_console_page(browser, server):
+    check_page(
+        browser,
+        server,
+        "/sql?q=SELECT%20board%2C%20count(*)%20FROM%20games%20GROUP%20BY%201",
+        "document.getElementById('sql-result')",
+        "sql-console",
+    )
+    assert browser.evaluate("document.querySelectorAll('#sql-result tbody tr').length") >= 1
+
+
+def test_explorer_and_replay_viewer_step_through_turns(browser, server):
+    check_page(
+        browser,
+        server,
+        "/dashboard/games?status=quarantined",
+        "document.getElementById('games')",
+        "explorer",
+    )
+    href = browser.evaluate("document.querySelector('#games a').getAttribute('href')")
+    check_page(browser, server, href, "document.body.dataset.rendered === 'viewer'", "viewer")
+    pieces = browser.evaluate("document.querySelectorAll('#board svg g.piece').length")
+    assert pieces > 0
+    start = browser.evaluate("document.getElementById('board').dataset.index")
+    browser.evaluate("document.getElementById('first').click()")
+    assert browser.evaluate("document.getElementById('board').dataset.index") == "0"
+    browser.evaluate("document.getElementById('next').click()")
+    assert browser.evaluate("document.getElementById('board').dataset.index") == "1"
+    browser.evaluate("document.getElementById('last').click()")
+    assert browser.evaluate("document.getElementById('board').dataset.index") == start
+    assert browser.problems() == []
