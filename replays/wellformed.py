@@ -60,7 +60,10 @@ _CLIENT = frozenset(_CLIENT_ORDER)
 
 
 def check(record: dict) -> None:
-    """Raise `Malformed` unless `record` (as `parse` returns it) follows upload schema 1."""
+    """Raise `Malformed` unless `record` (as `parse` returns it) follows upload schema 1.
+
+    The record is JSON data (dict, list, str, int, float, bool, None); other Python types, such
+    as tuples built by hand, are outside the contract."""
     if type(record) is not dict:
         raise Malformed("record", f"a record is a JSON object, got {kind(record)}")
     game = record.get("game", MISSING)
