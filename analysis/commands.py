@@ -1,0 +1,68 @@
+"""`balance jobs run [--db PATH]`: recompute the agg_* balance tables of a store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+DEFAULT_DB = "balance.duckdb"
+
+
+def register(subparsers) -> None:
+    jobs = subparsers.add_parser("jobs", help="balance analytics jobs (agg_* tables)")
+    sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="JOB")
+    run = sub.add_parser(
+        "run",
+        help="recompute every agg_* table from the verified games",
+        description="Read verified games (never the quarantine), compute every agg_* table and "
+        "replace them in one transaction. Skips when the inputs are unchanged since the last "
+        "run (same row counts and latest received_at). Run it with the server stopped: DuckDB "
+        "allows one writer per file.",
+    )
+    run.add_argument(
+        "--db",
+        default=os.environ.get("BALANCE_DB", DEFAULT_DB),
+        help="store file (default: $BALANCE_DB or %(default)s)",
+    )
+    run.add_argument("--force", action="store_true", help="recompute even if nothing changed")
+    run.add_argument("--board", type=int, action="append", help="only this board (repeatable)")
+    run.add_argument("--variant", action="append", help="classic | powers | hidden (repeatable)")
+    run.add_argument("--mode", action="append", help="only this mode (repeatable)")
+    run.add_argument("--platform", action="append", help="only this platform (repeatable)")
+    run.add_argument("--client-version", action="append", help="only this client version")
+    run.add_argument("--date-from", help="first day of ended_at (UTC, YYYY-MM-DD)")
+    run.add_argument("--date-to", help="last day of ended_at (UTC, YYYY-MM-DD)")
+    run.set_defaults(run=run_jobs)
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    import duckdb
+
+    from .cuts import Cut
+    from .jobs import run
+
+    if not os.path.exists(args.db):
+        print(f"balance jobs run: no store at {args.db}", file=sys.stderr)
+        return 2
+    cut = Cut(
+        board=args.board,
+        variant=args.variant,
+        mode=args.mode,
+        platform=args.platform,
+        client_version=args.client_version,
+        date_from=args.date_from,
+        date_to=args.date_to,
+    )
+    try:
+        con = duckdb.connect(args.db)
+    except duckdb.IOException as exc:
+        print(f"balance jobs run: cannot open {args.db}: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = run(con, lambda fn: fn(con), cut=cut, force=args.force)
+    finally:
+        con.close()
+    print(json.dumps(summary, indent=1, sort_keys=True, default=str))
+    return 0

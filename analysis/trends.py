@@ -1,0 +1,84 @@
+"""Trends: every score rate by week and by client version, in one long table."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from . import views
+from .cuts import HUMAN_MODES, Cut, version_key
+from .frames import Base, outcome
+
+OUT = ["n", "wins", "draws", "losses"]
+FILES = "abcdefg"
+
+
+def _long(frame: pl.DataFrame, metric: str, key: pl.Expr, period: str) -> pl.DataFrame:
+    df = (
+        frame.with_columns(key=key.cast(pl.String), period=pl.col(period).cast(pl.String))
+        .group_by("board", "variant", "key", "period")
+        .agg(pl.col(c).sum() for c in OUT)
+        .filter(pl.col("n") > 0)
+    )
+    return df.select(
+        pl.lit(metric).alias("metric"), "board", "variant", "key",
+        pl.lit(period).alias("period_kind"), "period", *OUT,
+    )  # fmt: skip
+
+
+def table(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> pl.DataFrame:
+    """`cut` is the default cut; trends keep its modes but span every client version."""
+    human = Cut(mode=cut.mode or HUMAN_MODES)
+    renamed = {f"picked_{x}": x for x in OUT}
+    lineups = b.decode(b.sides.lazy().group_by("cell", "lineup").agg(outcome())).collect()
+    sources = [
+        ("first_move", human.apply(c["agg_first_move"]), pl.lit("")),
+        ("lineup", human.apply(lineups), pl.col("lineup")),
+        (
+            "setup_cell",
+            human.apply(c["agg_setup_cell"]),
+            pl.col("rank").cast(pl.String)
+            + "@"
+            + pl.col("file").replace_strict(dict(enumerate(FILES)), return_dtype=pl.String),
+        ),
+        (
+            "power_picked",
+            human.apply(c["agg_power"]).select(pl.exclude(OUT)).rename(renamed),
+            pl.col("power"),
+        ),
+        ("power_pair", human.apply(c["agg_power_pair"]),
+         pl.col("power_a").cast(pl.String) + "+" + pl.col("power_b").cast(pl.String)),
+        ("vs_ai", Cut(mode="computer").apply(c["agg_vs_ai"]), pl.col("ai_level")),
+        ("challenge", Cut(mode="challenge").apply(c["agg_challenge"]), pl.col("challenge_id")),
+    ]  # fmt: skip
+    parts = [
+        _long(frame, metric, key, period)
+        for metric, frame, key in sources
+        for period in ("week", "client_version")
+        if frame.height
+    ]
+    if not parts:
+        return _empty()
+    df = pl.concat(parts)
+    order = sorted(df["period"].unique().to_list(), key=_period_key)
+    df = df.with_columns(
+        period_order=pl.col("period").replace_strict(
+            {p: i for i, p in enumerate(order)}, return_dtype=pl.Int32
+        )
+    ).sort("metric", "board", "variant", "key", "period_kind", "period_order")
+    return views.add_score_rates(df, (), None, shrink=False)
+
+
+def _period_key(p: str):
+    # weeks (ISO dates) sort as text; versions by semantic version
+    return (0, p, ()) if p[:4].isdigit() and p[4:5] == "-" else (1, "", version_key(p))
+
+
+def _empty() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={"metric": pl.String, "board": pl.UInt8, "variant": pl.String, "key": pl.String,
+                "period_kind": pl.String, "period": pl.String, "n": pl.Int64, "wins": pl.Int64,
+                "draws": pl.Int64, "losses": pl.Int64, "period_order": pl.Int32}
+    )  # fmt: skip
+
+
+__all__ = ["table", "outcome"]
