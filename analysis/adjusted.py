@@ -27,6 +27,8 @@ from . import stats as st
 from .cuts import Cut
 from .frames import POWERS, Base
 
+MIN_GAMES = 200  # fewer games in the cut: no model (the table is left empty)
+
 
 def design(games: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
     """(X, y, term names, C): the fitted columns, the response, and the contrast matrix whose
@@ -85,12 +87,13 @@ def table(b: Base, cut: Cut) -> pl.DataFrame:
                 "hi": pl.Float64, "odds_ratio": pl.Float64, "p_at_even": pl.Float64,
                 "p_value": pl.Float64, "n_games": pl.Int64}
     )  # fmt: skip
-    if games.height < 20:
+    if games.height < MIN_GAMES:
         return empty
     x, y, terms, c = design(games)
     f = logit.fit(x, y)
     est = c @ f.coef
-    se = np.sqrt(np.einsum("ij,jk,ik->i", c, f.cov, c))
+    var = np.einsum("ij,jk,ik->i", c, f.cov, c)
+    se = np.sqrt(np.where(var >= 0, var, np.nan))
     return pl.DataFrame(
         {
             "term": terms,

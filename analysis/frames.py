@@ -127,7 +127,7 @@ class Base:
 
     def in_cut(self, frame: pl.DataFrame, cut: Cut) -> pl.DataFrame:
         """Rows (with a cell column) of games in the cut."""
-        return frame.filter(pl.col("cell").is_in(self.dims.cells_in(frame["cell"], cut)))
+        return frame.filter(pl.col("cell").is_in(self.dims.cells_in(frame["cell"], cut).to_list()))
 
 
 def rank_matrix(lineup: np.ndarray, board: np.ndarray) -> np.ndarray:

@@ -18,7 +18,19 @@ from collections.abc import Callable
 import duckdb
 import polars as pl
 
-from . import adjusted, frames, load, opponents, overview, pieces, powers, setups, slide, trends
+from . import (
+    adjusted,
+    frames,
+    load,
+    opponents,
+    overview,
+    pieces,
+    powers,
+    setups,
+    slide,
+    tables,
+    trends,
+)
 from .cuts import Cut, latest_version
 
 # Bump when the meaning or shape of any agg_* table changes: a run with another version never
@@ -91,17 +103,18 @@ def compute(data: load.Data, default_cut: Cut | None = None) -> tuple[dict, Cut]
         lazy.update(area.cubes(b, lane.lazy()) if shares else area.cubes(b))
     names = list(lazy)
     collected = pl.collect_all([lazy[n] for n in names])
-    cubes = dict(zip(names, collected, strict=True))
+    # every additive table in the documented column order (analysis.tables)
+    cubes = {n: df.select(tables.columns(n)) for n, df in zip(names, collected, strict=True)}
     seen = b.games["client_version_c"].unique().to_list()
     latest = latest_version([b.dims.values["client_version"][c] for c in seen])
     cut = default_cut or Cut.default(latest)
-    tables = dict(cubes)
+    out = dict(cubes)
     for area in AREAS:
-        tables.update(area.rate_tables(cubes, b, cut))
-    tables["agg_trends"] = trends.table(cubes, b, cut)
-    tables["agg_adjusted"] = adjusted.table(b, cut)
-    tables.update(slide.tables(data.slide))
-    return tables, cut
+        out.update(area.rate_tables(cubes, b, cut))
+    out["agg_trends"] = trends.table(cubes, b, cut)
+    out["agg_adjusted"] = adjusted.table(b, cut)
+    out.update(slide.tables(data.slide))
+    return out, cut
 
 
 def run(

@@ -16,7 +16,9 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
     draw = pl.col("winner").is_null()
     daily = (
         b.decode(
-            g.group_by("cell", "day_n").agg(count(pl.lit(True), "games"), count(draw, "draws"))
+            g.group_by("cell", "day_n").agg(
+                pl.len().cast(pl.Int64).alias("games"), count(draw, "draws")
+            )
         )
         .with_columns(day_date())
         .select("day", *DAY_DIMS, "games", "draws")
@@ -44,11 +46,11 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
                 "client_version", "day", "records")
     )  # fmt: skip
     reasons = g.group_by("cell", "reason_c").agg(
-        count(pl.lit(True), "games"),
+        pl.len().cast(pl.Int64).alias("games"),
         count(draw, "draws"),
         count(pl.col("res_first") == 1, "first_wins"),
     )
-    length = g.group_by("cell", "reason_c", "turns").agg(count(pl.lit(True), "games"))
+    length = g.group_by("cell", "reason_c", "turns").agg(pl.len().cast(pl.Int64).alias("games"))
     first = g.group_by("cell").agg(outcome("res_first"))
     return {
         "agg_games_daily": daily,

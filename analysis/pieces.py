@@ -50,7 +50,7 @@ def cubes(b: Base, lane: pl.LazyFrame | None = None) -> dict[str, pl.LazyFrame]:
             reveal_round=(pl.col("revealed_turn").cast(pl.Int32) // 2 + 1).cast(pl.UInt16)
         )
         .group_by("cell", "rank", "reveal_round")
-        .agg(count(pl.lit(True), "pieces"), count(pl.col("moves") == 0, "never_moved"))
+        .agg(pl.len().cast(pl.Int64).alias("pieces"), count(pl.col("moves") == 0, "never_moved"))
     )
     return {
         "agg_pieces": b.decode(pieces),

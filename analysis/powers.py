@@ -66,7 +66,7 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
     used = u.group_by(
         "cell", pl.col("power_c").replace_strict(NAME, return_dtype=pl.String).alias("power")
     ).agg(  # fmt: skip
-        count(pl.lit(True), "used_n"),
+        pl.len().cast(pl.Int64).alias("used_n"),
         count(res == 1, "used_wins"),
         count(res == 0, "used_draws"),
         count(res == -1, "used_losses"),
@@ -94,7 +94,7 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
         "cell",
         pl.col("power_c").replace_strict(NAME, return_dtype=pl.String).alias("power"),
         _round(pl.col("used_turn")).alias("round"),
-    ).agg(count(pl.lit(True), "uses"))
+    ).agg(pl.len().cast(pl.Int64).alias("uses"))
     pairs = _long(wide, {f"a{i}_{j}": (i, j) for i, j in PAIRS}, ("power_a", "power_b"))
     vs = _long(
         wide,
