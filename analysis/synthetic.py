@@ -46,6 +46,7 @@ class Plan:
     p_hidden: float = 0.15
     p_powers: float = 0.55  # of the games that are not hidden
     modes: tuple = MODES
+    versions: tuple = VERSIONS
     draw_rate: float = 0.05
     first_effect: float = 0.15
     power_effects: dict[str, float] = field(default_factory=dict)
@@ -87,8 +88,9 @@ def _picks(rng, has_powers, log_w_side):
     return picked
 
 
-def generate(plan: Plan) -> dict[str, pl.DataFrame]:
-    """Frames `games`, `pieces`, `powers`, `turns`, keyed by the game index `gi`."""
+def generate(plan: Plan, games_only: bool = False) -> dict[str, pl.DataFrame]:
+    """Frames `games`, `pieces`, `powers`, `turns`, keyed by the game index `gi` (only `games`
+    when `games_only`: enough to calibrate expected scores)."""
     rng = np.random.default_rng(plan.seed)
     n = plan.n
     gi = np.arange(n, dtype=np.int64)
@@ -160,7 +162,7 @@ def generate(plan: Plan) -> dict[str, pl.DataFrame]:
             "ai_level": pl.Series(ai_level).replace(-1, None).cast(pl.UInt8),
             "challenge_id": pl.Series(challenge_id).replace("", None),
             "platform": _choice(rng, PLATFORMS, n),
-            "client_version": _choice(rng, VERSIONS, n),
+            "client_version": _choice(rng, plan.versions, n),
             "first": first,
             "lineup_0": lineup0,
             "lineup_1": lineup1,
@@ -184,6 +186,8 @@ def generate(plan: Plan) -> dict[str, pl.DataFrame]:
         pl.when(pl.col("powers")).then(pl.col(c)).otherwise(None).alias(c)
         for c in ("powers_0", "powers_1")
     )
+    if games_only:
+        return {"games": games}
     pieces = _pieces(rng, games, ranks0, ranks1)
     powers_df = _powers(rng, games, picks)
     points = _points(rng, pieces, games)
@@ -403,7 +407,7 @@ def quarantine_rows(con, n: int, seed: int = 0, tag: str = "q"):
             "rule": rule,
             "turn": rng.integers(0, 30, n).astype(np.uint16),
             "platform": _choice(rng, PLATFORMS, n),
-            "client_version": _choice(rng, VERSIONS, n),
+            "client_version": _choice(rng, plan.versions, n),
             "mode": _choice(rng, MODES, n),
             "ended_at": ended,
             "received_at": ended + np.timedelta64(60, "s"),
