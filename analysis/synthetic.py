@@ -407,7 +407,7 @@ def quarantine_rows(con, n: int, seed: int = 0, tag: str = "q"):
             "rule": rule,
             "turn": rng.integers(0, 30, n).astype(np.uint16),
             "platform": _choice(rng, PLATFORMS, n),
-            "client_version": _choice(rng, plan.versions, n),
+            "client_version": _choice(rng, VERSIONS, n),
             "mode": _choice(rng, MODES, n),
             "ended_at": ended,
             "received_at": ended + np.timedelta64(60, "s"),
