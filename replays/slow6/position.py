@@ -12,7 +12,7 @@ Every mutating method validates first and raises `RuleBroken(rule, message)` nam
 
 from __future__ import annotations
 
-from .board import DIRECTIONS, TURN_LIMIT, back_row, square_name
+from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, square_name
 
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
 
@@ -44,7 +44,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
         "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
-        "alive", "why",
+        "alive", "why", "geom",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -54,6 +54,7 @@ class Position:
         self.k = (n - 1) // 2
         self.crown = n + 1
         self.limit = TURN_LIMIT[n]
+        self.geom = GEOMETRY[n]
         self.board = [-1] * (n * n)
         self.side = []
         self.rank = []
@@ -152,7 +153,7 @@ class Position:
 
     def copy(self) -> Position:
         c = Position.__new__(Position)
-        c.n, c.k, c.crown, c.limit = self.n, self.k, self.crown, self.limit
+        c.n, c.k, c.crown, c.limit, c.geom = self.n, self.k, self.crown, self.limit, self.geom
         c.winner, c.reason, c.over = self.winner, self.reason, self.over
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
@@ -374,58 +375,71 @@ class Position:
 
     # ------------------------------------------------------------------ moves (R2-R6)
 
-    def move(self, frm: int, to: int, exclude: int = -1, text: str | None = None) -> int:
-        """Make one move for the side to move; returns the pid that moved. Ends the game when
-        a move wins (R5 first, then R6.1, then R6.2). `exclude`: a pid barred from moving (the
-        crown of a double's first move, R8.3)."""
-        n, board, side, rank, s, g = (
-            self.n,
-            self.board,
-            self.side,
-            self.rank,
-            self.to_move,
-            self.ply,
-        )
-        label = text or (f"{self.sq(frm)}-{self.sq(to)}" if frm >= 0 and to >= 0 else "move")
+    def move(self, frm: int, to: int, exclude: int = -1) -> int:
+        """Make the move `frm`-`to` (square ints) for the side to move; see `play`."""
         if frm < 0 or to < 0:
-            raise RuleBroken("R2.2", f"{label} leaves the board")
+            raise RuleBroken("R2.2", "the move leaves the board")
+        n = self.n
+        return self.play(MOVE_NAMES[n][frm * n * n + to], exclude)
+
+    def play(self, text: str, exclude: int = -1) -> int:
+        """Make the move `text` ("c1-c3") for the side to move; returns the pid that moved.
+        Ends the game when a move wins (R5 first, then R6.1, then R6.2). `exclude`: a pid barred
+        from moving (the crown of a double's first move, R8.3)."""
+        frm, to, dist, passed, straight, near = self.geom[text]
+        board = self.board
+        if frm < 0:
+            raise RuleBroken("R2.2", f"{text} leaves the {self.n}x{self.n} board")
         pid = board[frm]
         if pid < 0:
-            raise RuleBroken("R2.2", f"{label}: no piece on {self.sq(frm)}")
+            raise RuleBroken("R2.2", f"{text}: no piece on {self.sq(frm)}")
+        side, s = self.side, self.to_move
         if side[pid] != s:
-            raise RuleBroken("R2.2", f"{label} moves an enemy piece")
-        if frm == to:
-            raise RuleBroken("R2.2", f"{label} does not move")
+            raise RuleBroken("R2.2", f"{text} moves an enemy piece")
         if pid == exclude:
-            raise RuleBroken(
-                "R8.3", f"{label}: a crown makes at most one of the two moves of a double"
-            )
+            raise RuleBroken("R8.3", f"{text}: a crown makes at most one of the two moves of a double")
+        g = self.ply
         if self.imm[pid] >= g:
             raise RuleBroken(
-                "R2.3", f"{label}: {self.sq(frm)} is {self.why[pid]} and cannot move this turn"
+                "R2.3", f"{text}: {self.sq(frm)} is {self.why[pid]} and cannot move this turn"
             )
+        if not dist:
+            raise RuleBroken("R2.2", f"{text} does not move")
+        rank = self.rank
         crown = rank[pid] == self.crown
-        fx, fy, tx, ty = frm % n, frm // n, to % n, to // n
-        dx, dy = tx - fx, ty - fy
-        adx, ady = abs(dx), abs(dy)
         occ = board[to]
         if occ >= 0 and side[occ] == s:
-            raise RuleBroken("R2.2", f"{label} lands on an own piece")
-        is_leap = self.leap[pid] and occ < 0 and adx <= 2 and ady <= 2
-        passed = ()
-        if not is_leap:
-            fault, passed = self._straight_fault(pid, fx, fy, dx, dy, crown, label)
+            raise RuleBroken("R2.2", f"{text} lands on an own piece")
+        leap = self.leap[pid]
+        dash = self.dash[pid]
+        if leap and occ < 0 and near:
+            passed = ()  # R8.11: a leap passes over nothing
+        else:
+            reach = 3 if dash else (1 if crown else 2)
+            fault = None
+            if not straight:
+                fault = f"{text} is not a straight line"
+            elif dist > reach:
+                what = "a crown" if crown and not dash else "a piece"
+                fault = f"{text} moves {dist} squares; {what} moves at most {reach}"
+            else:
+                for p in passed:
+                    if board[p] >= 0:
+                        fault = f"{text} passes over {self.sq(p)}, which holds a piece"
+                        break
             if fault:
-                if self.leap[pid] and adx <= 2 and ady <= 2:
-                    raise RuleBroken("R8.11", f"{label}: a leap cannot attack")
+                if leap and near:
+                    raise RuleBroken("R8.11", f"{text}: a leap cannot attack")
                 raise RuleBroken("R2.2", fault)
         # Legal. From here on the move happens.
         c = self.counters
         surged = self.surge[pid]
-        self.dash[pid] = self.leap[pid] = self.surge[pid] = False
-        self.moved[pid] += 1
-        if self.revealed_at[pid] is None:
-            self.revealed_at[pid] = g
+        if leap or surged or dash:
+            self.dash[pid] = self.leap[pid] = self.surge[pid] = False
+        if c:  # facts for storage; the plain verifier does not need them
+            self.moved[pid] += 1
+            if self.revealed_at[pid] is None:
+                self.revealed_at[pid] = g
         trap = self.trap[1 - s]
         end = to
         if trap >= 0 and (trap == to and occ < 0 or trap in passed):
@@ -443,45 +457,25 @@ class Position:
                 self._immobilise(pid, g + 4, "trapped")
                 if c:
                     c.trapped += 1
-            if not crown and end == self.lane[pid] and rank[pid] != self.crown:
+            if not crown and end == self.lane[pid]:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 self.promoted_at[pid] = g
                 if c:
                     c.promotions += 1
-            if rank[pid] == self.crown and end == self.start[pid]:
+            elif crown and end == self.start[pid]:
                 self._end(s, "home")  # R6.1
                 self.home_pid = pid
                 return pid
-        self._check_wipeout()
+        if occ >= 0:
+            self._check_wipeout()
         return pid
 
     def _immobilise(self, pid: int, through: int, why: str) -> None:
         if through >= self.imm[pid]:
             self.imm[pid] = through
             self.why[pid] = why
-
-    def _straight_fault(self, pid, fx, fy, dx, dy, crown, label):
-        """Why a plain (or dash) move breaks R2.2, or None; and the squares it passes over."""
-        adx, ady = abs(dx), abs(dy)
-        if not (dx == 0 or dy == 0 or adx == ady):
-            return f"{label} is not a straight line", ()
-        dist = adx if adx > ady else ady
-        reach = 3 if self.dash[pid] else (1 if crown else 2)
-        if dist > reach:
-            what = "a crown" if crown and not self.dash[pid] else "a piece"
-            return f"{label} moves {dist} squares; {what} moves at most {reach}", ()
-        if dist == 1:
-            return None, ()
-        n, board = self.n, self.board
-        sx = (dx > 0) - (dx < 0)
-        sy = (dy > 0) - (dy < 0)
-        passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
-        for p in passed:
-            if board[p] >= 0:
-                return f"{label} passes over {self.sq(p)}, which holds a piece", ()
-        return None, passed
 
     def _fight(self, a: int, d: int, frm: int, to: int, surged: bool, g: int) -> int:
         """Attacker `a` from `frm` onto defender `d` on `to` (R3, R4, R8.10, R8.12).
@@ -491,8 +485,8 @@ class Position:
         c = self.counters
         if c:
             c.fights += 1
-        if self.revealed_at[d] is None:
-            self.revealed_at[d] = g
+            if self.revealed_at[d] is None:
+                self.revealed_at[d] = g
         rest = False
         if rd == crown and self.stun[d] >= g:
             win = 1  # R4.3: a stunned crown is caught
@@ -574,6 +568,31 @@ class Position:
         if not self.over and self.taken[0] >= self.limit and self.taken[1] >= self.limit:
             p0, p1 = self.points()
             self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
+
+
+def _geometry(n: int):
+    """Per move text: (from, to, distance, squares passed over, straight?, within 2x2?)."""
+    table = {}
+    for text, (fx, fy, tx, ty) in MOVE_XY.items():
+        on = fx < n and fy < n and tx < n and ty < n
+        frm, to = (fy * n + fx, ty * n + tx) if on else (-1, -1)
+        dx, dy = tx - fx, ty - fy
+        adx, ady = abs(dx), abs(dy)
+        straight = dx == 0 or dy == 0 or adx == ady
+        dist = max(adx, ady)
+        passed = ()
+        if straight and on and dist > 1:
+            sx, sy = (dx > 0) - (dx < 0), (dy > 0) - (dy < 0)
+            passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
+        table[text] = (frm, to, dist, passed, straight, adx <= 2 and ady <= 2)
+    return table
+
+
+GEOMETRY = {n: _geometry(n) for n in BOARDS}
+MOVE_NAMES = {
+    n: [f"{square_name(a, n)}-{square_name(b, n)}" for a in range(n * n) for b in range(n * n)]
+    for n in BOARDS
+}
 
 
 def _sq(text: str, n: int) -> int:

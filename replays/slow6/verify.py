@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..verdict import Verdict, invalid, valid
-from .board import MOVE_XY, SQUARE_XY, TURN_LIMIT, back_row, square_name
+from .board import SQUARE_XY, TURN_LIMIT, back_row, square_name
 from .facts import PieceFacts, Slow6Facts, TurnFacts
 from .position import Counters, Position, RuleBroken
 
@@ -125,16 +125,21 @@ def check_position(position: dict, n: int, first: int) -> None:
 def play_turn(pos: Position, turn: dict) -> None:
     if pos.over:
         raise RuleBroken("R6.5", f"the game already ended ({pos.reason})")
-    n, s = pos.n, pos.to_move
+    moves = turn["moves"]
     power = turn.get("power")
+    if power is None and len(moves) == 1:  # the common turn: one plain move
+        pos.play(moves[0])
+        pos.end_turn()
+        return
+    s = pos.to_move
     if power is not None:
+        n = pos.n
         target = turn.get("target")
         if power == "swap":
             target = (_square(target[0], n), _square(target[1], n))
         elif power != "double":
             target = _square(target, n)
         pos.use_power(power, target)
-    moves = turn["moves"]
     if not moves:
         if pos.has_legal_move(s):
             example = _example_move(pos, s)
@@ -142,7 +147,7 @@ def play_turn(pos: Position, turn: dict) -> None:
     elif len(moves) == 2 and power != "double":
         raise RuleBroken("R2.1", "two moves without double")
     else:
-        mover = _move(pos, moves[0])
+        mover = pos.play(moves[0])
         if power == "double":
             if pos.over:
                 if len(moves) == 2:
@@ -152,21 +157,13 @@ def play_turn(pos: Position, turn: dict) -> None:
             else:
                 exclude = mover if pos.rank[mover] == pos.crown else -1
                 if len(moves) == 2:
-                    _move(pos, moves[1], exclude)
+                    pos.play(moves[1], exclude)
                 elif pos.has_legal_move(s, exclude):
                     example = _example_move(pos, s, exclude)
                     raise RuleBroken(
                         "R8.3", f"double with one move, but a second was possible ({example})"
                     )
     pos.end_turn()
-
-
-def _move(pos: Position, text: str, exclude: int = -1) -> int:
-    fx, fy, tx, ty = MOVE_XY[text]
-    n = pos.n
-    frm = fy * n + fx if fx < n and fy < n else -1
-    to = ty * n + tx if tx < n and ty < n else -1
-    return pos.move(frm, to, exclude, text)
 
 
 def _square(text: str, n: int) -> int:
