@@ -44,7 +44,10 @@ def create_app(config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = None  # the upload handler enforces its own limits
     metrics = Metrics()
     store = conf.get("STORE") or Store(
-        conf["BALANCE_DB"], commit_max=conf["BALANCE_COMMIT_MAX"], on_commit=metrics.observe_commit
+        conf["BALANCE_DB"],
+        commit_max=conf["BALANCE_COMMIT_MAX"],
+        on_commit=metrics.observe_commit,
+        checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
     )
     state = IngestState(
         config=conf,

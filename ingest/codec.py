@@ -2,9 +2,12 @@
 
 A record is ~1 KB of JSON that repeats the same keys and values in every game. Per-record
 deflate alone halves it; a preset dictionary of typical record text (zlib `zdict`) cuts it to a
-sixth, which is what keeps a stored game under 500 bytes (benchmarks/ingest_size.py). A codec id
-names the dictionary forever: a dictionary file never changes once shipped; a better one gets
-a new id, and old rows keep decoding with their own.
+sixth. Codecs 3 and 4 first replace the record's most repeated fragments (`"]},{"moves":["`)
+by single control bytes, which canonical JSON never contains (orjson escapes them), so the
+substitution is exactly reversible and deflate spends a few bits instead of a match on each.
+That keeps a stored game under 500 bytes (benchmarks/ingest_size.py). A codec id names its
+tokens and dictionary forever: a file in ingest/zdicts/ never changes once shipped; a better
+one gets a new id, and old rows keep decoding with their own.
 """
 
 from __future__ import annotations
@@ -18,9 +21,9 @@ from importlib import resources
 import orjson
 
 PLAIN = 0  # canonical JSON bytes, uncompressed
-# codec id -> dictionary file in ingest/zdicts/ (never edit a shipped file: add a new id)
-DICTIONARIES = {1: "slow6-v1.json", 2: "slide-v1.json"}
-CODEC_FOR_GAME = {"slow6": 1, "slide": 2}
+# codec id -> file in ingest/zdicts/ (never edit a shipped file: add a new id)
+DICTIONARIES = {1: "slow6-v1.json", 2: "slide-v1.json", 3: "slow6-v2.json", 4: "slide-v2.json"}
+CODEC_FOR_GAME = {"slow6": 3, "slide": 4}  # what new records are stored with
 _WBITS = -15  # raw deflate: no zlib header or checksum (the content hash is the check)
 
 
@@ -35,26 +38,55 @@ def content_hash(canonical_bytes: bytes) -> int:
 
 
 @functools.cache
-def dictionary(codec: int) -> bytes:
+def _spec(codec: int) -> dict:
     name = DICTIONARIES[codec]
     text = resources.files("ingest").joinpath("zdicts", name).read_text(encoding="utf-8")
-    return json.loads(text)["zdict"].encode("utf-8")
+    return json.loads(text)
+
+
+def dictionary(codec: int) -> bytes:
+    return _spec(codec)["zdict"].encode("utf-8")
+
+
+@functools.cache
+def tokens(codec: int) -> tuple[tuple[bytes, bytes], ...]:
+    """(fragment, control byte) pairs in the order they are substituted when encoding."""
+    frags = [t.encode() for t in _spec(codec).get("tokens", [])]
+    assert len(frags) < 32
+    return tuple((frag, bytes([i + 1])) for i, frag in enumerate(frags))
+
+
+def substitute(data: bytes, pairs) -> bytes:
+    for frag, code in pairs:
+        data = data.replace(frag, code)
+    return data
+
+
+def restore(data: bytes, pairs) -> bytes:
+    for frag, code in reversed(pairs):
+        data = data.replace(code, frag)
+    return data
 
 
 @functools.cache
 def _primed(codec: int):
-    # Level 6, memLevel 8: most of the gain of level 9. Loading a 16 KiB dictionary costs more
-    # than compressing a record, so a primed compressor is copied per record instead.
-    return zlib.compressobj(6, zlib.DEFLATED, _WBITS, 8, zlib.Z_DEFAULT_STRATEGY, dictionary(codec))
+    # Loading a dictionary costs more than compressing a record: copy a primed compressor.
+    level = _spec(codec).get("level", 6)
+    zd = dictionary(codec)
+    return zlib.compressobj(level, zlib.DEFLATED, _WBITS, 8, zlib.Z_DEFAULT_STRATEGY, zd)
 
 
 def encode(canonical_bytes: bytes, game: str) -> tuple[int, bytes]:
     """(codec id, stored bytes) for a record of `game`."""
     codec = CODEC_FOR_GAME.get(game, PLAIN)
+    return codec, encode_with(codec, canonical_bytes)
+
+
+def encode_with(codec: int, canonical_bytes: bytes) -> bytes:
     if codec == PLAIN:
-        return PLAIN, canonical_bytes
+        return canonical_bytes
     comp = _primed(codec).copy()
-    return codec, comp.compress(canonical_bytes) + comp.flush()
+    return comp.compress(substitute(canonical_bytes, tokens(codec))) + comp.flush()
 
 
 def decode(codec: int, data: bytes) -> bytes:
@@ -62,7 +94,7 @@ def decode(codec: int, data: bytes) -> bytes:
     if codec == PLAIN:
         return bytes(data)
     dec = zlib.decompressobj(_WBITS, dictionary(codec))
-    return dec.decompress(data) + dec.flush()
+    return restore(dec.decompress(data) + dec.flush(), tokens(codec))
 
 
 def register_sql(con) -> None:

@@ -17,6 +17,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_JOBS_INTERVAL": (300.0, float),  # seconds between analysis runs; 0 = never
     "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
     "BALANCE_COMMIT_MAX": (5000, int),  # games in one group commit at most
+    "BALANCE_CHECKPOINT": ("256MB", str),  # WAL size that triggers a DuckDB checkpoint
     "BALANCE_HOST": ("127.0.0.1", str),  # the address `balance serve` listens on
 }
 

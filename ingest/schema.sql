@@ -1,10 +1,11 @@
 -- The store. Owned by the server process (DuckDB allows one writer per file).
 -- Every table and column is documented for analysts in docs/tables.md; keep the two in step.
 --
--- Only raw_records has an index (its primary key, the idempotency guard). The other tables are
--- unique per their natural key by construction (the single writer inserts a game's rows once,
--- in the transaction that stores its raw record); an ART index on them would cost several
--- hundred bytes a game on disk (benchmarks/ingest_size.py) and no query needs one.
+-- No table has an index or primary key: every table is unique per its natural key by
+-- construction (the single writer decides duplicates from its in-memory id index and inserts a
+-- game's rows once, in the transaction that stores its raw record). An ART index would cost
+-- ~45 bytes a game, ~270 with the free blocks its rewrites at checkpoints leave in the file, and
+-- hundreds on the per-turn tables (benchmarks/ingest_size.py); no query needs one.
 
 CREATE TABLE IF NOT EXISTS store_meta (
     key   VARCHAR PRIMARY KEY,
@@ -17,12 +18,12 @@ INSERT OR IGNORE INTO store_meta VALUES ('schema_version', '1');
 -- compact), deflated with the preset dictionary named by `codec`; SQL reads it as text with
 -- raw_json(record, codec) (registered by the server and `balance` tools; ingest/codec.py).
 CREATE TABLE IF NOT EXISTS raw_records (
-    game_id      UUID PRIMARY KEY,
+    game_id      UUID NOT NULL,             -- unique: the idempotency key
     game         VARCHAR NOT NULL,          -- 'slow6' | 'slide'
     status       VARCHAR NOT NULL,          -- 'verified' | 'quarantined'
     content_hash UBIGINT NOT NULL,          -- hash of the canonical record: duplicate vs conflict
     record       BLOB NOT NULL,             -- the canonical record, encoded by `codec`
-    codec        UTINYINT NOT NULL,         -- 0 plain JSON, 1 deflate+slow6-v1, 2 deflate+slide-v1
+    codec        UTINYINT NOT NULL,         -- 0 plain JSON; 1..4 ingest/codec.py DICTIONARIES
     received_at  TIMESTAMP NOT NULL
 );
 
