@@ -99,10 +99,6 @@ def _draw_rate(label="label", **kw):
     return lambda rows, ctx: charts.rate_chart(rows, label, **kw)
 
 
-def _top(rows: list[dict], k: int) -> list[dict]:
-    return rows[:k]
-
-
 # -- Overview ------------------------------------------------------------------------------------
 
 games_daily = Chart(
@@ -219,7 +215,8 @@ lineups = Chart(
         ["board", "variant"],
         label=["board", "variant", "lineup"],
     ),
-    draw=lambda rows, ctx: charts.rate_chart(_top(rows, 40), "label"),
+    draw=lambda rows, ctx: charts.rate_chart(rows, "label"),
+    draw_limit=40,
     table_rows=60,
     note="Each game counts once for each side. Sorted by the Wilson lower bound; 'shrunk' is the "
     "empirical-Bayes estimate (a lineup seen 9 times cannot top it). " + HIDDEN_NOTE,
@@ -403,7 +400,7 @@ def pair_sql(ctx: Ctx) -> str:
     # the singles the synergy is measured against come from agg_power under the same filters
     from .render import frame_of
 
-    result = ctx.snapshots.run(power_sql(ctx), limit=10_000, timeout=10)
+    result = ctx.run(power_sql(ctx))
     ctx.params["_power_frame"] = frame_of(result.table).with_columns(
         pl.col("power").cast(pl.String)
     )

@@ -9,6 +9,8 @@ once, at the top level, so any of them can be split into side-by-side panels wit
 
 from __future__ import annotations
 
+import os
+
 import altair as alt
 
 SMALL_N = 30
@@ -53,15 +55,48 @@ def mark_rows(rows: list[dict], min_n: int, n_field: str = "n") -> list[dict]:
     return out
 
 
-def _finish(chart, data: list[dict], facet: str | None, columns: int = 2, resolve=("x",)) -> dict:
-    if facet:
-        out = chart.facet(
-            facet=alt.Facet(f"{facet}:N", title=None), columns=columns, data=alt.Data(values=data)
-        )
-        for channel in resolve:  # each panel its own categories (5x5 and 7x7 differ)
-            out = out.resolve_scale(**{channel: "independent"})
-        return out.to_dict()
-    return chart.properties(data=alt.Data(values=data)).to_dict()
+# Altair converts (and validates) every inlined value through its schema classes, which costs
+# ~1 ms a row; the spec is built around a named, empty dataset and the rows are put in after.
+PLACEHOLDER = alt.Data(name="rows")
+# Schema validation costs more than building the spec; the tests' servers turn it on.
+VALIDATE = os.environ.get("BALANCE_VALIDATE_CHARTS", "") not in ("", "0")
+
+
+# Building a spec with Altair costs ~50 ms; the spec depends on the arguments, the fields and
+# the categories drawn (sizes), never on the numbers, so it is kept per such key.
+_SPECS: dict = {}
+
+
+def _signature(data: list[dict]) -> tuple:
+    fields = {}
+    for r in data:
+        for k, v in r.items():
+            if v is not None and k not in fields:
+                fields[k] = type(v).__name__
+    cats = hash(tuple(tuple(v for v in r.values() if isinstance(v, str | bool)) for r in data))
+    return tuple(sorted(fields.items())), cats, len(data)
+
+
+def _finish(make, data: list[dict], facet: str | None, key: tuple, columns: int = 2,
+            resolve=("x",)) -> dict:  # fmt: skip
+    key = (key, facet, columns, resolve, _signature(data))
+    spec = _SPECS.get(key)
+    if spec is None:
+        chart = make()
+        if facet:
+            out = chart.facet(
+                facet=alt.Facet(f"{facet}:N", title=None), columns=columns, data=PLACEHOLDER
+            )
+            for channel in resolve:  # each panel its own categories (5x5 and 7x7 differ)
+                out = out.resolve_scale(**{channel: "independent"})
+        else:
+            out = chart.properties(data=PLACEHOLDER)
+        spec = out.to_dict(validate=VALIDATE)
+        spec.pop("datasets", None)
+        if len(_SPECS) > 2000:
+            _SPECS.clear()
+        _SPECS[key] = spec
+    return {**spec, "data": {"values": data}}
 
 
 def rate_chart(
@@ -78,54 +113,53 @@ def rate_chart(
 ) -> dict:
     """Dot + error bar per row (fields rate, lo, hi); y keeps the row order."""
     data = mark_rows(rows, min_n, n_field)
-    tips = _tooltip(data, [label, n_field, "rate", "lo", "hi", "shrunk", "flagged"])
-    y = alt.Y(f"{label}:N", sort=None, title=None)
-    scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
-    bars = (
-        alt.Chart()
-        .mark_rule(strokeWidth=2, clip=True)
-        .encode(
-            y=y,
-            x=alt.X("lo:Q", scale=scale, title=x_title),
-            x2="hi:Q",
-            color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=alt.Legend(title=None)),
-            tooltip=tips,
-        )
-    )
-    dots = (
-        alt.Chart()
-        .mark_point(filled=True, size=60, clip=True)
-        .encode(
-            y=y,
-            x="rate:Q",
-            color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=None),
-            shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
-            tooltip=tips,
-        )
-    )
-    layers = [bars, dots]
-    if reference is not None:
-        layers.append(
-            alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(x=alt.datum(reference))
-        )
-    per_panel = (
-        len({r.get(label) for r in rows})
-        if not facet
-        else max(
-            [sum(1 for r in rows if r.get(facet) == f) for f in {r.get(facet) for r in rows}] or [1]
-        )
-    )
-    height = max(40, min(16 * max(per_panel, 1), 1400))
-    chart = alt.layer(*layers).properties(width=width, height=height)
     if facet:
-        return (
-            chart.facet(
-                facet=alt.Facet(f"{facet}:N", title=None), columns=2, data=alt.Data(values=data)
+        sizes = {}
+        for r in rows:
+            sizes[r.get(facet)] = sizes.get(r.get(facet), 0) + 1
+        per_panel = max(sizes.values(), default=1)
+    else:
+        per_panel = len({r.get(label) for r in rows})
+    height = max(40, min(16 * max(per_panel, 1), 1400))
+
+    def make():
+        tips = _tooltip(data, [label, n_field, "rate", "lo", "hi", "shrunk", "flagged"])
+        y = alt.Y(f"{label}:N", sort=None, title=None)
+        scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
+        color = alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=alt.Legend(title=None))
+        bars = (
+            alt.Chart()
+            .mark_rule(strokeWidth=2, clip=True)
+            .encode(
+                y=y,
+                x=alt.X("lo:Q", scale=scale, title=x_title),
+                x2="hi:Q",
+                color=color,
+                tooltip=tips,
             )
-            .resolve_scale(y="independent")
-            .to_dict()
         )
-    return _finish(chart, data, None)
+        dots = (
+            alt.Chart()
+            .mark_point(filled=True, size=60, clip=True)
+            .encode(
+                y=y,
+                x="rate:Q",
+                color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=None),
+                shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
+                tooltip=tips,
+            )
+        )
+        layers = [bars, dots]
+        if reference is not None:
+            layers.append(
+                alt.Chart()
+                .mark_rule(strokeDash=[4, 3], color="#667085")
+                .encode(x=alt.datum(reference))
+            )
+        return alt.layer(*layers).properties(width=width, height=height)
+
+    key = ("rate", label, reference, min_n, x_title, domain, width, n_field, height)
+    return _finish(make, data, facet, key, resolve=("y",) if facet else ())
 
 
 def heatmap(
@@ -148,39 +182,44 @@ def heatmap(
     data = mark_rows(rows, min_n, n_field)
     for r in data:
         r["_flag"] = 1 if r.get("flagged") else 0
-    tips = _tooltip(data, [y, x, value, n_field, "lo", "hi", "shrunk", "flagged"])
-    enc = {"x": alt.X(f"{x}:O", title=x_title or x), "y": alt.Y(f"{y}:O", title=y_title or y)}
-    scale = (
-        alt.Scale(scheme=scheme, domain=list(domain), clamp=True)
-        if domain
-        else alt.Scale(scheme=scheme)
-    )
-    rect = (
-        alt.Chart()
-        .mark_rect()
-        .encode(
-            **enc,
-            color=alt.Color(f"{value}:Q", scale=scale, title=value),
-            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
-            tooltip=tips,
-        )
-    )
-    ring = (
-        alt.Chart()
-        .mark_rect(fill=None, stroke=RED, strokeWidth=2.5)
-        .encode(**enc, strokeOpacity=alt.StrokeOpacity("_flag:Q", scale=None, legend=None))
-    )
-    layers = [rect, ring]
-    if text:
-        layers.append(
-            alt.Chart()
-            .mark_text(fontSize=9, color="#1d2430")
-            .encode(**enc, text=alt.Text(f"{text}:Q"), tooltip=tips)
-        )
     nx = max(len({r.get(x) for r in rows}), 1)
     ny = max(len({r.get(y) for r in rows}), 1)
-    chart = alt.layer(*layers).properties(width=min(cell * nx, 900), height=min(cell * ny, 900))
-    return _finish(chart, data, facet, resolve=("x", "y"))
+
+    def make():
+        tips = _tooltip(data, [y, x, value, n_field, "lo", "hi", "shrunk", "flagged"])
+        enc = {"x": alt.X(f"{x}:O", title=x_title or x), "y": alt.Y(f"{y}:O", title=y_title or y)}
+        scale = (
+            alt.Scale(scheme=scheme, domain=list(domain), clamp=True)
+            if domain
+            else alt.Scale(scheme=scheme)
+        )
+        rect = (
+            alt.Chart()
+            .mark_rect()
+            .encode(
+                **enc,
+                color=alt.Color(f"{value}:Q", scale=scale, title=value),
+                opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
+                tooltip=tips,
+            )
+        )
+        ring = (
+            alt.Chart()
+            .mark_rect(fill=None, stroke=RED, strokeWidth=2.5)
+            .encode(**enc, strokeOpacity=alt.StrokeOpacity("_flag:Q", scale=None, legend=None))
+        )
+        layers = [rect, ring]
+        if text:
+            layers.append(
+                alt.Chart()
+                .mark_text(fontSize=9, color="#1d2430")
+                .encode(**enc, text=alt.Text(f"{text}:Q"), tooltip=tips)
+            )
+        return alt.layer(*layers).properties(width=min(cell * nx, 900), height=min(cell * ny, 900))
+
+    key = ("heat", x, y, value, min_n, x_title, y_title, domain, scheme, cell, text, n_field,
+           nx, ny)  # fmt: skip
+    return _finish(make, data, facet, key, resolve=("x", "y"))
 
 
 def bars(
@@ -198,16 +237,20 @@ def bars(
     y_title: str | None = None,
 ) -> dict:
     """Counts per category (or per day with x_type="T"), stacked by `color` when given."""
-    tips = _tooltip(rows, [x, y] + ([color] if color else []))
-    enc = {
-        "x": alt.X(f"{x}:{x_type}", title=x_title or x, sort=None),
-        "y": alt.Y(f"{y}:Q", title=y_title or y, stack=True if stack else None),
-        "tooltip": tips,
-    }
-    if color:
-        enc["color"] = alt.Color(f"{color}:N")
-    chart = alt.Chart().mark_bar().encode(**enc).properties(width=width, height=height)
-    return _finish(chart, rows, facet)
+
+    def make():
+        tips = _tooltip(rows, [x, y] + ([color] if color else []))
+        enc = {
+            "x": alt.X(f"{x}:{x_type}", title=x_title or x, sort=None),
+            "y": alt.Y(f"{y}:Q", title=y_title or y, stack=True if stack else None),
+            "tooltip": tips,
+        }
+        if color:
+            enc["color"] = alt.Color(f"{color}:N")
+        return alt.Chart().mark_bar().encode(**enc).properties(width=width, height=height)
+
+    key = ("bars", x, y, color, x_type, width, height, stack, x_title, y_title)
+    return _finish(make, rows, facet, key)
 
 
 def trend(
@@ -224,35 +267,39 @@ def trend(
 ) -> dict:
     """Rate over time (or versions): points with error bars, joined by a thin line."""
     data = mark_rows(rows, min_n)
-    tips = _tooltip(data, [x] + ([color] if color else []) + ["n", "rate", "lo", "hi"])
-    enc_color = alt.Color(f"{color}:N") if color else alt.value(BLUE)
-    xenc = alt.X(f"{x}:{x_type}", title=x, sort=None)
-    scale = alt.Scale(domain=[0, 1])
-    band = (
-        alt.Chart()
-        .mark_rule(strokeWidth=1.5)
-        .encode(
-            x=xenc,
-            y=alt.Y("lo:Q", scale=scale, title=y_title),
-            y2="hi:Q",
-            color=enc_color,
-            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
-            tooltip=tips,
+
+    def make():
+        tips = _tooltip(data, [x] + ([color] if color else []) + ["n", "rate", "lo", "hi"])
+        enc_color = alt.Color(f"{color}:N") if color else alt.value(BLUE)
+        xenc = alt.X(f"{x}:{x_type}", title=x, sort=None)
+        opacity = alt.Opacity("_opacity:Q", scale=None, legend=None)
+        band = (
+            alt.Chart()
+            .mark_rule(strokeWidth=1.5)
+            .encode(
+                x=xenc,
+                y=alt.Y("lo:Q", scale=alt.Scale(domain=[0, 1]), title=y_title),
+                y2="hi:Q",
+                color=enc_color,
+                opacity=opacity,
+                tooltip=tips,
+            )
         )
-    )
-    line = alt.Chart().mark_line(strokeWidth=1).encode(x=xenc, y="rate:Q", color=enc_color)
-    dots = (
-        alt.Chart()
-        .mark_point(filled=True, size=40)
-        .encode(
-            x=xenc,
-            y="rate:Q",
-            color=enc_color,
-            opacity=alt.Opacity("_opacity:Q", scale=None, legend=None),
-            shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
-            tooltip=tips,
+        line = alt.Chart().mark_line(strokeWidth=1).encode(x=xenc, y="rate:Q", color=enc_color)
+        dots = (
+            alt.Chart()
+            .mark_point(filled=True, size=40)
+            .encode(
+                x=xenc,
+                y="rate:Q",
+                color=enc_color,
+                opacity=opacity,
+                shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
+                tooltip=tips,
+            )
         )
-    )
-    ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(y=alt.datum(0.5))
-    chart = alt.layer(band, line, dots, ref).properties(width=width, height=height)
-    return _finish(chart, data, facet)
+        ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(y=alt.datum(0.5))
+        return alt.layer(band, line, dots, ref).properties(width=width, height=height)
+
+    key = ("trend", x, color, x_type, width, height, min_n, y_title)
+    return _finish(make, data, facet, key)

@@ -168,61 +168,77 @@ def _q(text: str) -> str:
 
 
 def explorer_sql(args) -> tuple[str, dict]:
-    """The explorer's query: verified and quarantined Slow6 games in one shape."""
+    """The explorer's query: verified and quarantined Slow6 games in one shape, newest first.
+
+    Each branch filters and keeps its newest 200 before the union; quarantined records are
+    decoded (raw_json) only after the filters their own columns can take."""
     chosen: dict[str, str] = {}
-    conds = []
     f = Filters.from_args(args)
     chosen.update(f.values)
+    played: list[str] = []  # need the game itself: games columns, or the quarantined record
     lineup = (args.get("lineup") or "").strip()
     if re.fullmatch(r"[1-7]{5}|[1-7]{7}", lineup):
         chosen["lineup"] = lineup
-        conds.append(f"(lineup_0 = {_q(lineup)} OR lineup_1 = {_q(lineup)})")
+        played.append(f"(lineup_0 = {_q(lineup)} OR lineup_1 = {_q(lineup)})")
     power = args.get("power") or ""
     if power in POWERS:
         chosen["power"] = power
-        conds.append(
+        played.append(
             f"(list_contains(powers_0, {_q(power)}) OR list_contains(powers_1, {_q(power)}))"
         )
     reason = args.get("reason") or ""
     if reason in REASONS:
         chosen["reason"] = reason
-        conds.append(f"reason = {_q(reason)}")
+        played.append(f"reason = {_q(reason)}")
     rule = (args.get("rule") or "").strip()
     if re.fullmatch(r"[RS]\d{1,2}(\.\d{1,2})?", rule):
         chosen["rule"] = rule
-        conds.append(f"rule = {_q(rule)}")
     status = args.get("status") or ""
     if status in ("verified", "quarantined"):
         chosen["status"] = status
-        conds.append(f"status = {_q(status)}")
-    fconds, _ = f.conditions(
-        {"board", "variant", "mode", "ai_level", "platform", "client_version", "day"}, "day"
-    )
-    conds += fconds
-    where = ("WHERE " + "\n  AND ".join(conds)) if conds else ""
-    sql = f"""WITH found AS (
-  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level, platform,
-         client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
-         NULL AS rule, NULL::INTEGER AS broken_turn, ended_at, ended_at::DATE AS day
+    # mode, platform, client version and dates are columns of both games and quarantine
+    common, _ = f.conditions({"mode", "platform", "client_version", "ended_at"}, "ended_at")
+    rules_of_play, _ = f.conditions({"board", "variant", "ai_level"})
+    played += rules_of_play
+
+    def where(conds: list[str]) -> str:
+        return ("WHERE " + "\n    AND ".join(conds)) if conds else ""
+
+    branches = []
+    if status != "quarantined" and not rule:
+        branches.append(f"""  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level,
+         platform, client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
+         NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
   FROM games
-  UNION ALL
-  SELECT q.game_id, 'quarantined', (r.j->>'$.rules.board')::INTEGER,
-         CASE WHEN (r.j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
-              WHEN (r.j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END,
-         q.mode, (r.j->>'$.ai.level')::INTEGER, q.platform, q.client_version,
-         array_to_string(CAST(r.j->'$.lineups[0]' AS INTEGER[]), ''),
-         array_to_string(CAST(r.j->'$.lineups[1]' AS INTEGER[]), ''),
-         CAST(r.j->'$.powers[0]' AS VARCHAR[]), CAST(r.j->'$.powers[1]' AS VARCHAR[]),
-         (r.j->>'$.result.winner')::INTEGER, r.j->>'$.result.reason',
-         json_array_length(r.j->'$.turns'), q.rule, q.turn, q.ended_at, q.ended_at::DATE
-  FROM quarantine q
-  JOIN (SELECT game_id, raw_json(record, codec)::JSON AS j FROM raw_records
-        WHERE status = 'quarantined' AND game = 'slow6') r USING (game_id)
+  {where(common + played)}
+  ORDER BY ended_at DESC LIMIT 200""")
+    if status != "verified":
+        qconds = ["game = 'slow6'", *common] + ([f"rule = {_q(rule)}"] if rule else [])
+        early = "" if played else " ORDER BY ended_at DESC LIMIT 200"
+        branches.append(f"""  SELECT * FROM (
+    SELECT q.game_id, 'quarantined' AS status, (j->>'$.rules.board')::INTEGER AS board,
+           CASE WHEN (j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
+                WHEN (j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END AS variant,
+           q.mode, (j->>'$.ai.level')::INTEGER AS ai_level, q.platform, q.client_version,
+           array_to_string(CAST(j->'$.lineups[0]' AS INTEGER[]), '') AS lineup_0,
+           array_to_string(CAST(j->'$.lineups[1]' AS INTEGER[]), '') AS lineup_1,
+           CAST(j->'$.powers[0]' AS VARCHAR[]) AS powers_0,
+           CAST(j->'$.powers[1]' AS VARCHAR[]) AS powers_1,
+           (j->>'$.result.winner')::INTEGER AS winner, j->>'$.result.reason' AS reason,
+           json_array_length(j->'$.turns') AS turns, q.rule, q.turn AS broken_turn, q.ended_at
+    FROM (SELECT * FROM quarantine {where(qconds)}{early}) q
+    JOIN (SELECT game_id, record, codec FROM raw_records WHERE status = 'quarantined') r
+      USING (game_id),
+    LATERAL (SELECT raw_json(r.record, r.codec)::JSON AS j)
+  )
+  {where(played)}
+  ORDER BY ended_at DESC LIMIT 200""")
+    if not branches:
+        branches.append("  SELECT NULL::UUID AS game_id, NULL::TIMESTAMP AS ended_at WHERE false")
+    union = "\n  UNION ALL BY NAME\n".join(f"(\n{b}\n)" for b in branches)
+    sql = f"""SELECT * FROM (
+{union}
 )
-SELECT game_id, status, board, variant, mode, ai_level, platform, client_version,
-       lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns, rule, broken_turn, ended_at
-FROM found
-{where}
 ORDER BY ended_at DESC
 LIMIT 200"""
     return sql, chosen

@@ -36,7 +36,14 @@ class Ctx:
     filters: Filters
     snapshots: object
     params: dict = field(default_factory=dict)
-    _columns: dict = field(default_factory=dict)
+    _results: dict = field(default_factory=dict)
+
+    def run(self, sql: str, limit: int = CHART_ROW_LIMIT, timeout: float = 10):
+        """Run on the snapshot, once per request per SQL text (several charts share a query)."""
+        key = (sql, limit)
+        if key not in self._results:
+            self._results[key] = self.snapshots.run(sql, limit=limit, timeout=timeout)
+        return self._results[key]
 
     def columns(self, table: str) -> frozenset[str]:
         """Columns of a table in the current snapshot (empty when it does not exist)."""
@@ -79,6 +86,7 @@ class Chart:
     post: Callable[[pl.DataFrame, Ctx], pl.DataFrame] | None = None
     note: str = ""
     table_rows: int = 0  # also show the first N rows as an HTML table
+    draw_limit: int = 0  # draw only the first N rows (the table and CSV keep them all)
     wide: bool = False
 
 
@@ -92,6 +100,7 @@ class ChartView:
     error: str | None = None
     skipped: list[str] = field(default_factory=list)
     truncated: bool = False
+    n_rows: int = 0
     ms: float = 0.0
 
     @property
@@ -133,7 +142,7 @@ def jsonable_rows(frame: pl.DataFrame) -> list[dict]:
 def table_of(chart: Chart, ctx: Ctx) -> tuple[str, pl.DataFrame, bool]:
     """Run the chart's SQL and post step: (sql, the table behind the chart, truncated)."""
     sql = chart.sql(ctx)
-    result = ctx.snapshots.run(sql, limit=CHART_ROW_LIMIT, timeout=10)
+    result = ctx.run(sql)
     frame = frame_of(result.table)
     if chart.post is not None and frame.height:
         frame = chart.post(frame, ctx)
@@ -157,15 +166,25 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
         return view
     view.skipped = sorted(ctx.params.get("_skipped", ()))
     view.columns = frame.columns
-    view.rows = jsonable_rows(frame)
-    if chart.draw is not None and view.rows:
-        drawn = view.rows
-        if len(view.columns) > 14:
-            drawn = [{k: v for k, v in r.items() if k in DRAWN} for r in drawn]
-        if "rate" in view.columns:  # rows without a rate (n = 0) stay in the table, not drawn
-            drawn = [r for r in drawn if r.get("rate") is not None]
-        if drawn:
-            view.spec = chart.draw(drawn, ctx)
+    view.n_rows = frame.height
+    if chart.table_rows:
+        view.rows = jsonable_rows(frame.head(chart.table_rows))
+    if chart.draw is not None and frame.height:
+        drawn = frame
+        if "rate" in drawn.columns:  # rows without a rate (n = 0) stay in the table, not drawn
+            rate = pl.col("rate")
+            keep = (
+                rate.is_not_null() & ~rate.is_nan()
+                if drawn["rate"].dtype.is_float()
+                else (rate.is_not_null())
+            )
+            drawn = drawn.filter(keep)
+        if len(drawn.columns) > 14:
+            drawn = drawn.select([c for c in drawn.columns if c in DRAWN])
+        if chart.draw_limit:
+            drawn = drawn.head(chart.draw_limit)
+        if drawn.height:
+            view.spec = chart.draw(jsonable_rows(drawn), ctx)
     view.ms = (time.perf_counter() - start) * 1000
     return view
 

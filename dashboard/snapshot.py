@@ -1,9 +1,9 @@
 """Read-only snapshots of the store for the SQL console and the dashboard.
 
 DuckDB lets one process own the store file, so the console cannot open it a second time; instead
-the server's writer connection copies the store into a fresh file (`COPY FROM DATABASE`, through
-`store.submit` so it is one consistent transaction on the connection that owns the data), and a
-locked `sqlsafe.Engine` opens that copy read-only. A refresh writes a new file and swaps engines;
+the server's writer thread (`store.submit`) checkpoints the store and copies the file into a fresh
+snapshot file (see write_snapshot), and a locked `sqlsafe.Engine` opens that copy read-only.
+A refresh writes a new file and swaps engines;
 queries running on the old one finish there.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
+import shutil
 import threading
 import time
 from datetime import UTC, datetime
@@ -31,8 +32,24 @@ def _quote_str(text: str) -> str:
 
 
 def write_snapshot(con, path: str) -> None:
-    """Copy every table and view of the connection's database into a new DuckDB file at `path`."""
-    source = con.execute("SELECT current_database()").fetchone()[0]
+    """A consistent copy of the connection's database at `path`. Runs on the writer thread.
+
+    A store in a file is checkpointed (everything committed goes into the file, the WAL empties)
+    and the file is copied: no commit can happen meanwhile since this runs on the only writer,
+    and it takes about a second per 300 MB (a million games) where `COPY FROM DATABASE` took 40 s.
+    Otherwise (an in-memory store, or a WAL the checkpoint could not empty) every table and view
+    is copied with `COPY FROM DATABASE`.
+    """
+    source, file = con.execute(
+        "SELECT database_name, path FROM duckdb_databases() "
+        "WHERE database_name = current_database()"
+    ).fetchone()
+    if file and os.path.isfile(file):
+        con.execute("CHECKPOINT")
+        wal = file + ".wal"
+        if not os.path.exists(wal) or os.path.getsize(wal) == 0:
+            shutil.copyfile(file, path)
+            return
     alias = f"dash_snap_{os.getpid()}_{threading.get_ident()}"
     con.execute(f"ATTACH {_quote_str(path)} AS {_quote_ident(alias)}")
     try:
@@ -74,7 +91,7 @@ class Snapshots:
         max_age: float = 300.0,
         check_every: float = 5.0,
         memory_limit: str = "1GB",
-        threads: int = 1,
+        threads: int = 2,
     ):
         self.store = store
         self.directory = Path(directory)
