@@ -5,7 +5,7 @@ each also as a BALANCE_<NAME> key or environment variable: BALANCE_HOST (the add
 `balance serve` listens on: anything but loopback requires the token), BALANCE_TOKEN,
 SQL_TIMEOUT (5 s),
 SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
-(seconds between snapshots of a changing store, 300), DOCS_DIR (where tables.md and
+(seconds between snapshots of a changing store, 60), DOCS_DIR (where tables.md and
 agg-tables.md are), CACHE_DIR (for the built JavaScript bundle).
 """
 
@@ -47,7 +47,7 @@ def snapshots(app):
         snaps = Snapshots(
             store,
             _snapshot_dir(app, store),
-            max_age=float(setting(app, "SNAPSHOT_MAX_AGE", 300)),
+            max_age=float(setting(app, "SNAPSHOT_MAX_AGE", 60)),
         )
         app.extensions[EXT_SNAPSHOTS] = snaps
     return snaps

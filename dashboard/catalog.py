@@ -26,6 +26,7 @@ class Page:
     intro: str = ""
     coverage_table: str = "agg_first_move"  # one n per game: sum(n) = games
     coverage_override: dict = field(default_factory=dict)
+    dynamic: object = None  # ctx -> list[Chart], for pages whose tables are discovered
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -797,6 +798,38 @@ def _version_rank(v: str) -> int:
     return _VERSION_ORDER[v]
 
 
+# -- Slide (issue 6) -----------------------------------------------------------------------------
+
+
+def slide_table_chart(table: str) -> Chart:
+    """Until the Slide charts are designed, each agg_slide_* table is shown as a table."""
+    return Chart(
+        f"slide-{table.removeprefix('agg_slide_').replace('_', '-')}",
+        table,
+        table,
+        lambda ctx: (
+            f"SELECT * FROM {table}\n{ctx.where(table) + chr(10) if ctx.where(table) else ''}"
+            "LIMIT 5000"
+        ),
+        table_rows=50,
+        note="docs/agg-tables.md describes the columns.",
+    )
+
+
+def slide_charts(ctx: Ctx) -> list[Chart]:
+    from .sqlsafe import QueryError
+
+    try:
+        result = ctx.run(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
+            "AND table_name LIKE 'agg\\_slide\\_%' ESCAPE '\\' ORDER BY 1",
+            limit=100,
+        )
+    except QueryError:
+        return []
+    return [slide_table_chart(t) for t in result.table.column(0).to_pylist()]
+
+
 # -- the pages -----------------------------------------------------------------------------------
 
 PAGES: dict[str, Page] = {
@@ -818,9 +851,27 @@ PAGES: dict[str, Page] = {
         "Data quality", [q_by_rule, q_share, q_platform, q_examples], coverage_table=""
     ),
     "trends": Page("Trends", [trend_week, trend_version, trend_power, trend_ai]),
+    "slide": Page(
+        "Slide",
+        [],
+        "Slide (issue 6): the tables the analysis jobs write for Slide, as they appear.",
+        coverage_table="",
+        dynamic=slide_charts,
+    ),
 }
 
 CHARTS: dict[str, Chart] = {c.id: c for p in PAGES.values() for c in p.charts}
+
+
+def chart(ctx: Ctx, chart_id: str) -> Chart | None:
+    if chart_id in CHARTS:
+        return CHARTS[chart_id]
+    for p in PAGES.values():
+        if p.dynamic is not None:
+            for c in p.dynamic(ctx):
+                if c.id == chart_id:
+                    return c
+    return None
 
 
 # -- page furniture ------------------------------------------------------------------------------

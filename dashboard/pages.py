@@ -87,7 +87,8 @@ def render_page(name: str):
     if page is None:
         abort(404)
     ctx = _ctx()
-    views = [build(chart, ctx) for chart in page.charts]
+    charts = page.dynamic(ctx) if page.dynamic is not None else page.charts
+    views = [build(chart, ctx) for chart in charts]
     html = render_template(
         "page.html",
         page=page,
@@ -117,10 +118,10 @@ def page(name: str):
 @bp.get("/chart/<chart_id>.<fmt>")
 def chart_data(chart_id: str, fmt: str):
     """The table behind one chart, under the page's filters, as CSV/JSON/Parquet."""
-    chart = _catalog().CHARTS.get(chart_id)
+    ctx = _ctx()
+    chart = _catalog().chart(ctx, chart_id)
     if chart is None or fmt not in export.MEDIA_TYPES:
         abort(404)
-    ctx = _ctx()
     try:
         sql, frame, truncated = table_of(chart, ctx)
     except QueryError as exc:

@@ -19,8 +19,13 @@ import duckdb
 import pytest
 from conftest import Server, example_records
 
-PAGES = ["/dashboard/", *(f"/dashboard/p/{n}" for n in (
-    "setups", "powers", "boards", "computer", "challenges", "quality", "trends"))]  # fmt: skip
+PAGES = [
+    "/dashboard/",
+    *(
+        f"/dashboard/p/{n}"
+        for n in ("setups", "powers", "boards", "computer", "challenges", "quality", "trends")
+    ),
+]
 
 
 def build_demo_db(path: Path, games: int = 300, slide: int = 20) -> Path:
@@ -51,6 +56,7 @@ def start_server(tmp_path_factory, demo_db: Path, env: dict | None = None, args=
     work = tmp_path_factory.mktemp("dash-server")
     db = work / "store.duckdb"
     shutil.copy(demo_db, db)
+    env = {"BALANCE_VALIDATE_CHARTS": "1", **(env or {})}  # every spec checked by Altair
     return Server(work, env=env, args=list(args), db=db).start()
 
 
@@ -73,7 +79,7 @@ def specs(page: str) -> dict[str, dict]:
         m.group(1): json.loads(m.group(2))
         for m in re.finditer(
             r'<script type="application/json" id="spec-([\w-]+)">(.*?)</script>', page, re.S
-        )  # fmt: skip
+        )
     }
 
 
@@ -103,8 +109,16 @@ def test_every_page_renders_its_charts_from_agg_tables(demo_server, path):
 def test_each_page_shows_its_filters_as_a_get_form(demo_server):
     page = html(demo_server, "/dashboard/p/setups")
     form = re.search(r'<form class="filters" method="get".*?</form>', page, re.S).group(0)
-    for name in ("board", "variant", "mode", "ai_level", "platform", "client_version",
-                 "date_from", "date_to"):  # fmt: skip
+    for name in (
+        "board",
+        "variant",
+        "mode",
+        "ai_level",
+        "platform",
+        "client_version",
+        "date_from",
+        "date_to",
+    ):
         assert f'name="{name}"' in form, name
 
 
@@ -177,8 +191,10 @@ def test_js_bundle_is_served_once_with_caching_headers(demo_server):
     src = re.search(r'<script src="(/dashboard/assets/vega-bundle-[^"]+\.js)"', page).group(1)
     r = demo_server.get(src, headers={"Accept-Encoding": "gzip"})
     assert r.status == 200 and r.headers["content-encoding"] == "gzip"
-    assert "immutable" in r.headers["cache-control"] and "max-age=31536000" in r.headers[
-        "cache-control"]  # fmt: skip
+    assert (
+        "immutable" in r.headers["cache-control"]
+        and "max-age=31536000" in r.headers["cache-control"]
+    )
     etag = r.headers["etag"]
     again = demo_server.get(src, headers={"If-None-Match": etag})
     assert again.status == 304
@@ -191,8 +207,9 @@ def test_explorer_finds_games_and_opens_them(demo_server):
     ids = re.findall(r'href="/dashboard/games/([0-9a-f-]{36})"', page)
     assert len(ids) == len(example_records("slow6-invalid"))
     page = html(demo_server, "/dashboard/games?status=verified&board=7")
-    rows = re.findall(r"<tr class=\"\">\s*<td><a[^>]+>[^<]+</a></td>\s*<td>verified</td><td>(\d)",
-                      page)  # fmt: skip
+    rows = re.findall(
+        r"<tr class=\"\">\s*<td><a[^>]+>[^<]+</a></td>\s*<td>verified</td><td>(\d)", page
+    )
     assert rows and set(rows) == {"7"}
 
 
@@ -211,10 +228,16 @@ def test_explorer_filters_by_lineup_power_and_reason(demo_server):
 def test_quarantined_game_opens_at_the_turn_that_broke_the_rule(demo_server):
     expected = {
         e["game_id"]: e
-        for e in (json.loads(line) for line in
-                  (Path(__file__).parent / "spec" / "examples" /
-                   "slow6-invalid.expected.ndjson").read_text().splitlines() if line)
-    }  # fmt: skip
+        for e in (
+            json.loads(line)
+            for line in (
+                Path(__file__).parent / "spec" / "examples" / "slow6-invalid.expected.ndjson"
+            )
+            .read_text()
+            .splitlines()
+            if line
+        )
+    }
     gid, exp = next((g, e) for g, e in expected.items() if e["turn"] is not None)
     page = html(demo_server, f"/dashboard/games/{gid}")
     replay = json.loads(re.search(r'id="replay">(.*?)</script>', page, re.S).group(1))
@@ -227,12 +250,30 @@ def test_quarantined_game_opens_at_the_turn_that_broke_the_rule(demo_server):
 
 def test_valid_game_viewer_has_every_turn(demo_server):
     got = demo_server.post(
-        "/sql/api", json.dumps({"sql": "SELECT game_id, turns FROM games LIMIT 1"}),
+        "/sql/api",
+        json.dumps({"sql": "SELECT game_id, turns FROM games LIMIT 1"}),
         "application/json",
-    ).json()  # fmt: skip
+    ).json()
     gid, turns = got["rows"][0]
     page = html(demo_server, f"/dashboard/games/{gid}")
     replay = json.loads(re.search(r'id="replay">(.*?)</script>', page, re.S).group(1))
     assert replay["error"] is None and len(replay["frames"]) == turns + 1
     assert 'data-start="0"' in page
     assert demo_server.get("/dashboard/games/00000000-0000-4000-8000-000000000000").status == 404
+
+
+def test_slide_page_lists_the_slide_tables_there_are(demo_server):
+    page = html(demo_server, "/dashboard/p/slide")
+    got = demo_server.post(
+        "/sql/api",
+        json.dumps(
+            {"sql": "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'agg_slide%'"}
+        ),
+        "application/json",
+    ).json()
+    tables = [r[0] for r in got["rows"]]
+    if tables:
+        for t in tables:
+            assert f"<h2>{t}</h2>" in page
+    else:
+        assert 'id="no-tables"' in page

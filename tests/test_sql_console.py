@@ -212,3 +212,20 @@ def test_balance_sql_on_a_file_read_only(demo_db, tmp_path):  # noqa: F811
     assert r.returncode == 1 and "refused" in r.stderr
     r = balance_sql("--db", str(db), "SELECT count(*) FROM games")
     assert r.returncode == 0
+
+
+def test_snapshot_follows_the_store_by_itself(server_factory):
+    from conftest import fresh_slow6
+
+    s = server_factory(env={"BALANCE_SNAPSHOT_MAX_AGE": "0"})
+    sql = "SELECT count(*) FROM raw_records"
+    assert api(s, sql).json()["rows"] == [[0]]
+    assert s.upload([fresh_slow6(0), fresh_slow6(1)]).status == 200
+    deadline = time.monotonic() + 30
+    seen = None
+    while time.monotonic() < deadline:
+        seen = api(s, sql).json()["rows"][0][0]
+        if seen == 2:
+            break
+        time.sleep(0.5)
+    assert seen == 2  # a changed store is re-snapshotted in the background
