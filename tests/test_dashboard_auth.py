@@ -32,8 +32,14 @@ def exposed(tmp_path_factory):
     s.stop()
 
 
-PROTECTED = ["/dashboard/", "/dashboard/p/powers", "/dashboard/games", "/sql", "/sql/schema",
-             "/sql/download.csv?q=SELECT%201"]  # fmt: skip
+PROTECTED = [
+    "/dashboard/",
+    "/dashboard/p/powers",
+    "/dashboard/games",
+    "/sql",
+    "/sql/schema",
+    "/sql/download.csv?q=SELECT%201",
+]
 
 
 @pytest.mark.parametrize("path", PROTECTED)
@@ -49,8 +55,9 @@ def test_sql_api_needs_the_token(exposed):
     body = json.dumps({"sql": "SELECT 1 AS x"})
     r = exposed.post("/sql/api", body, "application/json")
     assert r.status == 401 and r.json()["error"] == "unauthorized"
-    ok = exposed.post("/sql/api", body, "application/json",
-                      headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    ok = exposed.post(
+        "/sql/api", body, "application/json", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert ok.status == 200 and ok.json()["rows"] == [[1]]
 
 
