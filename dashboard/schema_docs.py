@@ -1,9 +1,9 @@
 """Column documentation for the schema browser.
 
 Sources, later ones filling gaps only: DuckDB `COMMENT ON` (copied into the snapshot), the
-trailing `-- comments` of ingest/schema.sql (installed with the package, so always there), and
-the analyst docs docs/tables.md and docs/agg-tables.md (headings name a table, markdown table
-rows name a column in their first cell and describe it in their last).
+analyst docs docs/tables.md and docs/agg-tables.md, and the trailing `-- comments` of
+ingest/schema.sql (installed with the package, so always there). In the docs, headings name
+a table and markdown table rows name a column in their first cell and describe it in their last.
 """
 
 from __future__ import annotations
@@ -68,13 +68,10 @@ def parse_markdown(text: str) -> Docs:
         stripped = line.strip()
         if stripped.startswith("#"):
             heading = stripped.lstrip("#").strip()
+            # "## `games`", "## games", "## raw_records — every acknowledged record"
+            m = re.match(r"`?([A-Za-z_]\w*)`?(?:\s|$|[—:(-])", heading + " ")
             names = re.findall(r"`([A-Za-z_]\w*)`", heading)
-            if names:
-                table = names[0]
-            elif re.fullmatch(r"[A-Za-z_]\w*", heading):
-                table = heading
-            else:
-                table = None
+            table = m.group(1) if m else (names[0] if names else None)
             want_doc = table is not None
             if table:
                 _entry(docs, table)
@@ -86,11 +83,13 @@ def parse_markdown(text: str) -> Docs:
             cells = _cells(stripped)
             if len(cells) < 2 or set(cells[0]) <= set("-: "):
                 continue
-            m = IDENT.fullmatch(cells[0])
-            if not m or m.group(1).lower() in ("column", "field", "name"):
+            # "game_id", "`game_id`", or several columns sharing a row: "points_0, points_1"
+            names = [IDENT.fullmatch(part.strip()) for part in re.split(r"[,/]", cells[0])]
+            if not all(names) or names[0].group(1).lower() in ("column", "field", "name"):
                 continue
             doc = next((c for c in reversed(cells[1:]) if c), "")
-            _entry(docs, table)["columns"].setdefault(m.group(1), doc)
+            for m in names:
+                _entry(docs, table)["columns"].setdefault(m.group(1), doc)
         elif want_doc and stripped:
             entry = _entry(docs, table)
             entry["doc"] = (entry["doc"] + " " + stripped).strip()
@@ -117,19 +116,19 @@ def docs_dirs(explicit: str | None = None) -> list[Path]:
 @lru_cache(maxsize=4)
 def load(docs_dir: str | None = None) -> Docs:
     docs: Docs = {}
+    seen = set()
+    for d in docs_dirs(docs_dir):  # the analysts' docs first: they say the most
+        for name in ("tables.md", "agg-tables.md"):
+            path = d / name
+            if path.is_file() and path.resolve() not in seen:
+                seen.add(path.resolve())
+                _merge(docs, parse_markdown(path.read_text(encoding="utf-8")))
     try:
         from importlib.resources import files
 
         _merge(docs, parse_schema_sql(files("ingest").joinpath("schema.sql").read_text()))
     except (ModuleNotFoundError, FileNotFoundError, OSError):
         pass
-    seen = set()
-    for d in docs_dirs(docs_dir):
-        for name in ("tables.md", "agg-tables.md"):
-            path = d / name
-            if path.is_file() and path.resolve() not in seen:
-                seen.add(path.resolve())
-                _merge(docs, parse_markdown(path.read_text(encoding="utf-8")))
     return docs
 
 

@@ -118,8 +118,14 @@ def test_console_page_has_schema_browser_with_docs_and_examples(server):
     page = server.get("/sql").body.decode()
     for table in ("games", "quarantine", "raw_records", "agg_lineup", "agg_runs"):
         assert f"<code>{table}</code>" in page, table
-    # column notes from ingest/schema.sql comments (and docs/*.md when present)
-    assert "0-based index into the log" in page
+    # column notes (docs/tables.md, docs/agg-tables.md, ingest/schema.sql comments)
+    tables = {t["name"]: t for t in server.get("/sql/schema").json()["tables"]}
+    for table in ("games", "game_turns", "quarantine"):
+        undocumented = [c["name"] for c in tables[table]["columns"] if not c["doc"]]
+        assert undocumented == [], (table, undocumented)
+        assert tables[table]["doc"]
+    turn = next(c for c in tables["game_turns"]["columns"] if c["name"] == "turn")
+    assert turn["doc"] in page
     assert 'class="examples"' in page and len(re.findall(r'href="/sql/?\?q=', page)) >= 4
     assert 'id="snapshot-at"' in page
 
