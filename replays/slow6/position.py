@@ -397,7 +397,9 @@ class Position:
         if side[pid] != s:
             raise RuleBroken("R2.2", f"{text} moves an enemy piece")
         if pid == exclude:
-            raise RuleBroken("R8.3", f"{text}: a crown makes at most one of the two moves of a double")
+            raise RuleBroken(
+                "R8.3", f"{text}: a crown makes at most one of the two moves of a double"
+            )
         g = self.ply
         if self.imm[pid] >= g:
             raise RuleBroken(

@@ -33,25 +33,23 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
     turn_facts = [] if collect else None
     i = -1
     try:
-        for i, turn in enumerate(record["turns"]):  # noqa: B007 (i names the turn that broke)
-            if collect:
-                pos.counters = Counters()
-            play_turn(pos, turn)
-            if collect:
-                c = pos.counters
+        if collect:
+            for i, turn in enumerate(record["turns"]):  # noqa: B007 (i names the turn that broke)
+                pos.counters = c = Counters()
+                play_turn(pos, turn)
                 turn_facts.append(
-                    TurnFacts(
-                        1 - pos.to_move,
-                        turn.get("power"),
-                        tuple(turn["moves"]),
-                        c.fights,
-                        c.removed,
-                        c.stuns,
-                        c.catches,
-                        c.promotions,
-                        c.trapped,
-                    )  # fmt: skip
-                )
+                    TurnFacts(1 - pos.to_move, turn.get("power"), tuple(turn["moves"]), c.fights,
+                              c.removed, c.stuns, c.catches, c.promotions, c.trapped)
+                )  # fmt: skip
+        else:
+            play, end_turn = pos.play, pos.end_turn
+            for i, turn in enumerate(record["turns"]):  # noqa: B007
+                moves = turn["moves"]
+                if len(moves) == 1 and "power" not in turn and not pos.over:
+                    play(moves[0])  # the common turn: one plain move
+                    end_turn()
+                else:
+                    play_turn(pos, turn)
     except RuleBroken as e:
         return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
     try:
@@ -127,10 +125,6 @@ def play_turn(pos: Position, turn: dict) -> None:
         raise RuleBroken("R6.5", f"the game already ended ({pos.reason})")
     moves = turn["moves"]
     power = turn.get("power")
-    if power is None and len(moves) == 1:  # the common turn: one plain move
-        pos.play(moves[0])
-        pos.end_turn()
-        return
     s = pos.to_move
     if power is not None:
         n = pos.n
