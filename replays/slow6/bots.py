@@ -8,7 +8,8 @@ Levels differ in what they see:
      with a lot of noise in its judgement
   2  one ply, plus progress towards promotion and home, less noise
   3  two plies (its move, the best reply), safety at the leaves
-  4  three plies (alpha-beta, captures only on the third), almost no noise, and two plies deep when weighing a power
+  4  three plies (alpha-beta, captures only on the third), almost no noise, and two plies
+     deep when weighing a power
 """
 
 from __future__ import annotations
