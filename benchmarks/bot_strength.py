@@ -42,7 +42,11 @@ def main() -> None:
     for a in levels:
         row = []
         for b in levels:
-            row.append("  --  " if a == b else f" {score((a, b), args.board, args.powers, args.games, a * 10 + b):.2f} ")
+            row.append(
+                "  --  "
+                if a == b
+                else f" {score((a, b), args.board, args.powers, args.games, a * 10 + b):.2f} "
+            )
         print(f"  L{a}  " + "".join(row))
     print(f"({time.perf_counter() - t:.0f} s)")
 
