@@ -17,6 +17,10 @@ import polars as pl
 from .cuts import DIMS, Cut
 from .load import EPOCH_DAY, POWERS, Data
 
+POWER = pl.Enum(POWERS)
+# the dimensions of the tables with many rows per cell (setup cells, power pairs and power
+# against power, lane distances, histograms): no platform, no AI level
+LIGHT_DIMS = ("board", "variant", "mode", "client_version", "week")
 DTYPES = {
     "board": pl.UInt8,
     "variant": pl.String,
@@ -82,12 +86,28 @@ class Dims:
             "cell"
         )
 
+    def coarse(self, keep=None, col: str = "cell") -> pl.Expr:
+        """The cell with the codes of dimensions outside `keep` set to 0 (default keep:
+        LIGHT_DIMS): grouping by it merges those dimensions."""
+        keep = LIGHT_DIMS if keep is None else keep
+        drop = [d for d in DIMS if d not in keep]
+        out = pl.col(col)
+        for d in drop:
+            out = out - self.code(d, col) * self.stride[d]
+        return out.alias(col)
+
     def code(self, dim: str, col: str = "cell") -> pl.Expr:
         return (pl.col(col) // self.stride[dim]) % self.radix[dim]
 
+    def dtype(self, dim: str) -> pl.DataType:
+        # text dimensions stay dictionary-coded (Enum) all the way into DuckDB
+        if DTYPES[dim] == pl.String:
+            return pl.Enum([str(v) for v in self.values[dim]])
+        return DTYPES[dim]
+
     def value(self, dim: str, code: pl.Expr) -> pl.Expr:
         mapping = dict(enumerate(self.values[dim]))
-        return code.replace_strict(mapping, return_dtype=DTYPES[dim]).alias(dim)
+        return code.replace_strict(mapping, return_dtype=self.dtype(dim)).alias(dim)
 
     def decode(self, frame: pl.LazyFrame, dims=DIMS, col: str = "cell") -> pl.LazyFrame:
         """Swap `cell` for the dimension columns, dimensions first."""
@@ -124,6 +144,13 @@ class Base:
 
     def decode(self, frame: pl.LazyFrame, dims=DIMS) -> pl.LazyFrame:
         return self.dims.decode(frame, dims)
+
+    def light(self, frame: pl.LazyFrame, keys: list[str]) -> pl.LazyFrame:
+        """Merge platform and AI level away (sum the other columns within the coarse cell
+        and `keys`), then decode the LIGHT_DIMS."""
+        cols = [c for c in frame.collect_schema().names() if c not in ("cell", *keys)]
+        merged = frame.group_by(self.dims.coarse(), *keys).agg(pl.col(c).sum() for c in cols)
+        return self.dims.decode(merged, LIGHT_DIMS)
 
     def in_cut(self, frame: pl.DataFrame, cut: Cut) -> pl.DataFrame:
         """Rows (with a cell column) of games in the cut."""

@@ -6,7 +6,7 @@ import polars as pl
 
 from . import views
 from .cuts import DIMS, Cut
-from .frames import Base, count, day_date, outcome, with_score
+from .frames import LIGHT_DIMS, Base, count, day_date, outcome, with_score
 
 DAY_DIMS = tuple(d for d in DIMS if d != "week")
 
@@ -32,9 +32,8 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
         pl.lit("slow6").alias("game"),
         pl.lit("verified").alias("status"),
         pl.lit(None, pl.String).alias("rule"),
-        "mode",
-        "platform",
-        "client_version",
+        # plain text: quarantined records bring values the verified games may not have
+        pl.col("mode", "platform", "client_version").cast(pl.String),
         day_date(),
         "records",
     )
@@ -50,13 +49,15 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
         count(draw, "draws"),
         count(pl.col("res_first") == 1, "first_wins"),
     )
-    length = g.group_by("cell", "reason_c", "turns").agg(pl.len().cast(pl.Int64).alias("games"))
+    length = g.group_by(b.dims.coarse(), "reason_c", "turns").agg(
+        pl.len().cast(pl.Int64).alias("games")
+    )
     first = g.group_by("cell").agg(outcome("res_first"))
     return {
         "agg_games_daily": daily,
         "agg_ingest_status": pl.concat([verified, quarantined]),
         "agg_end_reasons": b.dims.decode_codes(b.decode(reasons), ["reason"]),
-        "agg_game_length": b.dims.decode_codes(b.decode(length), ["reason"]),
+        "agg_game_length": b.dims.decode_codes(b.decode(length, LIGHT_DIMS), ["reason"]),
         "agg_first_move": with_score(b.decode(first)),
     }
 

@@ -7,7 +7,7 @@ import polars as pl
 
 from . import views
 from .cuts import Cut
-from .frames import Base, _gather_index, count, outcome, with_score
+from .frames import LIGHT_DIMS, Base, _gather_index, count, outcome, with_score
 
 
 def _side_events(b: Base) -> pl.DataFrame:
@@ -49,13 +49,13 @@ def cubes(b: Base, lane: pl.LazyFrame | None = None) -> dict[str, pl.LazyFrame]:
         .with_columns(
             reveal_round=(pl.col("revealed_turn").cast(pl.Int32) // 2 + 1).cast(pl.UInt16)
         )
-        .group_by("cell", "rank", "reveal_round")
+        .group_by(b.dims.coarse(), "rank", "reveal_round")
         .agg(pl.len().cast(pl.Int64).alias("pieces"), count(pl.col("moves") == 0, "never_moved"))
     )
     return {
         "agg_pieces": b.decode(pieces),
         "agg_side_events": with_score(b.decode(events)),
-        "agg_hidden_reveal": b.decode(hidden),
+        "agg_hidden_reveal": b.decode(hidden, LIGHT_DIMS),
     }
 
 

@@ -8,7 +8,7 @@ import polars as pl
 
 from . import views
 from .cuts import Cut
-from .frames import POWERS, Base, bit, count
+from .frames import LIGHT_DIMS, POWER, POWERS, Base, bit, count
 
 PAIRS = list(combinations(range(len(POWERS)), 2))
 NAME = dict(enumerate(POWERS))
@@ -27,7 +27,7 @@ def _long(wide: pl.LazyFrame, keys: dict[str, tuple], names: tuple[str, ...]) ->
     long = wide.unpivot(index=["cell", "res"], on=list(keys), variable_name="key")
     table = pl.LazyFrame(
         {"key": list(keys), **{nm: [k[i] for k in keys.values()] for i, nm in enumerate(names)}}
-    ).with_columns(pl.col(nm).replace_strict(NAME, return_dtype=pl.String) for nm in names)
+    ).with_columns(pl.col(nm).replace_strict(NAME, return_dtype=POWER) for nm in names)
     return (
         long.group_by("cell", "key")
         .agg(
@@ -45,12 +45,19 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
     sp = b.sides.lazy().filter(pl.col("mask").is_not_null())
     bits = [bit("mask", i).alias(f"b{i}") for i in range(len(POWERS))]
     obits = [bit("opp_mask", i).alias(f"o{i}") for i in range(len(POWERS))]
+    # picks by full cell; pairs and power against power (145 counts a side) by coarse cell
     wide = (
-        sp.select("cell", "res", *bits, *obits)
+        sp.select("cell", "res", *bits)
         .group_by("cell", "res")
         .agg(
             pl.len().cast(pl.Int64).alias("sides"),
             *(pl.col(f"b{i}").sum().alias(f"p{i}") for i in range(len(POWERS))),
+        )
+    )
+    combos = (
+        sp.select(b.dims.coarse(), "res", *bits, *obits)
+        .group_by("cell", "res")
+        .agg(
             *((pl.col(f"b{i}") & pl.col(f"b{j}")).sum().alias(f"a{i}_{j}") for i, j in PAIRS),
             *(
                 (pl.col(f"b{i}") & pl.col(f"o{j}")).sum().alias(f"v{i}_{j}")
@@ -64,7 +71,7 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
     u = b.powers_used.lazy()
     res = pl.col("res")
     used = u.group_by(
-        "cell", pl.col("power_c").replace_strict(NAME, return_dtype=pl.String).alias("power")
+        "cell", pl.col("power_c").replace_strict(NAME, return_dtype=POWER).alias("power")
     ).agg(  # fmt: skip
         pl.len().cast(pl.Int64).alias("used_n"),
         count(res == 1, "used_wins"),
@@ -91,21 +98,21 @@ def cubes(b: Base) -> dict[str, pl.LazyFrame]:
         .select("cell", "power", "sides_n", "^picked_.*$", "^not_.*$", "^used_.*$", "^held_.*$")
     )
     used_turn = u.group_by(
-        "cell",
-        pl.col("power_c").replace_strict(NAME, return_dtype=pl.String).alias("power"),
+        b.dims.coarse(),
+        pl.col("power_c").replace_strict(NAME, return_dtype=POWER).alias("power"),
         _round(pl.col("used_turn")).alias("round"),
     ).agg(pl.len().cast(pl.Int64).alias("uses"))
-    pairs = _long(wide, {f"a{i}_{j}": (i, j) for i, j in PAIRS}, ("power_a", "power_b"))
+    pairs = _long(combos, {f"a{i}_{j}": (i, j) for i, j in PAIRS}, ("power_a", "power_b"))
     vs = _long(
-        wide,
+        combos,
         {f"v{i}_{j}": (i, j) for i in range(len(POWERS)) for j in range(len(POWERS))},
         ("power", "opp_power"),
     )
     return {
         "agg_power": b.decode(power),
-        "agg_power_used_turn": b.decode(used_turn),
-        "agg_power_pair": b.decode(pairs.filter(pl.col("n") > 0)),
-        "agg_power_vs": b.decode(vs.filter(pl.col("n") > 0)),
+        "agg_power_used_turn": b.decode(used_turn, LIGHT_DIMS),
+        "agg_power_pair": b.decode(pairs.filter(pl.col("n") > 0), LIGHT_DIMS),
+        "agg_power_vs": b.decode(vs.filter(pl.col("n") > 0), LIGHT_DIMS),
     }
 
 

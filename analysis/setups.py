@@ -6,16 +6,22 @@ import polars as pl
 
 from . import views
 from .cuts import Cut
-from .frames import Base, outcome, with_score
+from .frames import LIGHT_DIMS, Base, outcome, with_score
 
 LINEUP_KEY = ("board", "variant", "mode", "client_version", "lineup")
 # lineup-against-lineup rows need at least this many games to be shown (and tested)
 MIN_N_VS = 30
+SOURCE = pl.Enum(["chosen", "dealt"])
 
 
 def source(variant: pl.Expr) -> pl.Expr:
     """Hidden-variant lineups are chosen by the player, not dealt: their rates are not causal."""
-    return pl.when(variant == "hidden").then(pl.lit("chosen")).otherwise(pl.lit("dealt"))
+    return (
+        pl.when(variant == "hidden")
+        .then(pl.lit("chosen", SOURCE))
+        .otherwise(pl.lit("dealt", SOURCE))
+        .alias("lineup_source")
+    )
 
 
 def lineup_cube(b: Base) -> pl.LazyFrame:
@@ -77,7 +83,7 @@ def cubes(b: Base, lane: pl.LazyFrame | None = None) -> dict[str, pl.LazyFrame]:
     cell = pl.concat(
         [
             s.filter(pl.col("board") > f)
-            .group_by("cell", pl.col(f"r{f}").alias("rank"))
+            .group_by(b.dims.coarse(), pl.col(f"r{f}").alias("rank"))
             .agg(outcome())
             .with_columns(pl.lit(f, pl.UInt8).alias("file"))
             for f in range(7)
@@ -86,10 +92,10 @@ def cubes(b: Base, lane: pl.LazyFrame | None = None) -> dict[str, pl.LazyFrame]:
     lane = pieces_by_lane(b) if lane is None else lane
     return {
         "agg_lineup": lineup_cube(b),
-        "agg_setup_cell": with_score(b.decode(cell)).with_columns(
+        "agg_setup_cell": with_score(b.decode(cell, LIGHT_DIMS)).with_columns(
             lineup_source=source(pl.col("variant"))
         ),
-        "agg_lane_distance": b.decode(lane.drop(PIECE_ONLY)),
+        "agg_lane_distance": b.light(lane.drop(PIECE_ONLY), ["rank", "distance"]),
     }
 
 

@@ -12,6 +12,8 @@ from .cuts import DIMS
 OUT = ("n", "wins", "draws", "losses")
 SCORE = (*OUT, "score")
 NO_WEEK = tuple(d for d in DIMS if d != "week")
+# tables with many rows per cell carry no platform and no AI level (see frames.LIGHT_DIMS)
+LIGHT = ("board", "variant", "mode", "client_version", "week")
 POWER_COUNTS = (
     "sides_n",
     *(f"picked_{c}" for c in OUT),
@@ -51,22 +53,22 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
         ("records",),
     ),
     "agg_end_reasons": (DIMS, ("reason",), ("games", "draws", "first_wins")),
-    "agg_game_length": (DIMS, ("reason", "turns"), ("games",)),
+    "agg_game_length": (LIGHT, ("reason", "turns"), ("games",)),
     "agg_first_move": (DIMS, (), SCORE),
     "agg_lineup": (
         ("board", "variant", "mode", "client_version"),
         ("lineup", "lineup_source"),
         SCORE,
     ),
-    "agg_setup_cell": (DIMS, ("rank", "file", "lineup_source"), SCORE),
-    "agg_lane_distance": (DIMS, ("rank", "distance"), LANE_COUNTS),
+    "agg_setup_cell": (LIGHT, ("rank", "file", "lineup_source"), SCORE),
+    "agg_lane_distance": (LIGHT, ("rank", "distance"), LANE_COUNTS),
     "agg_power": (DIMS, ("power",), POWER_COUNTS),
-    "agg_power_used_turn": (DIMS, ("power", "round"), ("uses",)),
-    "agg_power_pair": (DIMS, ("power_a", "power_b"), OUT),
-    "agg_power_vs": (DIMS, ("power", "opp_power"), OUT),
+    "agg_power_used_turn": (LIGHT, ("power", "round"), ("uses",)),
+    "agg_power_pair": (LIGHT, ("power_a", "power_b"), OUT),
+    "agg_power_vs": (LIGHT, ("power", "opp_power"), OUT),
     "agg_pieces": (DIMS, ("rank",), PIECE_COUNTS),
     "agg_side_events": (DIMS, ("made_stun", "made_catch"), (*SCORE, "stuns", "catches")),
-    "agg_hidden_reveal": (DIMS, ("rank", "reveal_round"), ("pieces", "never_moved")),
+    "agg_hidden_reveal": (LIGHT, ("rank", "reveal_round"), ("pieces", "never_moved")),
     "agg_vs_ai": (DIMS, ("human_first",), SCORE),
     "agg_challenge": (DIMS, ("challenge_id",), SCORE),
 }

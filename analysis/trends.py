@@ -1,4 +1,7 @@
-"""Trends: every score rate by week and by client version, in one long table."""
+"""Trends: every score rate by week and by client version, in one long table.
+
+Lineup trends cover 5x5 only: 7x7 has 5,040 lineups, a few games each per week.
+"""
 
 from __future__ import annotations
 
@@ -12,53 +15,55 @@ OUT = ["n", "wins", "draws", "losses"]
 FILES = "abcdefg"
 
 
-def _long(frame: pl.DataFrame, metric: str, key: pl.Expr, period: str) -> pl.DataFrame:
+def _long(frame: pl.DataFrame, metric: str, keys: list[str], key: pl.Expr, period: str):
+    """Sum within (board, variant, keys, period), then name the key: strings are made only
+    for the (few) aggregated rows."""
     df = (
-        frame.with_columns(key=key.cast(pl.String), period=pl.col(period).cast(pl.String))
-        .group_by("board", "variant", "key", "period")
+        frame.lazy()
+        .group_by("board", "variant", *keys, period)
         .agg(pl.col(c).sum() for c in OUT)
         .filter(pl.col("n") > 0)
     )
     return df.select(
-        pl.lit(metric).alias("metric"), "board", "variant", "key",
-        pl.lit(period).alias("period_kind"), "period", *OUT,
-    )  # fmt: skip
+        pl.lit(metric).alias("metric"),
+        "board",
+        pl.col("variant").cast(pl.String),
+        key.cast(pl.String).alias("key"),
+        pl.lit(period).alias("period_kind"),
+        pl.col(period).cast(pl.String).alias("period"),
+        *OUT,
+    )
 
 
 def table(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> pl.DataFrame:
     """`cut` is the default cut; trends keep its modes but span every client version."""
     human = Cut(mode=cut.mode or HUMAN_MODES)
     renamed = {f"picked_{x}": x for x in OUT}
-    lineups = b.decode(b.sides.lazy().group_by("cell", "lineup").agg(outcome())).collect()
+    small = b.sides.lazy().filter(pl.col("board") == 5)
+    lineups = b.decode(small.group_by("cell", "lineup").agg(outcome())).collect()
+    file = pl.col("file").replace_strict(dict(enumerate(FILES)), return_dtype=pl.String)
+    pair = pl.col("power_a").cast(pl.String) + "+" + pl.col("power_b").cast(pl.String)
     sources = [
-        ("first_move", human.apply(c["agg_first_move"]), pl.lit("")),
-        ("lineup", human.apply(lineups), pl.col("lineup")),
-        (
-            "setup_cell",
-            human.apply(c["agg_setup_cell"]),
-            pl.col("rank").cast(pl.String)
-            + "@"
-            + pl.col("file").replace_strict(dict(enumerate(FILES)), return_dtype=pl.String),
-        ),
-        (
-            "power_picked",
-            human.apply(c["agg_power"]).select(pl.exclude(OUT)).rename(renamed),
-            pl.col("power"),
-        ),
-        ("power_pair", human.apply(c["agg_power_pair"]),
-         pl.col("power_a").cast(pl.String) + "+" + pl.col("power_b").cast(pl.String)),
-        ("vs_ai", Cut(mode="computer").apply(c["agg_vs_ai"]), pl.col("ai_level")),
-        ("challenge", Cut(mode="challenge").apply(c["agg_challenge"]), pl.col("challenge_id")),
+        ("first_move", human.apply(c["agg_first_move"]), [], pl.lit("")),
+        ("lineup", human.apply(lineups), ["lineup"], pl.col("lineup")),
+        ("setup_cell", human.apply(c["agg_setup_cell"]), ["rank", "file"],
+         pl.col("rank").cast(pl.String) + "@" + file),
+        ("power_picked", human.apply(c["agg_power"]).select(pl.exclude(OUT)).rename(renamed),
+         ["power"], pl.col("power")),
+        ("power_pair", human.apply(c["agg_power_pair"]), ["power_a", "power_b"], pair),
+        ("vs_ai", Cut(mode="computer").apply(c["agg_vs_ai"]), ["ai_level"], pl.col("ai_level")),
+        ("challenge", Cut(mode="challenge").apply(c["agg_challenge"]), ["challenge_id"],
+         pl.col("challenge_id")),
     ]  # fmt: skip
     parts = [
-        _long(frame, metric, key, period)
-        for metric, frame, key in sources
+        _long(frame, metric, keys, key, period)
+        for metric, frame, keys, key in sources
         for period in ("week", "client_version")
         if frame.height
     ]
     if not parts:
         return _empty()
-    df = pl.concat(parts)
+    df = pl.concat(pl.collect_all(parts))
     order = sorted(df["period"].unique().to_list(), key=_period_key)
     df = df.with_columns(
         period_order=pl.col("period").replace_strict(
@@ -79,6 +84,3 @@ def _empty() -> pl.DataFrame:
                 "period_kind": pl.String, "period": pl.String, "n": pl.Int64, "wins": pl.Int64,
                 "draws": pl.Int64, "losses": pl.Int64, "period_order": pl.Int32}
     )  # fmt: skip
-
-
-__all__ = ["table", "outcome"]

@@ -42,10 +42,15 @@ CUTS = [
 ]
 
 
+def _text(df: pl.DataFrame) -> pl.DataFrame:
+    # runs over different games have different dictionaries (Enum types): compare the text
+    return df.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
+
+
 def _summed(frame: pl.DataFrame, name: str, keep: list[str]) -> pl.DataFrame:
     dims, keys, counts = tables.ADDITIVE[name]
     by = [*keep, *keys]
-    return views.summed(frame, by, counts)
+    return _text(views.summed(_text(frame), by, counts))
 
 
 @pytest.mark.parametrize("cut", CUTS, ids=lambda c: c.as_json())
@@ -64,7 +69,7 @@ def test_cutting_a_table_equals_filtering_the_games_first(store, full, cut):
         before = _summed(first[name], name, keep)
         assert_frame_equal(after, before, check_dtypes=False)
         checked += 1
-    assert checked >= 12
+    assert checked >= 5  # tables without one of the cut's dimensions must refuse it (above)
 
 
 @pytest.mark.parametrize("cut", CUTS[:6], ids=lambda c: c.as_json())
@@ -77,11 +82,11 @@ def test_rates_on_a_cut_equal_rates_after_filtering_first(store, full, cut):
     ]:
         if not set(cut.restricts()) <= set(tables.columns(name)):
             continue  # e.g. agg_lineup has no platform column (its key is fixed by the issue)
-        a = views.rates(cut.apply(full[name]), by, family=family)
-        b = views.rates(first[name], by, family=family)
+        a = views.rates(_text(cut.apply(full[name])), by, family=family)
+        b = views.rates(_text(first[name]), by, family=family)
         assert_frame_equal(a, b, check_dtypes=False)
-    a = views.power_rates(cut.apply(full["agg_power"]))
-    b = views.power_rates(first["agg_power"])
+    a = views.power_rates(_text(cut.apply(full["agg_power"])))
+    b = views.power_rates(_text(first["agg_power"]))
     assert_frame_equal(a, b, check_dtypes=False)
 
 
