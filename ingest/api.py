@@ -40,27 +40,28 @@ def upload():
     if request.content_length is not None and request.content_length > limit:
         return _too_large(kind, limit)
     received = utcnow()
-    judged = []
+    lines = []
     try:
         if kind == JSON:
             body = whole_body(request.stream, limit).rstrip(b"\r\n")
             if len(body) > MAX_RECORD:
                 return _too_large(kind, limit)
             if body.strip():
-                judged.append(state.judge.judge(0, body, received))
+                lines.append((0, body))
         else:
             max_lines = state.config["BALANCE_MAX_LINES"]
             for number, text in ndjson_lines(request.stream, limit):
-                if len(judged) >= max_lines:
+                if len(lines) >= max_lines:
                     return error(
                         413,
                         f"a batch holds at most {max_lines} records; nothing was stored: split it",
                     )
-                judged.append(state.judge.judge(number, text, received))
+                lines.append((number, text))
     except BodyTooLarge:
         return _too_large(kind, limit)
-    if not judged:
+    if not lines:
         return error(400, "the body holds no record")
+    judged = state.pool.judge_many(lines, received)
     pending = [j.pending for j in judged if j.pending is not None]
     try:
         outcomes = state.store.ingest(pending, timeout=state.commit_timeout)

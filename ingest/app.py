@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -17,6 +18,7 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .responses import register_error_handlers
 from .store import Store
+from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
 
@@ -28,6 +30,7 @@ class IngestState:
     config: dict
     store: Store
     judge: Judge
+    pool: JudgePool
     limiter: RateLimiter
     metrics: Metrics
     jobs: JobScheduler | None = None
@@ -43,16 +46,20 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.update(conf)
     app.config["MAX_CONTENT_LENGTH"] = None  # the upload handler enforces its own limits
     metrics = Metrics()
+    judge = Judge(conf.get("VERIFIER"), conf.get("WELLFORMED"))
     store = conf.get("STORE") or Store(
         conf["BALANCE_DB"],
         commit_max=conf["BALANCE_COMMIT_MAX"],
         on_commit=metrics.observe_commit,
         checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
+        defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
+        judge=judge,
     )
     state = IngestState(
         config=conf,
         store=store,
-        judge=Judge(conf.get("VERIFIER"), conf.get("WELLFORMED")),
+        judge=judge,
+        pool=JudgePool(_workers(conf), judge),
         limiter=RateLimiter(conf["BALANCE_RATE_LIMIT"], conf["BALANCE_RATE_BURST"] or None),
         metrics=metrics,
     )
@@ -72,7 +79,15 @@ def close_app(app: Flask) -> None:
     state = app.extensions["ingest"]
     if state.jobs is not None:
         state.jobs.stop()
+    state.pool.close()
     state.store.close()
+
+
+def _workers(conf: dict) -> int:
+    if conf.get("VERIFIER") or conf.get("WELLFORMED"):
+        return 0  # injected (test) modules live in this process only
+    n = conf["BALANCE_WORKERS"]
+    return min(4, os.cpu_count() or 1) if n < 0 else n
 
 
 def _instrument(app: Flask, metrics: Metrics) -> None:

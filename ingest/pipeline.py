@@ -115,7 +115,7 @@ class Judge:
             verdict = V.invalid(gid, "internal", None, "the verifier gave no replay facts")
         if verdict.verdict == V.VALID:
             try:
-                table_rows = rows.game_rows(text_id, record, facts, received)
+                table_rows = rows.game_rows(key.bytes, record, facts, received)
             except Exception as exc:  # facts that do not fit the tables: keep the record
                 log.error("rows for a verified %s game failed: %r", record["game"], exc)
                 msg = "its replay facts did not fit the tables; kept for `balance reverify`"
@@ -125,7 +125,7 @@ class Judge:
             res = result(line, gid, "accepted")
         else:
             status = QUARANTINED
-            table_rows = rows.quarantine_row(text_id, record, verdict, received)
+            table_rows = rows.quarantine_row(key.bytes, record, verdict, received)
             res = result(line, gid, "quarantined", verdict.rule, verdict.turn, verdict.message)
             if record["game"] == "slide":
                 res["seat"] = verdict.seat

@@ -8,6 +8,7 @@ table (columnar insert, not row by row).
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 
 import pyarrow as pa
 
@@ -16,16 +17,17 @@ from replays.slow6.facts import Slow6Facts
 
 U8, U16, U64 = pa.uint8(), pa.uint16(), pa.uint64()
 STR, BOOL, TS = pa.string(), pa.bool_(), pa.timestamp("us")
+UUID = pa.uuid()  # DuckDB reads the arrow.uuid extension type as UUID
 
-# table -> ((column, arrow type), ...) in the order of ingest/schema.sql; game_id is a string
-# here and cast to UUID on insert.
+# table -> ((column, arrow type), ...) in the exact order of ingest/schema.sql (the insert is
+# positional); game_id values are the UUID's 16 bytes (or its text, converted in to_arrow).
 COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
     "raw_records": (
-        ("game_id", STR), ("game", STR), ("status", STR), ("content_hash", U64),
+        ("game_id", UUID), ("game", STR), ("status", STR), ("content_hash", U64),
         ("record", pa.binary()), ("codec", U8), ("received_at", TS),
     ),
     "games": (
-        ("game_id", STR), ("game", STR), ("board", U8), ("powers", BOOL), ("hidden", BOOL),
+        ("game_id", UUID), ("game", STR), ("board", U8), ("powers", BOOL), ("hidden", BOOL),
         ("variant", STR), ("mode", STR), ("ai_side", U8), ("ai_level", U8),
         ("challenge_id", STR), ("platform", STR), ("client_version", STR), ("first", U8),
         ("lineup_0", STR), ("lineup_1", STR), ("powers_0", pa.list_(STR)),
@@ -33,35 +35,35 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("points_1", U16), ("turns", U16), ("ended_at", TS), ("received_at", TS),
     ),
     "game_turns": (
-        ("game_id", STR), ("turn", U16), ("side", U8), ("power", STR), ("move_1", STR),
+        ("game_id", UUID), ("turn", U16), ("side", U8), ("power", STR), ("move_1", STR),
         ("move_2", STR), ("fights", U8), ("removed", U8), ("stuns", U8), ("catches", U8),
         ("promotions", U8), ("trapped", U8),
     ),
-    "game_powers": (("game_id", STR), ("side", U8), ("power", STR), ("used_turn", U16)),
+    "game_powers": (("game_id", UUID), ("side", U8), ("power", STR), ("used_turn", U16)),
     "game_pieces": (
-        ("game_id", STR), ("side", U8), ("start", STR), ("rank", U8), ("promoted_turn", U16),
+        ("game_id", UUID), ("side", U8), ("start", STR), ("rank", U8), ("promoted_turn", U16),
         ("removed_turn", U16), ("revealed_turn", U16), ("moves", U16), ("stunned", U8),
         ("home", BOOL),
     ),
     "quarantine": (
-        ("game_id", STR), ("game", STR), ("rule", STR), ("turn", U16), ("seat", U8),
+        ("game_id", UUID), ("game", STR), ("rule", STR), ("turn", U16), ("seat", U8),
         ("message", STR), ("platform", STR), ("client_version", STR), ("mode", STR),
         ("ended_at", TS), ("received_at", TS),
     ),
     "slide_games": (
-        ("game_id", STR), ("players", U8), ("first", U8), ("match_id", STR),
+        ("game_id", UUID), ("players", U8), ("first", U8), ("match_id", STR),
         ("match_game", U16), ("mode", STR), ("platform", STR), ("client_version", STR),
         ("winners", pa.list_(U8)), ("shared", BOOL), ("best_score", U16), ("rounds", U8),
         ("ended_at", TS), ("received_at", TS),
     ),
     "slide_seats": (
-        ("game_id", STR), ("players", U8), ("seat", U8), ("seat_from_first", U8),
+        ("game_id", UUID), ("players", U8), ("seat", U8), ("seat_from_first", U8),
         ("score", U16), ("cards_left", U8), ("won", BOOL), ("groups_removed", U8),
         ("cards_removed", U8),
         ("groups", pa.list_(pa.struct([("value", U8), ("size", U8)]))),
     ),
     "slide_rounds": (
-        ("game_id", STR), ("round", U8), ("seat", U8), ("take_order", U8), ("revealed", U8),
+        ("game_id", UUID), ("round", U8), ("seat", U8), ("take_order", U8), ("revealed", U8),
         ("reveal_row", U8), ("reveal_col", U8), ("took", U8), ("had_choice", BOOL),
         ("available", pa.list_(U8)), ("side", STR),
     ),
@@ -87,7 +89,7 @@ def parse_time(text: str) -> dt.datetime:
         return stamp.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else stamp
 
 
-def slow6_rows(gid: str, record: dict, facts: Slow6Facts, received: dt.datetime) -> Rows:
+def slow6_rows(gid: bytes | str, record: dict, facts: Slow6Facts, received: dt.datetime) -> Rows:
     rules, client = record["rules"], record["client"]
     ai, challenge, picks = record["ai"], record["challenge"], record["powers"]
     variant = "hidden" if rules["hidden"] else "powers" if rules["powers"] else "classic"
@@ -120,7 +122,7 @@ def slow6_rows(gid: str, record: dict, facts: Slow6Facts, received: dt.datetime)
     return {"games": [game], "game_turns": turns, "game_powers": powers, "game_pieces": pieces}
 
 
-def slide_rows(gid: str, record: dict, facts: SlideFacts, received: dt.datetime) -> Rows:
+def slide_rows(gid: bytes | str, record: dict, facts: SlideFacts, received: dt.datetime) -> Rows:
     client, match, players = record["client"], record["match"], facts.players
     winners = sorted(facts.winners)
     best = min(s.score for s in facts.seats) if facts.seats else 0
@@ -145,13 +147,13 @@ def slide_rows(gid: str, record: dict, facts: SlideFacts, received: dt.datetime)
     return {"slide_games": [game], "slide_seats": seats, "slide_rounds": rounds}
 
 
-def game_rows(gid: str, record: dict, facts, received: dt.datetime) -> Rows:
+def game_rows(gid: bytes | str, record: dict, facts, received: dt.datetime) -> Rows:
     if record["game"] == "slow6":
         return slow6_rows(gid, record, facts, received)
     return slide_rows(gid, record, facts, received)
 
 
-def quarantine_row(gid: str, record: dict, verdict, received: dt.datetime) -> Rows:
+def quarantine_row(gid: bytes | str, record: dict, verdict, received: dt.datetime) -> Rows:
     client = record["client"]
     row = (
         gid, record["game"], verdict.rule or "format", verdict.turn, verdict.seat,
@@ -165,14 +167,8 @@ def to_arrow(table: str, rows: list[tuple]) -> pa.Table:
     """One Arrow table from row tuples (columns in COLUMNS order)."""
     spec = COLUMNS[table]
     columns = list(zip(*rows, strict=True)) if rows else [()] * len(spec)
+    if columns[0] and isinstance(columns[0][0], str):  # ids as text (reverify, raw rows)
+        columns[0] = [uuid.UUID(g).bytes for g in columns[0]]
     return pa.table(
         {name: pa.array(col, type=typ) for (name, typ), col in zip(spec, columns, strict=True)}
     )
-
-
-def insert_sql(table: str, view: str) -> str:
-    """INSERT of a registered Arrow view into `table`, casting the string ids to UUID."""
-    names = [name for name, _ in COLUMNS[table]]
-    select = ", ".join("game_id::UUID" if n == "game_id" else f'"{n}"' for n in names)
-    cols = ", ".join(f'"{n}"' for n in names)
-    return f"INSERT INTO {table} ({cols}) SELECT {select} FROM {view}"

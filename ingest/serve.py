@@ -27,6 +27,11 @@ def configure_logging(access_log: bool = True) -> None:
 def run(app: Flask, host: str, port: int, threads: int = 8) -> int:
     from waitress import create_server
 
+    # The writer thread gives up the GIL inside every DuckDB call; with request threads busy
+    # replaying games, the default 5 ms switch interval would make it wait that long to get
+    # it back after each statement of a commit. 0.5 ms keeps commits (and answers) short.
+    sys.setswitchinterval(0.0005)
+
     max_body = app.extensions["ingest"].config["BALANCE_MAX_BODY"]
     server = create_server(
         app,

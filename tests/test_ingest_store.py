@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import threading
 
+import duckdb
 import pytest
-from conftest import SLIDE, SLOW6, dumps, fresh
+from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
 from ingest import codec
 from ingest.pipeline import Judge, utcnow
@@ -76,6 +77,8 @@ def test_queued_requests_share_one_commit(store):
         t.join()
     assert commits == [10]  # one transaction for all ten requests
     assert answers == [["accepted"]] * 10
+    assert count(store, "SELECT count(*) FROM raw_records") == 10
+    store.flush_rows()  # the derived rows follow in the rows thread's transaction
     assert count(store, "SELECT count(*) FROM games") == 10
 
 
@@ -96,7 +99,9 @@ def test_duplicates_and_conflicts_within_one_group_and_after_restart(tmp_path):
         assert s.known_count() == 1
 
 
-def test_a_failing_request_does_not_fail_its_group(store):
+def test_a_failing_request_does_not_fail_its_group(tmp_path):
+    # one transaction for raw and derived rows: a bad row fails its request, not the group
+    store = Store(tmp_path / "f.duckdb", defer_rows=False)
     gate = hold_writer(store)
     good, bad = pending([fresh(SLOW6[3])]), pending([fresh(SLOW6[4])])
     bad[0].rows["games"] = [("not", "a", "row")]  # breaks the columnar insert
@@ -119,6 +124,50 @@ def test_a_failing_request_does_not_fail_its_group(store):
     assert isinstance(out["bad"], Exception)
     assert count(store, "SELECT count(*) FROM raw_records") == 1  # the bad one left nothing
     assert store.ingest(good) == ["duplicate"]
+    store.close()
+
+
+def test_deferred_rows_that_do_not_fit_quarantine_their_game_only(store):
+    good, bad = pending([fresh(SLOW6[3])]), pending([fresh(SLOW6[4])])
+    bad[0].rows["games"] = [("not", "a", "row")]
+    assert store.ingest(good + bad) == ["accepted", "accepted"]  # the raw records are safe
+    store.flush_rows()
+    assert count(store, "SELECT count(*) FROM games") == 1
+    q = f"SELECT rule FROM quarantine WHERE game_id = '{bad[0].gid}'"
+    assert store.reader().execute(q).fetchall() == [("internal",)]
+    st = f"SELECT status FROM raw_records WHERE game_id = '{bad[0].gid}'"
+    assert store.reader().execute(st).fetchall() == [("quarantined",)]
+
+
+def test_rows_lost_in_a_crash_are_rebuilt_when_the_store_opens(tmp_path):
+    path = tmp_path / "r.duckdb"
+    recs = [fresh(SLOW6[i]) for i in range(3)] + [fresh(SLIDE[0])]
+    quarantined = fresh(example_records("slow6-invalid")[0])
+    with Store(path) as s:
+        assert s.ingest(pending(recs + [quarantined]))[-1] == "quarantined"
+    lost = [recs[1]["game_id"], recs[3]["game_id"], quarantined["game_id"]]
+    con = duckdb.connect(str(path))  # what a crash between the two commits leaves
+    for table in (
+        "games",
+        "game_turns",
+        "game_pieces",
+        "game_powers",
+        "slide_games",
+        "slide_seats",
+        "slide_rounds",
+        "quarantine",
+    ):
+        con.execute(f"DELETE FROM {table} WHERE game_id IN (SELECT unnest(?::UUID[]))", [lost])
+    con.close()
+    with Store(path) as s:
+        assert s.recovered == 3
+        assert count(s, "SELECT count(*) FROM games") == 3
+        assert count(s, "SELECT count(DISTINCT game_id) FROM game_turns") == 3
+        assert count(s, "SELECT count(*) FROM game_turns") == sum(len(r["turns"]) for r in recs[:3])
+        assert count(s, "SELECT count(*) FROM slide_games") == 1
+        assert count(s, "SELECT count(*) FROM quarantine") == 1
+    with Store(path) as s:
+        assert s.recovered == 0  # nothing is rebuilt twice
 
 
 def test_submit_runs_in_a_transaction_and_rolls_back_on_error(store):

@@ -1,0 +1,89 @@
+"""Judging uploads in worker processes, so that the server process stays free for I/O.
+
+Replaying a game is pure-Python CPU work. Done on the request threads, it holds the GIL that
+the store's writer thread needs between DuckDB calls: a commit that takes 30 ms alone took
+150-600 ms next to busy request threads. In worker processes it also runs on every core.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import multiprocessing
+import threading
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+
+from .pipeline import Judge, Judged, TooLong
+
+log = logging.getLogger("ingest.workers")
+
+_worker_judge: Judge | None = None
+_CHUNK = 50  # lines per task: enough to amortise the hand-off, small enough to spread
+
+
+def _init() -> None:
+    global _worker_judge
+    _worker_judge = Judge()
+
+
+def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
+    return [_worker_judge.judge(number, text, received) for number, text in lines]
+
+
+def _ready() -> bool:
+    return _worker_judge is not None
+
+
+class JudgePool:
+    """Judges lines in `workers` processes (0: in this process, with `judge`)."""
+
+    def __init__(self, workers: int, judge: Judge):
+        self.workers = workers
+        self.judge = judge
+        self._lock = threading.Lock()
+        self._pool = self._start() if workers > 0 else None
+
+    def _start(self) -> ProcessPoolExecutor:
+        # spawn, not fork: the server process has threads and an open DuckDB database
+        ctx = multiprocessing.get_context("spawn")
+        pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init)
+        for future in [pool.submit(_ready) for _ in range(self.workers)]:
+            future.result()  # start them now, not on the first upload
+        return pool
+
+    def judge_many(self, lines: list, received: dt.datetime) -> list[Judged]:
+        pool = self._pool
+        if pool is None:
+            return [self.judge.judge(n, text, received) for n, text in lines]
+        out: list[Judged | None] = [None] * len(lines)
+        remote = [
+            (i, n, text) for i, (n, text) in enumerate(lines) if not isinstance(text, TooLong)
+        ]
+        for i, (n, text) in enumerate(lines):
+            if isinstance(text, TooLong):  # nothing to parse: judged here
+                out[i] = self.judge.judge(n, text, received)
+        chunks = [remote[k : k + _CHUNK] for k in range(0, len(remote), _CHUNK)]
+        try:
+            futures = [
+                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], received) for c in chunks
+            ]
+            for chunk, future in zip(chunks, futures, strict=True):
+                for (i, _, _), judged in zip(chunk, future.result(), strict=True):
+                    out[i] = judged
+        except BrokenProcessPool:
+            log.error("a judge worker died; restarting the pool, judging this request here")
+            self._restart(pool)
+            return [self.judge.judge(n, text, received) for n, text in lines]
+        return out
+
+    def _restart(self, broken: ProcessPoolExecutor) -> None:
+        with self._lock:
+            if self._pool is broken:
+                broken.shutdown(wait=False, cancel_futures=True)
+                self._pool = self._start()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
