@@ -28,7 +28,7 @@ def run_once(store) -> dict | None:
     run = analysis_run()
     if run is None:
         return None
-    reader = store.reader()
+    reader = store.reader()  # sees every game stored so far, derived rows included
     try:
         # analysis.jobs opens its own transaction (and falls back to ours if one is open)
         return run(reader, lambda fn: store.submit(fn, transaction=False).result())

@@ -152,7 +152,10 @@ class Store:
 
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A new cursor on the store for trusted read-only queries from another thread.
-        The caller closes it; it sees every committed transaction."""
+        The caller closes it. It sees every game acknowledged before the call, derived rows
+        included (it waits for the rows thread first: read-your-writes)."""
+        if not self._closed:
+            self.flush_rows()
         return self._con.cursor()
 
     def known_count(self) -> int:

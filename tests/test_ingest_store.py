@@ -221,3 +221,10 @@ def test_canonical_form_ignores_key_order_and_spacing():
     assert codec.canonical(rec) == codec.canonical(shuffled)
     assert codec.content_hash(codec.canonical(rec)) == codec.content_hash(codec.canonical(shuffled))
     assert codec.content_hash(codec.canonical(rec)) != codec.content_hash(codec.canonical(SLOW6[1]))
+
+
+def test_a_reader_sees_every_acknowledged_game_with_its_rows(store):
+    for i in range(5):
+        assert store.ingest(pending([fresh(SLOW6[i])])) == ["accepted"]
+        # no flush_rows(): a reader opened after the answer must see the derived rows
+        assert count(store, "SELECT count(*) FROM games") == i + 1
