@@ -135,3 +135,53 @@ def lineup_vs(b: Base, cut: Cut, min_n: int = MIN_N_VS) -> pl.DataFrame:
     return views.rates(
         vs, ["board", "variant", "lineup", "opp_lineup"], family=["board", "variant"], min_n=min_n
     ).with_columns(lineup_source=source(pl.col("variant")))
+
+
+LINEUP_SQL = """
+SELECT board, enum_code(variant::{variant}) AS variant_c, enum_code(mode::{mode}) AS mode_c,
+       enum_code(client_version::{client_version}) AS client_version_c,
+       lineup_0::UINTEGER AS lineup_0, lineup_1::UINTEGER AS lineup_1, winner
+FROM games g WHERE game = 'slow6' AND {where}
+"""
+
+
+def lineup_table(con, cut: Cut | None = None) -> pl.DataFrame:
+    """agg_lineup on its own: read only its columns (DuckDB -> Arrow -> Polars) and aggregate
+    lazily. The jobs compute the same table from the frames they read once for every table;
+    this is the per-table cost the benchmark compares with one SQL query."""
+    from .frames import Dims
+    from .load import _enum, _pl
+
+    where = (cut or Cut()).sql_where("g")
+    text = ("variant", "mode", "client_version")
+    found = con.execute(
+        "SELECT "
+        + ", ".join(f"list(DISTINCT {k} ORDER BY {k})" for k in text)
+        + f" FROM games g WHERE game = 'slow6' AND {where}"
+    ).fetchone()
+    values = {k: v or ["-"] for k, v in zip(text, found, strict=True)}
+    dicts = {"board": [5, 7], "ai_level": [None], "platform": ["-"], "week": [None], **values}
+    enums = {k: _enum(values[k]) for k in text}
+    games = _pl(con, LINEUP_SQL.format(where=where, **enums)).lazy()
+    w = pl.col("winner")
+    key = ["board", "variant_c", "mode_c", "client_version_c"]
+    sides = pl.concat(
+        games.select(
+            *key,
+            pl.col(f"lineup_{s}").alias("lineup"),
+            pl.when(w.is_null()).then(0).when(w == s).then(1).otherwise(-1).alias("res"),
+        )
+        for s in (0, 1)
+    )
+    out = Dims(dicts).decode_codes(
+        sides.group_by(*key, "lineup").agg(outcome()), ["variant", "mode", "client_version"]
+    )
+    return (
+        with_score(
+            out.select(
+                *LINEUP_KEY[:-1], pl.col("lineup").cast(pl.String), "n", "wins", "draws", "losses"
+            )  # fmt: skip
+        )
+        .with_columns(lineup_source=source(pl.col("variant")))
+        .collect()
+    )

@@ -60,6 +60,17 @@ def test_lineup_counts_each_side_once(store):
     assert n_sides == 2 * store.execute("SELECT count(*) FROM games").fetchone()[0]
 
 
+def test_the_standalone_lineup_job_gives_the_same_table(store):
+    import polars as pl
+
+    from analysis import setups
+
+    alone = setups.lineup_table(store).with_columns(pl.col(pl.Enum).cast(pl.String))
+    stored = store.sql("FROM agg_lineup").pl()
+    key = ["board", "variant", "mode", "client_version", "lineup"]
+    assert alone.sort(key).equals(stored.select(alone.columns).cast(alone.schema).sort(key))
+
+
 def test_first_move(store):
     same(
         store,
