@@ -100,7 +100,7 @@ def main() -> int:
     ap.add_argument("--batch-games", type=int, default=20_000)
     ap.add_argument("--single-games", type=int, default=8_000)
     ap.add_argument("--pool", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=8, help="waitress threads")
+    ap.add_argument("--threads", type=int, default=16, help="waitress threads")
     args = ap.parse_args()
     records = pool("slow6", args.pool)
     lines = with_fresh_ids(records, args.batch_games + args.single_games + 1000, seed=42)

@@ -18,7 +18,7 @@ def register(sub) -> None:
     p.add_argument("--db", help="DuckDB file (default $BALANCE_DB or balance.duckdb)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--threads", type=int, default=8, help="waitress worker threads")
+    p.add_argument("--threads", type=int, default=16, help="waitress worker threads")
     p.add_argument(
         "--demo",
         type=int,

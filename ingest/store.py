@@ -336,7 +336,10 @@ class Store:
                 except queue.Empty:
                     break
             if batch:
-                self._write_rows(batch)
+                try:
+                    self._write_rows(batch)
+                except Exception as exc:  # keep serving; recover() rebuilds them at next open
+                    log.error("derived rows not written: %s", exc)
             for event in waiters:
                 event.set()
             if stop:
