@@ -31,7 +31,7 @@ class Data:
     powers_used: pl.DataFrame  # game_powers rows with a used_turn, keyed by gk
     side_events: pl.DataFrame  # game_turns rows with a stun or a catch, keyed by gk
     quarantine: pl.DataFrame  # quarantined records (overview only, never analysed)
-    slide: dict[str, pl.DataFrame]  # slide_* tables, when the store has them
+    slide: dict[str, pl.DataFrame]  # Slide games, seats and takes, when the store has them
     fingerprint: dict
 
 
@@ -125,6 +125,44 @@ FROM quarantine q WHERE {where}
 """
 
 
+SLIDE_GAMES_SQL = """
+SELECT rowid::UINTEGER AS gk, players, "first", match_id, match_game, mode, platform,
+       client_version, winners, shared, best_score,
+       CAST(date_trunc('week', ended_at) AS DATE) AS week, ended_at
+FROM slide_games q WHERE {where}
+"""
+
+SLIDE_SEATS_SQL = """
+SELECT q.rowid::UINTEGER AS gk, s.seat, s.seat_from_first, s.score, s.cards_left, s.won,
+       s.groups_removed, s.groups
+FROM slide_seats s JOIN slide_games q USING (game_id) WHERE {where}
+"""
+
+SLIDE_TAKES_SQL = """
+SELECT q.rowid::UINTEGER AS gk, r.take_order, r.took, list_min(r.available) AS lowest,
+       list_max(r.available) AS highest, len(list_distinct(r.available)) AS choices
+FROM slide_rounds r JOIN slide_games q USING (game_id) WHERE r.had_choice AND {where}
+"""
+
+
+def _slide_where(cut: Cut) -> str:
+    """Slide games have no board, variant or AI level: a cut on those selects Slow6 only."""
+    if cut.board is not None or cut.variant is not None or cut.ai_level is not None:
+        return "FALSE"
+    return _quarantine_where(cut)
+
+
+def read_slide(con, cut: Cut) -> dict[str, pl.DataFrame]:
+    if not all(table_exists(con, t) for t in SLIDE_TABLES):
+        return {}
+    where = _slide_where(cut)
+    return {
+        "games": _pl(con, SLIDE_GAMES_SQL.format(where=where)),
+        "seats": _pl(con, SLIDE_SEATS_SQL.format(where=where)),
+        "takes": _pl(con, SLIDE_TAKES_SQL.format(where=where)),
+    }
+
+
 def _quarantine_where(cut: Cut) -> str:
     # quarantined records have no board, variant or AI level: only these dimensions apply
     sub = Cut(
@@ -175,11 +213,7 @@ def read(con: duckdb.DuckDBPyConnection, cut: Cut | None = None, *, only_games=F
         events = _pl(con, EVENTS_SQL.format(where=rest))
         q_where = "FALSE" if only_games else _quarantine_where(cut)
         quarantine = _pl(con, QUARANTINE_SQL.format(where=q_where))
-        slide = {}
-        if not only_games:
-            slide = {
-                t: _pl(con, f"SELECT * FROM {t}") for t in SLIDE_TABLES if table_exists(con, t)
-            }
+        slide = {} if only_games else read_slide(con, cut)
     finally:
         if began:
             con.commit()

@@ -74,6 +74,30 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
 }
 
 
+SLIDE = ("players", "mode", "platform", "client_version", "week")
+ADDITIVE.update(
+    {
+        "agg_slide_seats": (
+            SLIDE,
+            ("seat_from_first",),
+            (
+                "seats",
+                "wins",
+                "shared_wins",
+                "win_credit",
+                "score_sum",
+                "cards_left_sum",
+                "groups_sum",
+                "seats_with_groups",
+            ),
+        ),  # fmt: skip
+        "agg_slide_scores": (SLIDE, ("measure", "value"), ("seats", "wins")),
+        "agg_slide_groups": (SLIDE, ("value", "size"), ("groups",)),
+        "agg_slide_takes": (SLIDE, ("take_order", "choices", "took", "pick"), ("takes",)),
+    }
+)
+
+
 def columns(name: str) -> list[str]:
     dims, keys, counts = ADDITIVE[name]
     return [*dims, *keys, *counts]
