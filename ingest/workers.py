@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import multiprocessing
+import os
 import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
@@ -22,9 +24,18 @@ _worker_judge: Judge | None = None
 _CHUNK = 50  # lines per task: enough to amortise the hand-off, small enough to spread
 
 
-def _init() -> None:
+def _init(parent: int) -> None:
     global _worker_judge
     _worker_judge = Judge()
+    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+
+
+def _exit_with(parent: int) -> None:
+    # A server killed with SIGKILL cannot stop its workers, and their task pipe stays open
+    # (every worker holds both ends): leave when the parent is gone.
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
 
 
 def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
@@ -47,7 +58,9 @@ class JudgePool:
     def _start(self) -> ProcessPoolExecutor:
         # spawn, not fork: the server process has threads and an open DuckDB database
         ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init)
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=ctx, initializer=_init, initargs=(os.getpid(),)
+        )
         for future in [pool.submit(_ready) for _ in range(self.workers)]:
             future.result()  # start them now, not on the first upload
         return pool

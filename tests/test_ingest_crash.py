@@ -7,6 +7,7 @@ import random
 import threading
 import time
 from collections import Counter, defaultdict
+from pathlib import Path
 
 from conftest import SLIDE, SLOW6, dumps, fresh, query
 
@@ -14,6 +15,14 @@ from conftest import SLIDE, SLOW6, dumps, fresh, query
 def pool(n: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     return [fresh(rng.choice(SLOW6 if i % 4 else SLIDE)) for i in range(n)]
+
+
+def children(pid: int) -> list[int]:
+    """Processes started by `pid` (Linux /proc), e.g. a server's judge workers."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
 
 
 def rows_per_game(db) -> dict[str, int]:
@@ -56,11 +65,17 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
     deadline = time.monotonic() + 60
     while len(acked) < 150 and time.monotonic() < deadline:
         time.sleep(0.01)
+    workers = children(server.proc.pid)
     server.kill()  # SIGKILL mid-load: no checkpoint, no clean shutdown
     stop.set()
     for t in threads:
         t.join()
     assert len(acked) >= 150
+    # its judge processes do not outlive it
+    deadline = time.monotonic() + 15
+    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
 
     server.start()  # recovers from the WAL
     again = Counter()
