@@ -8,7 +8,6 @@ dimension columns on the (small) aggregated frames.
 
 from __future__ import annotations
 
-import datetime as dt
 from dataclasses import dataclass
 
 import numpy as np
@@ -264,4 +263,4 @@ def _gather_index(game_keys: np.ndarray, child_keys: np.ndarray) -> np.ndarray:
     return at
 
 
-__all__ = ["POWERS", "Base", "Dims", "build", "dt"]
+__all__ = ["POWER", "POWERS", "Base", "Dims", "build"]

@@ -4,7 +4,7 @@ The jobs use these same functions to fill the `*_rates` tables (the default cut)
 dashboard calls them on `Cut.apply(agg table)` for any other cut, so a number means the same
 thing wherever it is shown:
 
-    frame = Cut(board=5, platform="ios").apply(con.sql("FROM agg_lineup").pl())   # or any cut
+    frame = Cut(board=5, mode="online").apply(con.sql("FROM agg_lineup").pl())  # or any cut
     rates(frame, by=["board", "variant", "lineup"], family=["board", "variant"])
 
 A *family* is the set of rows tested together: the empirical-Bayes prior is fitted across the
