@@ -48,6 +48,21 @@ def test_unchanged_inputs_skip_the_run_and_new_games_recompute(tmp_path, monkeyp
     assert json.loads(runs[-1][1]) == {"board": [5]}
 
 
+def test_a_swap_that_keeps_counts_and_times_still_recomputes(tmp_path):
+    con, _ = sy.make_store(tmp_path / "x.duckdb", sy.Plan(n=500, seed=1), quarantined=30)
+    jobs.run(con, _write(con))
+    # move one game out and put another in with the same received_at (as a reverify could)
+    (gid,) = con.execute(
+        "SELECT game_id FROM games ORDER BY received_at LIMIT 1 OFFSET 10"
+    ).fetchone()
+    con.execute("CREATE TEMP TABLE one AS SELECT * FROM games WHERE game_id = ?", [gid])
+    con.execute("DELETE FROM games WHERE game_id = ?", [gid])
+    con.execute("UPDATE one SET game_id = uuid(), lineup_0 = '12345'")
+    con.execute("INSERT INTO games SELECT * FROM one")
+    assert con.execute("SELECT count(*) FROM games").fetchone()[0] == 500
+    assert not jobs.run(con, _write(con))["skipped"]
+
+
 def test_a_dropped_table_is_rebuilt_even_if_the_games_did_not_change(tmp_path):
     con, _ = sy.make_store(tmp_path / "d.duckdb", sy.Plan(n=600, seed=1))
     jobs.run(con, _write(con))
