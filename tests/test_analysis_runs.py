@@ -29,7 +29,6 @@ def test_unchanged_inputs_skip_the_run_and_new_games_recompute(tmp_path, monkeyp
     monkeypatch.setattr(load, "read", no_reading)
     again = jobs.run(con, _write(con))
     assert again["skipped"] and again["run_id"] == first["run_id"]
-    assert again["seconds"] < 0.5
     monkeypatch.undo()
     assert con.execute("SELECT count(*) FROM agg_runs").fetchone()[0] == 1
 
