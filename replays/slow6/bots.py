@@ -185,8 +185,8 @@ class Bot(Player):
                     v += 1.5 - 0.3 * _dist(sq, pos.lane[pid], n)
             score += v if pos.side[pid] == s else -v
         if self.safety:
-            score -= 0.8 * hanging_value(pos, s)
-            score += 0.3 * hanging_value(pos, 1 - s)
+            mine, theirs = hanging(pos) if s == 0 else hanging(pos)[::-1]
+            score += 0.3 * theirs - 0.8 * mine
         return score
 
 
@@ -215,31 +215,34 @@ def _rays(n: int):
 RAYS = {n: _rays(n) for n in (5, 7)}
 
 
-def hanging_value(pos: Position, s: int) -> float:
-    """Rank of side `s`'s pieces that an enemy piece could take next move (roughly)."""
+def hanging(pos: Position) -> tuple[float, float]:
+    """Per side, the ranks of its pieces that an enemy piece could take next move (roughly:
+    the first piece along each line, within the attacker's reach)."""
     n, board, side, rank, crown = pos.n, pos.board, pos.side, pos.rank, pos.crown
     rays, stun, ply, k = RAYS[n], pos.stun, pos.ply, pos.k
-    total = 0.0
-    for pid, sq in enumerate(pos.pos):
-        if sq < 0 or side[pid] != s:
+    total = [0.0, 0.0]
+    for a, sq in enumerate(pos.pos):
+        if sq < 0:
             continue
-        rd = rank[pid]
+        ra, sa = rank[a], side[a]
+        reach = 1 if ra == crown else 2
         for ray in rays[sq]:
-            for step, e in enumerate(ray):
-                e = board[e]
-                if e < 0:
+            for step, d in enumerate(ray):
+                if step == reach:
+                    break
+                d = board[d]
+                if d < 0:
                     continue
-                if side[e] != s:
-                    ra = rank[e]
-                    if step == 0 or ra != crown:
-                        if rd == crown:
-                            hit = stun[pid] >= ply
-                        else:
-                            hit = ra == crown or 1 <= (ra - rd) % n <= k
-                        if hit:
-                            total += rd
+                if side[d] != sa:
+                    rd = rank[d]
+                    if rd == crown:
+                        hit = stun[d] >= ply
+                    else:
+                        hit = ra == crown or 1 <= (ra - rd) % n <= k
+                    if hit:
+                        total[1 - sa] += rd
                 break
-    return total
+    return total[0], total[1]
 
 
 def _beats(pos: Position, a: int, d: int) -> bool:
