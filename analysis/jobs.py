@@ -153,7 +153,7 @@ def run(
         "started_at": started,
         "games_read": data.games.height,
         "quarantined_read": data.quarantine.height,
-        "slide_games_read": data.slide["slide_games"].height if "slide_games" in data.slide else 0,
+        "slide_games_read": data.slide["games"].height if "games" in data.slide else 0,
         "latest_version": dcut.client_version[0] if dcut.client_version else None,
         "default_cut": dcut.as_json(),
         "filters": cut.as_json(),

@@ -172,3 +172,12 @@ def test_seat_rates_on_the_default_cut(reader):
     for players, seats, credit, lo, hi in got:
         assert lo == hi == pytest.approx(1 / players)
         assert credit == pytest.approx(seats / players)  # one credit per game of p seats
+
+
+def test_the_run_records_how_many_slide_games_it_read(reader):
+    # agg_runs.slide_games_read: what the Slide page's freshness line reports
+    read, games = reader.execute(
+        "SELECT slide_games_read, (SELECT count(*) FROM slide_games) FROM agg_runs "
+        "ORDER BY run_id DESC LIMIT 1"
+    ).fetchone()
+    assert read == games > 0
