@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from . import charts
+from .filters import SLIDE_SELECTS, SLOW6_SELECTS
 from .render import Chart, Ctx
 
 OUT = "sum(n) AS n, sum(wins) AS wins, sum(draws) AS draws, sum(losses) AS losses"
@@ -26,7 +27,12 @@ class Page:
     intro: str = ""
     coverage_table: str = "agg_first_move"  # one n per game: sum(n) = games
     coverage_override: dict = field(default_factory=dict)
-    dynamic: object = None  # ctx -> list[Chart], for pages whose tables are discovered
+    coverage_sum: str = "sum(n)"  # the games under the filters, from coverage_table
+    coverage_extra: tuple[str, ...] = ()
+    selects: tuple[str, ...] = SLOW6_SELECTS  # the filter form's select fields
+    versions_table: str = "agg_games_daily"  # client versions (the default: the latest)
+    game_label: str = ""  # named in the default-cut line when it is not Slow6
+    games_read: str = "games_read"  # the agg_runs column the freshness line counts
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -798,37 +804,9 @@ def _version_rank(v: str) -> int:
     return _VERSION_ORDER[v]
 
 
-# -- Slide (issue 6) -----------------------------------------------------------------------------
+# -- Slide (issue 6): dashboard/slide_charts.py -----------------------------------------------
 
-
-def slide_table_chart(table: str) -> Chart:
-    """Until the Slide charts are designed, each agg_slide_* table is shown as a table."""
-    return Chart(
-        f"slide-{table.removeprefix('agg_slide_').replace('_', '-')}",
-        table,
-        table,
-        lambda ctx: (
-            f"SELECT * FROM {table}\n{ctx.where(table) + chr(10) if ctx.where(table) else ''}"
-            "LIMIT 5000"
-        ),
-        table_rows=50,
-        note="docs/agg-tables.md describes the columns.",
-    )
-
-
-def slide_charts(ctx: Ctx) -> list[Chart]:
-    from .sqlsafe import QueryError
-
-    try:
-        result = ctx.run(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() "
-            "AND table_name LIKE 'agg\\_slide\\_%' ESCAPE '\\' ORDER BY 1",
-            limit=100,
-        )
-    except QueryError:
-        return []
-    return [slide_table_chart(t) for t in result.table.column(0).to_pylist()]
-
+from . import slide_charts  # noqa: E402  (it imports `sums` from here at call time)
 
 # -- the pages -----------------------------------------------------------------------------------
 
@@ -853,25 +831,29 @@ PAGES: dict[str, Page] = {
     "trends": Page("Trends", [trend_week, trend_version, trend_power, trend_ai]),
     "slide": Page(
         "Slide",
-        [],
-        "Slide (issue 6): the tables the analysis jobs write for Slide, as they appear.",
-        coverage_table="",
-        dynamic=slide_charts,
+        slide_charts.CHARTS,
+        "Verified Slide games only. A seat is counted from the player who led round 1 "
+        "(seat_from_first = (seat − first) mod players).",
+        coverage_table="agg_slide_seats",
+        coverage_sum="sum(seats)",
+        coverage_extra=("seat_from_first = 0",),  # one leading seat per game
+        selects=SLIDE_SELECTS,
+        versions_table="agg_slide_seats",
+        game_label="Slide",
+        games_read="slide_games_read",
     ),
 }
 
 CHARTS: dict[str, Chart] = {c.id: c for p in PAGES.values() for c in p.charts}
 
 
+def page_of(chart_id: str) -> Page | None:
+    """The page a chart is on (its filters' defaults are that page's)."""
+    return next((p for p in PAGES.values() if any(c.id == chart_id for c in p.charts)), None)
+
+
 def chart(ctx: Ctx, chart_id: str) -> Chart | None:
-    if chart_id in CHARTS:
-        return CHARTS[chart_id]
-    for p in PAGES.values():
-        if p.dynamic is not None:
-            for c in p.dynamic(ctx):
-                if c.id == chart_id:
-                    return c
-    return None
+    return CHARTS.get(chart_id)
 
 
 # -- page furniture ------------------------------------------------------------------------------
@@ -887,8 +869,11 @@ def _one(ctx: Ctx, sql: str):
     return result
 
 
-def freshness(ctx: Ctx) -> dict:
+def freshness(ctx: Ctx, page: Page | None = None) -> dict:
     out = {"snapshot_at": ctx.snapshots.snapshot_at, "finished": None}
+    games_key = page.games_read if page is not None else "games_read"
+    label = page.game_label if page is not None else ""
+    out["games_label"] = f"verified {label} games" if label else "verified games"
     if not ctx.has("agg_runs"):
         return out
     cols = ctx.columns("agg_runs")
@@ -902,14 +887,15 @@ def freshness(ctx: Ctx) -> dict:
     finished = row.get("finished") or row.get("finished_at") or row.get("started")
     out["finished"] = str(finished)[:19] if finished else None
     out["version"] = row.get("job_version")
-    out["games"] = row.get("games_read") or row.get("games")
+    out["games"] = row.get(games_key) if games_key in row else row.get("games")
     return out
 
 
-def client_versions(ctx: Ctx) -> list[str]:
-    if not ctx.has("agg_games_daily"):
+def client_versions(ctx: Ctx, table: str = "agg_games_daily") -> list[str]:
+    """Client versions in `table`, latest first (Slow6 and Slide each have their own)."""
+    if not ctx.has(table):
         return []
-    result = _one(ctx, "SELECT DISTINCT client_version FROM agg_games_daily")
+    result = _one(ctx, f"SELECT DISTINCT client_version FROM {table}")
     if result is None:
         return []
     from analysis.cuts import version_key
@@ -925,7 +911,14 @@ def defaults(ctx_versions: list[str]) -> dict[str, str]:
 def coverage(ctx: Ctx, page: Page) -> int | None:
     if not page.coverage_table or not ctx.has(page.coverage_table):
         return None
-    sql = sums(ctx, page.coverage_table, [], "sum(n) AS games", override=page.coverage_override)
+    sql = sums(
+        ctx,
+        page.coverage_table,
+        [],
+        f"{page.coverage_sum} AS games",
+        override=page.coverage_override,
+        extra=list(page.coverage_extra),
+    )
     result = _one(ctx, sql)
     if result is None or not result.row_count:
         return None

@@ -110,8 +110,12 @@ def rate_chart(
     facet: str | None = None,
     width: int = 420,
     n_field: str = "n",
+    reference_field: str | None = None,
+    columns: int = 2,
 ) -> dict:
-    """Dot + error bar per row (fields rate, lo, hi); y keeps the row order."""
+    """Dot + error bar per row (fields rate, lo, hi); y keeps the row order. The dashed null
+    line is at `reference`, or at each row's `reference_field` (a value per panel, e.g. the
+    fair share 1/players of a Slide table size)."""
     data = mark_rows(rows, min_n, n_field)
     if facet:
         sizes = {}
@@ -156,10 +160,17 @@ def rate_chart(
                 .mark_rule(strokeDash=[4, 3], color="#667085")
                 .encode(x=alt.datum(reference))
             )
+        if reference_field is not None:
+            layers.append(
+                alt.Chart()
+                .mark_rule(strokeDash=[4, 3], color="#667085")
+                .encode(x=alt.X(f"{reference_field}:Q", scale=scale))
+            )
         return alt.layer(*layers).properties(width=width, height=height)
 
-    key = ("rate", label, reference, min_n, x_title, domain, width, n_field, height)
-    return _finish(make, data, facet, key, resolve=("y",) if facet else ())
+    key = ("rate", label, reference, min_n, x_title, domain, width, n_field, height,
+           reference_field)  # fmt: skip
+    return _finish(make, data, facet, key, columns, resolve=("y",) if facet else ())
 
 
 def heatmap(
@@ -235,8 +246,11 @@ def bars(
     facet: str | None = None,
     x_title: str | None = None,
     y_title: str | None = None,
+    columns: int = 2,
+    color_type: str = "N",
 ) -> dict:
-    """Counts per category (or per day with x_type="T"), stacked by `color` when given."""
+    """Counts per category (or per day with x_type="T"), stacked by `color` when given
+    (color_type "O" for ordered categories: card values 1..10 in order)."""
 
     def make():
         tips = _tooltip(rows, [x, y] + ([color] if color else []))
@@ -246,11 +260,11 @@ def bars(
             "tooltip": tips,
         }
         if color:
-            enc["color"] = alt.Color(f"{color}:N")
+            enc["color"] = alt.Color(f"{color}:{color_type}")
         return alt.Chart().mark_bar().encode(**enc).properties(width=width, height=height)
 
-    key = ("bars", x, y, color, x_type, width, height, stack, x_title, y_title)
-    return _finish(make, rows, facet, key)
+    key = ("bars", x, y, color, x_type, width, height, stack, x_title, y_title, color_type)
+    return _finish(make, rows, facet, key, columns)
 
 
 def trend(

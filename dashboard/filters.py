@@ -18,6 +18,7 @@ VARIANTS = ("classic", "powers", "hidden")
 MODES = ("human", "online", "friend", "computer", "challenge", "tutorial")
 AI_LEVELS = ("1", "2", "3", "4")
 PLATFORMS = ("ios", "android", "web", "desktop", "bot")
+PLAYERS = ("2", "3", "4", "5", "6")  # Slide table sizes
 VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,63}")
 
 LABELS = {
@@ -25,12 +26,16 @@ LABELS = {
     "variant": "Variant",
     "mode": "Mode",
     "ai_level": "AI level",
+    "players": "Players",
     "platform": "Platform",
     "client_version": "Client version",
     "date_from": "From",
     "date_to": "To",
 }
 KEYS = tuple(LABELS)
+# the select fields each game's pages show (a filter a table cannot take is still named under it)
+SLOW6_SELECTS = ("board", "variant", "mode", "ai_level", "platform")
+SLIDE_SELECTS = ("players", "mode", "platform")
 
 
 def _q(text: str) -> str:
@@ -57,6 +62,7 @@ class Filters:
             "variant": VARIANTS,
             "mode": MODES,
             "ai_level": AI_LEVELS,
+            "players": PLAYERS,
             "platform": PLATFORMS,
         }
         for key in KEYS:
@@ -121,7 +127,7 @@ class Filters:
             if key not in columns:
                 skipped.append(key)
                 continue
-            if key in ("board", "ai_level"):
+            if key in ("board", "ai_level", "players"):
                 conds.append(f"{key} = {int(value)}")
             else:
                 conds.append(f"{key} = {_q(value)}")

@@ -10,7 +10,7 @@ from flask import Blueprint, Response, abort, current_app, render_template, requ
 from . import EXT_BUNDLE, export, snapshots
 from . import assets as assets_mod
 from .auth import require_token
-from .filters import KEYS, LABELS, MODES, PLATFORMS, VARIANTS, Filters
+from .filters import KEYS, LABELS, MODES, PLATFORMS, PLAYERS, SLOW6_SELECTS, VARIANTS, Filters
 from .render import Ctx, build, console_link, table_of
 from .sqlsafe import QueryError
 
@@ -31,11 +31,13 @@ def _catalog():
     return catalog
 
 
-def _ctx(with_defaults: bool = True) -> Ctx:
-    """The request's filters; analytic pages default to the balance cut when none is given."""
+def _ctx(with_defaults: bool = True, page=None) -> Ctx:
+    """The request's filters; analytic pages default to the balance cut when none is given
+    (the latest client version of the page's game: Slide has its own)."""
     catalog = _catalog()
     ctx = Ctx(Filters(), snapshots(current_app))
-    versions = catalog.client_versions(ctx)
+    table = page.versions_table if page is not None else "agg_games_daily"
+    versions = catalog.client_versions(ctx, table)
     ctx.params["versions"] = versions
     ctx.filters = Filters.from_args(
         request.args, catalog.defaults(versions) if with_defaults else None
@@ -58,13 +60,16 @@ def _nav():
     }
 
 
-def _freshness(ctx: Ctx) -> dict:
-    return _catalog().freshness(ctx)
+def _freshness(ctx: Ctx, page=None) -> dict:
+    return _catalog().freshness(ctx, page)
 
 
-def _filter_form(ctx: Ctx) -> dict:
-    versions = ctx.params.get("versions") or _catalog().client_versions(ctx)
+def _filter_form(ctx: Ctx, page=None) -> dict:
+    table = page.versions_table if page is not None else "agg_games_daily"
+    versions = ctx.params.get("versions") or _catalog().client_versions(ctx, table)
     return {
+        "selects": page.selects if page is not None else SLOW6_SELECTS,
+        "game_label": page.game_label if page is not None else "",
         "labels": LABELS,
         "keys": KEYS,
         "values": ctx.filters.values,
@@ -74,6 +79,7 @@ def _filter_form(ctx: Ctx) -> dict:
             "variant": list(VARIANTS),
             "mode": list(MODES),
             "ai_level": ["1", "2", "3", "4"],
+            "players": list(PLAYERS),
             "platform": list(PLATFORMS),
         },
         "versions": versions,
@@ -86,17 +92,16 @@ def render_page(name: str):
     page = catalog.PAGES.get(name)
     if page is None:
         abort(404)
-    ctx = _ctx()
-    charts = page.dynamic(ctx) if page.dynamic is not None else page.charts
-    views = [build(chart, ctx) for chart in charts]
+    ctx = _ctx(page=page)
+    views = [build(chart, ctx) for chart in page.charts]
     html = render_template(
         "page.html",
         page=page,
         name=name,
         active=name,
         views=views,
-        form=_filter_form(ctx),
-        fresh=_freshness(ctx),
+        form=_filter_form(ctx, page),
+        fresh=_freshness(ctx, page),
         coverage=catalog.coverage(ctx, page),
         console_link=console_link,
         query=ctx.filters.query_string(),
@@ -118,8 +123,9 @@ def page(name: str):
 @bp.get("/chart/<chart_id>.<fmt>")
 def chart_data(chart_id: str, fmt: str):
     """The table behind one chart, under the page's filters, as CSV/JSON/Parquet."""
-    ctx = _ctx()
-    chart = _catalog().chart(ctx, chart_id)
+    catalog = _catalog()
+    ctx = _ctx(page=catalog.page_of(chart_id))
+    chart = catalog.chart(ctx, chart_id)
     if chart is None or fmt not in export.MEDIA_TYPES:
         abort(404)
     try:

@@ -27,7 +27,12 @@ DRAWN = frozenset(
     "file distance round day week client_version series reason turns status rule kind game "
     "platform challenge_id ai_level human_first made_stun made_catch n wins draws losses "
     "solves rate lo hi shrunk flagged q_value p_value tested_against synergy expected share "
-    "uses games records quarantined promoted pieces".split()
+    "uses games records quarantined promoted pieces "
+    # Slide
+    "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
+    "mean_cards_left value share win_share size groups groups_per_seat "
+    "seats_with_groups take_order took takes lowest highest middle highest_share middle_share "
+    "matches complete winner_total".split()
 )
 
 

@@ -23,12 +23,21 @@ PAGES = [
     "/dashboard/",
     *(
         f"/dashboard/p/{n}"
-        for n in ("setups", "powers", "boards", "computer", "challenges", "quality", "trends")
+        for n in (
+            "setups",
+            "powers",
+            "boards",
+            "computer",
+            "challenges",
+            "quality",
+            "trends",
+            "slide",
+        )
     ),
 ]
 
 
-def build_demo_db(path: Path, games: int = 300, slide: int = 20) -> Path:
+def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     from analysis import jobs
     from ingest.demo import load_records, simulated_records
     from ingest.store import Store
@@ -262,18 +271,105 @@ def test_valid_game_viewer_has_every_turn(demo_server):
     assert demo_server.get("/dashboard/games/00000000-0000-4000-8000-000000000000").status == 404
 
 
-def test_slide_page_lists_the_slide_tables_there_are(demo_server):
+def sql(server, text: str) -> list:
+    got = server.post("/sql/api", json.dumps({"sql": text}), "application/json").json()
+    return got["rows"]
+
+
+def csv_rows(server, path: str) -> list[dict]:
+    r = server.get(path)
+    assert r.status == 200 and r.headers["content-type"].startswith("text/csv"), r.body[:300]
+    return list(csv.DictReader(io.StringIO(r.body.decode())))
+
+
+SLIDE_ALL = "?mode=&client_version="  # every Slide game, not the default cut
+
+
+def test_slide_page_draws_every_chart_from_agg_slide_tables(demo_server):
+    from dashboard import slide_charts
+
+    page = html(demo_server, "/dashboard/p/slide" + SLIDE_ALL)
+    drawn = {c.id for c in slide_charts.CHARTS if c.draw is not None}
+    assert set(specs(page)) == drawn
+    for c in slide_charts.CHARTS:  # the summary table too has its CSV and console link
+        assert f"/dashboard/chart/{c.id}.csv" in page
+    for link in re.findall(r'href="(/sql\?q=[^"]+)"', page):
+        q = parse_qs(urlparse(link.replace("&amp;", "&")).query)["q"][0]
+        assert re.search(r"\bFROM agg_slide_\w+\b", q), q
+    # the filter form takes table sizes, not Slow6's board / variant / AI level
+    form = re.search(r'<form class="filters" method="get".*?</form>', page, re.S).group(0)
+    assert 'name="players"' in form and 'name="board"' not in form
+    # freshness counts the Slide games the jobs read
+    games = sql(demo_server, "SELECT count(*) FROM slide_games")[0][0]
+    assert f"{games:,} verified Slide games read" in page
+
+
+def test_slide_seat_chart_is_its_csv_and_counts_every_seat(demo_server):
+    page = html(demo_server, "/dashboard/p/slide" + SLIDE_ALL)
+    spec = specs(page)["slide-seats"]
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-seats.csv" + SLIDE_ALL)
+    drawn = spec["data"]["values"]
+    key = ("players", "seat_from_first", "seats", "flagged")
+    assert [tuple(str(v[k]).lower() for k in key) for v in drawn] == [
+        tuple(r[k].lower() for k in key) for r in rows
+    ]
+    for v, r in zip(drawn, rows, strict=True):
+        for k in ("rate", "lo", "hi", "fair_share"):
+            assert abs(v[k] - float(r[k])) < 1e-4, (k, v, r)
+        assert v["lo"] <= v["rate"] <= v["hi"]
+        assert abs(v["fair_share"] - 1 / v["players"]) < 1e-4
+        assert v["n"] == v["seats"]
+        assert v["_sample"] in ("ok", "small n", "flagged (FDR 5%)")
+    tips = json.dumps(spec)
+    for field in ("n", "lo", "hi", "fair_share", "flagged"):
+        assert f'"field": "{field}"' in tips, field
+    # every seat of every game, and one win credit per game (shared victories split)
+    per_size = dict(sql(demo_server, "SELECT players, count(*) FROM slide_games GROUP BY 1"))
+    for players, games in per_size.items():
+        mine = [r for r in rows if int(r["players"]) == players]
+        assert len(mine) == players
+        assert all(int(r["seats"]) == games for r in mine)
+        assert abs(sum(float(r["win_credit"]) for r in mine) - games) < 1e-6
+
+
+def test_slide_distributions_and_matches_add_up_to_the_store(demo_server):
+    seats = sql(demo_server, "SELECT count(*) FROM slide_seats")[0][0]
+    for chart in ("slide-score", "slide-cards-left"):
+        rows = csv_rows(demo_server, f"/dashboard/chart/{chart}.csv" + SLIDE_ALL)
+        assert sum(int(r["seats"]) for r in rows) == seats, chart
+    groups = sql(demo_server, "SELECT sum(len(groups))::BIGINT FROM slide_seats")[0][0]
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-group-sizes.csv" + SLIDE_ALL)
+    assert sum(int(r["groups"]) for r in rows) == groups
+    takes = sql(demo_server, "SELECT count(*) FROM slide_rounds WHERE had_choice")[0][0]
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-take-lowest.csv" + SLIDE_ALL)
+    assert sum(int(r["takes"]) for r in rows) == takes
+    assert all(0 <= float(r["lo"]) <= float(r["rate"]) <= float(r["hi"]) <= 1 for r in rows)
+    matches = sql(demo_server, "SELECT count(DISTINCT match_id) FROM slide_games")[0][0]
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-match-games.csv" + SLIDE_ALL)
+    assert matches and sum(int(r["matches"]) for r in rows) == matches
+
+
+def test_slide_filters_apply_and_the_default_is_slides_own_balance_cut(demo_server):
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-seats.csv?players=4&mode=&client_version=")
+    assert rows and {r["players"] for r in rows} == {"4"}
+    # a Slow6 filter is named under each chart, not silently dropped
+    page = html(demo_server, "/dashboard/p/slide?board=5&mode=&client_version=")
+    assert "Not applied to this table: board" in page
+    # no filter: human tables on Slide's latest client version (Slide has its own versions)
+    from analysis.cuts import latest_version
+
+    versions = [v for (v,) in sql(demo_server, "SELECT DISTINCT client_version FROM slide_games")]
+    latest = latest_version(versions)
     page = html(demo_server, "/dashboard/p/slide")
-    got = demo_server.post(
-        "/sql/api",
-        json.dumps(
-            {"sql": "SELECT table_name FROM duckdb_tables() WHERE table_name LIKE 'agg_slide%'"}
-        ),
-        "application/json",
-    ).json()
-    tables = [r[0] for r in got["rows"]]
-    if tables:
-        for t in tables:
-            assert f"<h2>{t}</h2>" in page
-    else:
-        assert 'id="no-tables"' in page
+    assert 'id="default-cut"' in page
+    assert f'<option value="{latest}" selected' in page
+    covered = int(re.search(r'id="coverage">([\d,]+)', page).group(1).replace(",", ""))
+    want = sql(
+        demo_server,
+        "SELECT count(*) FROM slide_games WHERE mode IN ('online', 'friend') "
+        f"AND client_version = '{latest}'",
+    )[0][0]
+    assert covered == want > 0
+    # the chart CSV without a query string is the same default cut
+    rows = csv_rows(demo_server, "/dashboard/chart/slide-seats.csv")
+    assert sum(int(r["seats"]) for r in rows if r["seat_from_first"] == "0") == want
