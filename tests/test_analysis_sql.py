@@ -228,6 +228,52 @@ def test_overview_tables(store):
     )
 
 
+def test_every_game_is_counted_once_at_the_finest_grain(store):
+    # one row of agg_games_daily per day and combination of dimensions: with most of them
+    # holding a single game, a count of groups instead of games is off by the collisions
+    # (399 of 400 games once; fixed in ef8ee12, pl.len() rather than lit(True).sum())
+    same(
+        store,
+        "SELECT day, board, variant, mode, ai_level, platform, client_version, games, draws "
+        "FROM agg_games_daily",
+        "SELECT ended_at::DATE, board, variant, mode, ai_level, platform, client_version, "
+        "count(*), count(*) FILTER (winner IS NULL) FROM games GROUP BY ALL",
+    )
+    games = store.execute("SELECT count(*) FROM games").fetchone()[0]
+    for table, col, where in (
+        ("agg_games_daily", "games", "TRUE"),
+        ("agg_first_move", "n", "TRUE"),
+        ("agg_end_reasons", "games", "TRUE"),
+        ("agg_game_length", "games", "TRUE"),
+        ("agg_ingest_status", "records", "status = 'verified'"),
+    ):
+        got = store.execute(f"SELECT sum({col}) FROM {table} WHERE {where}").fetchone()[0]
+        assert got == games, table
+
+
+def test_power_counts_hold_together_in_every_row_and_under_the_default_cut(store):
+    # picked + not picked = the sides of games with powers; used + held = picked
+    broken = """SELECT count(*) FROM {t} WHERE picked_n > sides_n OR not_n < 0 OR held_n < 0
+                OR used_n > picked_n OR picked_n + not_n <> sides_n OR used_n + held_n <> picked_n
+             """
+    for t in ("agg_power", "agg_power_rates"):
+        assert store.execute(broken.format(t=t)).fetchone()[0] == 0, t
+    latest = store.execute("SELECT latest_version FROM agg_runs").fetchone()[0]
+    cut = f"mode IN ('online', 'friend') AND client_version = '{latest}'"
+    ours = rows(
+        store,
+        f"SELECT board, power, sum(sides_n)::BIGINT, sum(picked_n)::BIGINT FROM agg_power "
+        f"WHERE {cut} GROUP BY ALL",
+    )
+    assert ours == rows(store, "SELECT board, power, sides_n, picked_n FROM agg_power_rates")
+    sides = dict(
+        store.execute(
+            f"SELECT board, 2 * count(*) FROM games WHERE powers AND {cut} GROUP BY ALL"
+        ).fetchall()
+    )
+    assert ours and all(n == sides[board] and k <= n for board, _, n, k in ours)
+
+
 def test_side_events(store):
     same(
         store,
