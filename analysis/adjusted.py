@@ -14,6 +14,15 @@ the sides are symmetric by construction:
                   against the average rank (sum to zero within a board)
 A power that looks strong only because the side moving first tends to pick it gets its own,
 smaller, effect here: first_move takes the rest.
+
+Small or lopsided cuts (a few 7x7 games among many 5x5, a centre rank seen in three games that
+one side won) must not fail the run, nor print a number that means nothing. So:
+  - aliased columns are dropped before the fit (logit.independent_columns, as R's glm does),
+    and a term whose contrast the remaining columns cannot express is reported with
+    estimable = false, note 'aliased' and no estimate;
+  - a term whose coefficient does not settle (separation: its games all went one way) or whose
+    standard error or estimate is beyond MAX_SE / MAX_LOGODDS is reported the same way, note
+    'no information'. Every other term keeps the estimate of the full model.
 """
 
 from __future__ import annotations
@@ -28,6 +37,10 @@ from .cuts import Cut
 from .frames import POWERS, Base
 
 MIN_GAMES = 200  # fewer games in the cut: no model (the table is left empty)
+MAX_SE = 10.0  # log-odds: a 95% interval wider than +-20 says nothing
+MAX_LOGODDS = 10.0  # an odds ratio beyond e^10 (22,000) is separation, not an effect
+ALIASED = "aliased: these games cannot tell it apart from other terms"
+NO_INFORMATION = "no information: too few games, or they all went one way"
 
 
 def design(games: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.ndarray]:
@@ -82,28 +95,62 @@ def design(games: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.n
 
 def table(b: Base, cut: Cut) -> pl.DataFrame:
     games = b.in_cut(b.games, cut)
-    empty = pl.DataFrame(
-        schema={"term": pl.String, "estimate": pl.Float64, "se": pl.Float64, "lo": pl.Float64,
-                "hi": pl.Float64, "odds_ratio": pl.Float64, "p_at_even": pl.Float64,
-                "p_value": pl.Float64, "n_games": pl.Int64}
-    )  # fmt: skip
     if games.height < MIN_GAMES:
-        return empty
+        return pl.DataFrame(schema=SCHEMA)
     x, y, terms, c = design(games)
-    f = logit.fit(x, y)
-    est = c @ f.coef
-    var = np.einsum("ij,jk,ik->i", c, f.cov, c)
+    return fitted(x, y, terms, c, games.height)
+
+
+SCHEMA = {
+    "term": pl.String,
+    "estimable": pl.Boolean,
+    "estimate": pl.Float64,
+    "se": pl.Float64,
+    "lo": pl.Float64,
+    "hi": pl.Float64,
+    "odds_ratio": pl.Float64,
+    "p_at_even": pl.Float64,
+    "p_value": pl.Float64,
+    "n_games": pl.Int64,
+    "note": pl.String,
+}
+
+
+def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int):
+    """Fit on the columns that are not aliased; report each term t (contrast row c[t]) with its
+    estimate, or as not estimable (see the module docstring)."""
+    keep, alias = logit.independent_columns(x)
+    ck = c[:, keep]
+    # c[t] is estimable when it is a combination of the kept columns' coefficients
+    aliased = np.abs(c - ck @ alias).max(axis=1) > 1e-6
+    f = logit.fit(x[:, keep], y)
+    est = ck @ f.coef
+    var = np.einsum("ij,jk,ik->i", ck, f.cov, ck)
     se = np.sqrt(np.where(var >= 0, var, np.nan))
+    moving = np.abs(f.step) > 1e-6 * (1 + np.abs(f.coef))
+    diverged = (np.abs(ck) > 0) @ moving if not f.converged else np.zeros(len(terms), bool)
+    with np.errstate(invalid="ignore"):
+        no_info = ~(np.isfinite(est) & np.isfinite(se) & (se <= MAX_SE))
+        no_info |= ~(np.abs(est) <= MAX_LOGODDS) | diverged
+    ok = ~aliased & ~no_info
+    note = np.where(aliased, ALIASED, np.where(no_info, NO_INFORMATION, None))
+
+    def shown(v: np.ndarray) -> pl.Series:
+        return pl.Series(np.where(ok, v, np.nan)).fill_nan(None)
+
     return pl.DataFrame(
         {
             "term": terms,
-            "estimate": est,
-            "se": se,
-            "lo": est - st.Z95 * se,
-            "hi": est + st.Z95 * se,
-            "odds_ratio": np.exp(est),
-            "p_at_even": expit(est),
-            "p_value": st.normal_p(est, se),
-            "n_games": np.full(len(terms), games.height, dtype=np.int64),
-        }
+            "estimable": ok,
+            "estimate": shown(est),
+            "se": shown(se),
+            "lo": shown(est - st.Z95 * se),
+            "hi": shown(est + st.Z95 * se),
+            "odds_ratio": shown(np.exp(np.clip(est, -700, 700))),
+            "p_at_even": shown(expit(est)),
+            "p_value": shown(st.normal_p(est, se)),
+            "n_games": np.full(len(terms), n, dtype=np.int64),
+            "note": pl.Series(note.tolist(), dtype=pl.String),
+        },
+        schema=SCHEMA,
     )

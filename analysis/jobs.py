@@ -35,7 +35,7 @@ from .cuts import Cut, latest_version
 
 # Bump when the meaning or shape of any agg_* table changes: a run with another version never
 # counts as "unchanged" and always recomputes.
-JOB_VERSION = "1.0"
+JOB_VERSION = "1.1"  # 1.1: agg_adjusted says which terms are estimable
 
 RUNS_DDL = """
 CREATE TABLE IF NOT EXISTS agg_runs (

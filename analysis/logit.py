@@ -21,6 +21,7 @@ class LogitFit:
     iterations: int
     converged: bool
     n: int
+    step: np.ndarray  # the last IRLS step: a coefficient still moving did not converge
 
     @property
     def se(self) -> np.ndarray:
@@ -49,7 +50,7 @@ def fit(
         var = np.clip(mu * (1 - mu), 1e-12, None)
         info = (x * (w * var)[:, None]).T @ x + ridge * np.eye(k)
         score = x.T @ (w * (y - mu)) - ridge * beta
-        step = np.linalg.solve(info, score)
+        step = _solve(info, score)
         beta = beta + step
         if np.max(np.abs(step)) < tol * (1 + np.max(np.abs(beta))):
             converged = True
@@ -57,12 +58,63 @@ def fit(
     mu = expit(x @ beta)
     var = np.clip(mu * (1 - mu), 1e-12, None)
     info = (x * (w * var)[:, None]).T @ x + ridge * np.eye(k)
-    bread = np.linalg.inv(info)
+    bread = _inverse(info)
     resid = (y - mu) * w
     # HC0 meat: sum_i w_i (y_i - mu_i)^2 x_i x_i' (frequency weights: w_i copies of row i)
     meat = (x * (resid * resid / w)[:, None]).T @ x
     cov = bread @ meat @ bread
-    return LogitFit(beta, cov, bread, iterations, converged, int(w.sum()))
+    return LogitFit(beta, cov, bread, iterations, converged, int(w.sum()), step)
+
+
+def _solve(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    # a separated design drives the weights of some rows to ~0 and the information matrix to
+    # singular: take the least-squares step there instead of failing (the caller checks
+    # convergence and standard errors; analysis.adjusted reports such terms as not estimable)
+    try:
+        return np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        return np.linalg.lstsq(a, b, rcond=None)[0]
+
+
+def _inverse(a: np.ndarray) -> np.ndarray:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        return np.linalg.pinv(a)
+
+
+def independent_columns(x: np.ndarray, tol: float = 1e-9) -> tuple[np.ndarray, np.ndarray]:
+    """Which columns of x to fit, and how the others depend on them.
+
+    Columns are taken in order; one is kept when it is not (numerically) a linear combination
+    of those kept before it: its squared distance to their span is more than `tol` of its own
+    squared norm. Returns (keep, alias): the kept column indices, and for every column the
+    coefficients expressing it in the kept ones (alias[:, j] for column j, the identity on the
+    kept columns), so that x == x[:, keep] @ alias up to rounding.
+
+    A column left out is *aliased*: in these games its effect cannot be told apart from the
+    others' (e.g. 7x7 centre ranks when only a few 7x7 games were played). Like R's glm, the
+    fit drops it; a reported contrast c is estimable when c == c[keep] @ alias (analysis.adjusted).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    g = x.T @ x
+    k = x.shape[1]
+    keep: list[int] = []
+    for j in range(k):
+        if g[j, j] <= 0:
+            continue  # a column of zeros
+        resid = g[j, j]
+        if keep:
+            kk = np.ix_(keep, keep)
+            resid = g[j, j] - g[keep, j] @ np.linalg.solve(g[kk], g[keep, j])
+        if resid > tol * g[j, j]:
+            keep.append(j)
+    kept = np.array(keep, dtype=np.int64)
+    alias = np.zeros((len(kept), k))
+    if len(kept):
+        alias = np.linalg.solve(g[np.ix_(kept, kept)], g[kept, :])
+        alias[np.abs(alias) < 1e-12] = 0.0
+    return kept, alias
 
 
 def loglik(beta: np.ndarray, x: np.ndarray, y: np.ndarray, weights=None) -> float:

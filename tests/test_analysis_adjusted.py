@@ -1,0 +1,93 @@
+"""The adjusted model (agg_adjusted) on small and degenerate data: the run never fails, terms the
+games cannot estimate say so (aliased / no information), the others are the maximum-likelihood
+estimates of the full model."""
+
+from __future__ import annotations
+
+import numpy as np
+import polars as pl
+from scipy import optimize
+from scipy.special import expit
+
+from analysis import adjusted, frames, jobs, load, logit
+from analysis import synthetic as sy
+from analysis.cuts import Cut
+
+
+def few_big_boards(seed: int = 0) -> sy.Plan:
+    # 240 human games on one client version, six of them on 7x7: the 7x7 columns (centre ranks,
+    # first move on 7x7) outnumber the games that inform them
+    return sy.Plan(
+        n=240, seed=seed, p_board7=0.02, modes=(("online", 1),), versions=(("3.0.0", 1),)
+    )
+
+
+def test_a_few_7x7_games_among_240_do_not_fail_the_run():
+    con, _ = sy.make_store(":memory:", few_big_boards())
+    summary = jobs.run(con, lambda fn: fn(con))  # was numpy.linalg.LinAlgError: Singular matrix
+    assert not summary["skipped"] and summary["games_read"] == 240
+    got = con.sql("FROM agg_adjusted").pl()
+    rows = {r["term"]: r for r in got.iter_rows(named=True)}
+    assert set(got["n_games"]) == {240}
+    aliased = {t for t, r in rows.items() if r["note"] == adjusted.ALIASED}
+    assert "first_move_x_board7" in aliased
+    assert any(t.startswith("centre_rank:7x7:") for t in aliased)
+    for t in aliased:
+        r = rows[t]
+        assert not r["estimable"] and r["estimate"] is None and r["se"] is None, t
+    # what the games do inform keeps a finite estimate and interval
+    informed = [
+        "side_0",
+        "first_move",
+        *(t for t in rows if t.startswith(("power:", "centre_rank:5x5"))),
+    ]
+    for t in informed:
+        r = rows[t]
+        assert r["estimable"] and r["note"] is None, t
+        assert r["lo"] < r["estimate"] < r["hi"] and 0 < r["se"] <= adjusted.MAX_SE, t
+    # ... and is the maximum-likelihood estimate of the full (rank-deficient) design: a
+    # generic optimiser over every column reaches the same estimable contrasts
+    b = frames.build(load.read(con))
+    x, y, terms, c = adjusted.design(b.in_cut(b.games, Cut.default("3.0.0")))
+
+    def nll(beta):
+        return -logit.loglik(beta, x, y)
+
+    def grad(beta):
+        return -(x.T @ (y - expit(x @ beta)))
+
+    best = optimize.minimize(nll, np.zeros(x.shape[1]), jac=grad, method="BFGS", tol=1e-10)
+    ours = got.filter(pl.col("estimable"))
+    at = [terms.index(t) for t in ours["term"]]
+    np.testing.assert_allclose(ours["estimate"].to_numpy(), c[at] @ best.x, atol=2e-3)
+
+
+def test_a_term_whose_games_all_went_one_way_has_no_estimate():
+    rng = np.random.default_rng(1)
+    n = 400
+    first = rng.choice([-1.0, 1.0], n)
+    y = (rng.random(n) < expit(0.3 * first)).astype(float)
+    z = ((rng.random(n) < 0.05) & (y == 1)).astype(float)  # only in games side 0 won
+    x = np.column_stack([np.ones(n), first, z])
+    got = adjusted.fitted(x, y, ["side_0", "first_move", "z"], np.eye(3), n)
+    z_row = got.row(2, named=True)
+    assert not z_row["estimable"] and z_row["note"] == adjusted.NO_INFORMATION
+    assert z_row["estimate"] is None
+    # the rest is what the other games say (the separated ones carry no information)
+    alone = logit.fit(x[z == 0, :2], y[z == 0])
+    np.testing.assert_allclose(got["estimate"].to_numpy()[:2], alone.coef, atol=1e-4)
+    assert got["estimable"].to_list() == [True, True, False]
+
+
+def test_aliased_columns_only_their_estimable_combination_is_reported():
+    rng = np.random.default_rng(2)
+    n = 300
+    a = rng.choice([-1.0, 0.0, 1.0], n)
+    y = (rng.random(n) < expit(0.4 * a)).astype(float)
+    x = np.column_stack([np.ones(n), a, a])  # the same column twice
+    c = np.array([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [0, 1, 1]])
+    got = adjusted.fitted(x, y, ["side_0", "a", "a_again", "a + a_again"], c, n)
+    assert got["estimable"].to_list() == [True, False, False, True]
+    assert got["note"].to_list()[1:3] == [adjusted.ALIASED] * 2
+    once = logit.fit(x[:, :2], y)
+    np.testing.assert_allclose(got["estimate"].to_numpy()[[0, 3]], once.coef, atol=1e-8)
