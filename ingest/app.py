@@ -54,6 +54,7 @@ def create_app(config: dict | None = None) -> Flask:
         checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
         defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
         judge=judge,
+        threads=conf["BALANCE_DB_THREADS"],
     )
     state = IngestState(
         config=conf,

@@ -18,6 +18,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
     "BALANCE_COMMIT_MAX": (5000, int),  # games in one group commit at most
     "BALANCE_CHECKPOINT": ("256MB", str),  # WAL size that triggers a DuckDB checkpoint
+    "BALANCE_DB_THREADS": (1, int),  # DuckDB worker threads of the server's store (see store.py)
     "BALANCE_DEFER_ROWS": (1, int),  # 1: derived rows in a second transaction (see store.py)
     "BALANCE_WORKERS": (-1, int),  # judge processes; 0 = judge on the request threads; -1 = cores
     "BALANCE_HOST": ("127.0.0.1", str),  # the address `balance serve` listens on

@@ -107,15 +107,23 @@ class Store:
         checkpoint_threshold: str = "256MB",
         defer_rows: bool = True,
         judge=None,
+        threads: int = 0,
+        rows_interval: float = 0.05,
     ):
         self.path = str(path)
         self.commit_max = commit_max
         self.defer_rows = defer_rows
+        self.rows_interval = rows_interval
         self._on_commit = on_commit
         self._con = open_db(self.path)
         # Fewer, larger checkpoints: each one rewrites the tables' last row groups, and the
         # blocks it frees stay in the file (about 70 bytes a game at the 16 MB default).
         self._con.execute(f"SET checkpoint_threshold = '{checkpoint_threshold}'")
+        if threads > 0:
+            # The writer's statements are tiny (a few rows): with more than one DuckDB thread
+            # each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost
+            # (benchmarks/ingest_http.py). The server's readers share the setting.
+            self._con.execute(f"SET threads = {int(threads)}")
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._closed = False
         # game_id (as int) -> content hash of every stored record: the writer decides
@@ -317,10 +325,15 @@ class Store:
     # -- rows thread ------------------------------------------------------------------------
 
     def _rows_run(self) -> None:
+        last = 0.0
         while True:
-            first = self._rows_queue.get()
+            item = self._rows_queue.get()
             batch, waiters, stop = [], [], False
-            item, count = first, 0
+            # A derived-rows commit costs ~2 ms a table whatever its row count: gather games
+            # for `rows_interval` after the last one rather than commit each raw group's few
+            # games again (with 8 single-record clients that was 2-3 ms of CPU a game).
+            # A waiter (flush_rows: a reader, a job) or a full batch ends the wait at once.
+            deadline = last + self.rows_interval
             while True:
                 if item is _STOP:
                     stop = True
@@ -328,11 +341,14 @@ class Store:
                     waiters.append(item)
                 else:
                     batch.append(item)
-                    count += 1
-                if stop or count >= self.commit_max:
+                if stop or waiters or len(batch) >= self.commit_max:
                     break
+                left = deadline - time.monotonic()
                 try:
-                    item = self._rows_queue.get_nowait()
+                    if left > 0:
+                        item = self._rows_queue.get(timeout=left)
+                    else:
+                        item = self._rows_queue.get_nowait()
                 except queue.Empty:
                     break
             if batch:
@@ -340,6 +356,7 @@ class Store:
                     self._write_rows(batch)
                 except Exception as exc:  # keep serving; recover() rebuilds them at next open
                     log.error("derived rows not written: %s", exc)
+            last = time.monotonic()
             for event in waiters:
                 event.set()
             if stop:
