@@ -297,3 +297,12 @@ def query(db: Path, sql: str, params=None) -> list[tuple]:
 
 def verdicts(response) -> list[str]:
     return [r["verdict"] for r in response.json()["results"]]
+
+
+@pytest.fixture(scope="session")
+def demo_db(tmp_path_factory) -> Path:
+    """One store of simulated games (through the ingest path, analysis jobs run) for every
+    dashboard, SQL-console and browser test of the session; tests copy it before serving."""
+    from test_dashboard_pages import build_demo_db
+
+    return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")

@@ -260,11 +260,11 @@ if CHROMIUM is None:
         allow_module_level=True,
     )
 
-from test_dashboard_pages import PAGES, demo_db, start_server  # noqa: E402,F401
+from test_dashboard_pages import PAGES, start_server  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_db):  # noqa: F811
+def server(tmp_path_factory, demo_db):
     s = start_server(tmp_path_factory, demo_db)
     yield s
     s.stop()

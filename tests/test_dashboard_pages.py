@@ -56,9 +56,6 @@ def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def demo_db(tmp_path_factory) -> Path:
-    return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
 
 
 def start_server(tmp_path_factory, demo_db: Path, env: dict | None = None, args=()) -> Server:

@@ -21,13 +21,13 @@ from urllib.parse import quote
 import pyarrow.parquet as pq
 import pytest
 from conftest import REPO
-from test_dashboard_pages import demo_db, start_server  # noqa: F401  (session fixture)
+from test_dashboard_pages import start_server
 
 JSON = "application/json"
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_db):  # noqa: F811
+def server(tmp_path_factory, demo_db):
     s = start_server(tmp_path_factory, demo_db, env={"BALANCE_SQL_TIMEOUT": "1"})
     yield s
     s.stop()
