@@ -79,16 +79,14 @@ class Position:
         p = cls(n, lineups, picks)
         top = (n - 1) * n
         l0, l1 = lineups
-        # pid = side * n + file; both sides start on their back rows (R1.3).
-        p.side = [0] * n + [1] * n
-        p.rank = list(l0) + list(l1)
+        # pid = side * n + file; both sides start on their back rows (R1.3). Side and start
+        # never change, so every game of a board shares those lists.
+        p.side, p.start = START_SIDES[n], START_SQUARES[n]
+        p.pos = START_SQUARES[n][:]
+        p.board = START_BOARDS[n][:]
+        p.rank = [*l0, *l1]
         p.orig = p.rank[:]
-        p.start = list(range(n)) + list(range(top, top + n))
-        p.pos = p.start[:]
         p.lane = [top + l1.index(r) for r in l0] + [l0.index(r) for r in l1]
-        board = p.board
-        for pid in range(2 * n):
-            board[p.start[pid]] = pid
         p._finish_setup(first)
         return p
 
@@ -591,6 +589,12 @@ def _geometry(n: int):
 
 
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
+START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
+START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
+START_BOARDS = {
+    n: [START_SQUARES[n].index(q) if q in START_SQUARES[n] else -1 for q in range(n * n)]
+    for n in BOARDS
+}
 MOVE_NAMES = {
     n: [f"{square_name(a, n)}-{square_name(b, n)}" for a in range(n * n) for b in range(n * n)]
     for n in BOARDS
