@@ -121,7 +121,7 @@ def run_wrk(port: int, bodies: list[bytes], ctype: str, clients: int):
             raise RuntimeError(f"wrk failed: {(line + stderr).decode(errors='replace')[-2000:]}")
     stats = json.loads(stdout.decode().strip().splitlines()[-1])
     assert stats["bad"] == 0 and stats["errors"] == 0, stats
-    assert stats["responses"] == len(bodies), stats
+    assert stats["responses"] >= len(bodies), stats  # (+ a few GET /v1/schema at the very end)
     return stats
 
 

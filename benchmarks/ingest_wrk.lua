@@ -35,10 +35,14 @@ function request()
     return wrk.format("POST", "/v1/games", headers, bodies[1])
   end
   sent = sent + 1
-  return wrk.format("POST", "/v1/games", headers, bodies[math.min(sent, n)])
+  if sent > n then -- two connections passed delay() at the last body: do not send it twice
+    return wrk.format("GET", "/v1/schema")
+  end
+  return wrk.format("POST", "/v1/games", headers, bodies[sent])
 end
 
 function response(status, hdrs, body)
+  if string.sub(body, 1, 11) ~= '{"results":' and status == 200 then return end -- /v1/schema
   got = got + 1
   if status ~= 200 then bad = bad + 1 end
   local _, k = string.gsub(body, '"verdict":"accepted"', "")

@@ -61,7 +61,8 @@ def upload():
         return _too_large(kind, limit)
     if not lines:
         return error(400, "the body holds no record")
-    judged = state.pool.judge_many(lines, received)
+    with state.store.arriving():
+        judged = state.pool.judge_many(lines, received)
     pending = [j.pending for j in judged if j.pending is not None]
     try:
         outcomes = state.store.ingest(pending, timeout=state.commit_timeout)
