@@ -928,12 +928,13 @@ def mutated(draw):
         container, key = draw(st.sampled_from(where))
         op = draw(st.sampled_from(["replace", "replace", "remove", "add", "repeat"]))
         if op == "replace":
-            container[key] = draw(near_misses | json_values)
+            # copies: sampled values are shared objects, and later steps mutate in place
+            container[key] = copy.deepcopy(draw(near_misses | json_values))
         elif op == "remove":
             del container[key]
         elif op == "add" and isinstance(container, dict):
-            container[draw(st.sampled_from(["x", "points", "power", "target", "ai"]))] = draw(
-                near_misses
+            container[draw(st.sampled_from(["x", "points", "power", "target", "ai"]))] = (
+                copy.deepcopy(draw(near_misses))
             )
         elif isinstance(container, list):
             container.insert(key, copy.deepcopy(container[key]))
