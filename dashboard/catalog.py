@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
+from analysis.tables import PIECE_COUNTS
+
 from . import charts
 from .filters import SLIDE_SELECTS, SLOW6_SELECTS
 from .render import Chart, Ctx
@@ -474,20 +476,7 @@ def _pieces(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
     )
 
 
-PIECE_SUMS = ", ".join(
-    f"sum({c}) AS {c}"
-    for c in (
-        "pieces",
-        "promoted",
-        "crowns_alive",
-        "home_wins",
-        "never_moved",
-        "removed",
-        "promoted_turn_sum",
-        "stunned_sum",
-        "moves_sum",
-    )
-)
+PIECE_SUMS = ", ".join(f"sum({c}) AS {c}" for c in PIECE_COUNTS)
 
 promotion = Chart(
     "board-promotion",
