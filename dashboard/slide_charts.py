@@ -12,22 +12,12 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.tables import ADDITIVE
+
 from . import charts
 from .render import Chart, Ctx
 
-SEAT_SUMS = ", ".join(
-    f"sum({c}) AS {c}"
-    for c in (
-        "seats",
-        "wins",
-        "shared_wins",
-        "win_credit",
-        "score_sum",
-        "cards_left_sum",
-        "groups_sum",
-        "seats_with_groups",
-    )
-)
+SEAT_SUMS = ", ".join(f"sum({c}) AS {c}" for c in ADDITIVE["agg_slide_seats"][2])
 
 
 def _sums(ctx: Ctx, table: str, keys: list[str], aggs: str, **kw) -> str:
