@@ -125,8 +125,34 @@ def run_wrk(port: int, bodies: list[bytes], ctype: str, clients: int):
     return stats
 
 
+def commit_totals(port: int) -> tuple[float, float, float]:
+    """(commits, games committed, seconds writing) so far, from the server's /metrics."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.request("GET", "/metrics")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    values = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in ("balance_commit_records_count", "balance_commit_records_sum",
+                    "balance_commit_duration_seconds_sum"):  # fmt: skip
+            values[name] = float(value)
+    return (values.get("balance_commit_records_count", 0.0),
+            values.get("balance_commit_records_sum", 0.0),
+            values.get("balance_commit_duration_seconds_sum", 0.0))  # fmt: skip
+
+
+def commit_line(before: tuple, after: tuple) -> str:
+    commits, games, seconds = (a - b for a, b in zip(after, before, strict=True))
+    if not commits:
+        return "no group commit"
+    return (f"{commits:.0f} group commits, {games / commits:.1f} games and "
+            f"{seconds / commits * 1000:.1f} ms each")  # fmt: skip
+
+
 def run_phase(client: str, port: int, server: int, bodies: list[bytes], ctype: str, clients: int):
     """(stats dict, client CPU seconds, server CPU seconds) for one phase."""
+    commits = commit_totals(port)
     mine = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     srv = server_cpu(server)
@@ -138,6 +164,7 @@ def run_phase(client: str, port: int, server: int, bodies: list[bytes], ctype: s
             seconds=secs, accepted=ok, **{f"p{p}": pct(lat, p / 100) for p in (50, 95, 99)}
         )
     srv = server_cpu(server) - srv
+    stats["commits"] = commit_line(commits, commit_totals(port))
     used = resource.getrusage(
         resource.RUSAGE_SELF if client == "python" else resource.RUSAGE_CHILDREN
     )
@@ -203,7 +230,7 @@ def main() -> int:
             f"{ok / secs:,.0f} accepted games/s (target >= 3,000); "
             f"batch p50 {stats['p50'] * 1000:.0f} ms, p99 {stats['p99'] * 1000:.0f} ms"
         )
-        print(f"  {_cpu_line(client, cpu, srv, ok, secs)}")
+        print(f"  {_cpu_line(client, cpu, srv, ok, secs)}; {stats['commits']}")
         stats, cpu, srv = run_phase(client, port, proc.pid, single_lines, "application/json", 8)
         ok, secs = stats["accepted"], stats["seconds"]
         assert ok == len(single_lines), (ok, len(single_lines))
@@ -213,10 +240,11 @@ def main() -> int:
             f"{stats['p50'] * 1000:.1f} ms, p95 {stats['p95'] * 1000:.1f} ms, "
             f"p99 {stats['p99'] * 1000:.1f} ms (target < 50 ms)"
         )
-        print(f"  {_cpu_line(client, cpu, srv, ok, secs)}")
+        print(f"  {_cpu_line(client, cpu, srv, ok, secs)}; {stats['commits']}")
     finally:
         proc.terminate()
         proc.wait(60)
+        shutil.rmtree(db.parent, ignore_errors=True)
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} (other work shares them)")
     return 0

@@ -30,6 +30,11 @@ def upload():
             "too many requests from this address; retry later",
             {"Retry-After": retry_after(wait)},
         )
+    with state.store.arriving() as arrival:
+        return _upload(state, arrival)
+
+
+def _upload(state, arrival) -> Response:
     kind = request.mimetype
     if kind not in (JSON, NDJSON):
         return error(415, f"send {JSON} (one record) or {NDJSON} (one record a line)")
@@ -61,11 +66,10 @@ def upload():
         return _too_large(kind, limit)
     if not lines:
         return error(400, "the body holds no record")
-    with state.store.arriving():
-        judged = state.pool.judge_many(lines, received)
+    judged = state.pool.judge_many(lines, received)
     pending = [j.pending for j in judged if j.pending is not None]
     try:
-        outcomes = state.store.ingest(pending, timeout=state.commit_timeout)
+        outcomes = state.store.ingest(pending, timeout=state.commit_timeout, arrival=arrival)
     except FutureTimeout:
         return error(
             503,

@@ -1,25 +1,25 @@
-"""The store: the server's single DuckDB connection and its group-commit writer thread.
+"""The store: the server's single DuckDB connection, its group-commit writer and loader threads.
 
-DuckDB allows one writing process per file, and one transaction per commit costs a WAL write,
-so every write goes through one thread: requests enqueue their games and wait; the writer takes
-everything queued (up to `commit_max` games), decides duplicate / conflict for each game against
-every stored id and the games ahead of it in the same group, writes the new raw records with
-one columnar insert in ONE transaction, commits, and only then wakes the waiters. A 2xx is sent
-after that commit, so an acknowledged game survives a crash of the process.
+DuckDB allows one writing process per file, so every write goes through one thread: requests
+enqueue their games and wait; the writer takes everything queued (up to `commit_max` games,
+holding a moment for uploads on their way), decides duplicate / conflict for each game against
+every stored id and the games ahead of it in the same group, makes the group's new raw records
+durable, and only then wakes the waiters. A 2xx is sent after that commit, so an acknowledged
+game survives a crash of the process.
 
-The rows derived from a raw record (games, game_turns, ..., quarantine) are a function of it.
-With `defer_rows` (the default) a second thread writes them right after, many groups in one
-transaction: an INSERT costs ~0.1 ms per column whatever its row count, and the derived tables
-have 50 columns, which made a commit of a few single-record uploads 6x slower than the raw
-insert alone. A game's derived rows are all written in one transaction; those lost to a crash
-in between are rebuilt from raw_records when the store opens (`recover`). Writes through
-`submit` (jobs, reverify) first wait for every pending derived row. Without `defer_rows`, raw
-and derived rows of a group share one transaction.
+With `defer_rows` (the default) the commit is an append + fdatasync of the upload journal
+(ingest/journal.py): a DuckDB commit costs 2-3 ms of CPU whatever its size, and committing
+each small group of single-record uploads made it the server's bottleneck. The rows thread
+then writes journaled games into DuckDB in batches, each game's raw record and derived rows
+(games, game_turns, ..., quarantine) in one transaction, and deletes a journal segment once
+all its games are there. On open, segments left by a crash are loaded first, and `recover`
+rebuilds any derived rows missing for a stored raw record. Readers (`reader`) and writes
+through `submit` (jobs, reverify) first wait for every journaled game to reach DuckDB.
+Without `defer_rows`, a group's raw and derived rows share one DuckDB transaction.
 """
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import logging
 import queue
@@ -36,7 +36,7 @@ from types import SimpleNamespace
 import duckdb
 import orjson
 
-from . import codec, rows
+from . import codec, journal, rows
 
 log = logging.getLogger("ingest.store")
 
@@ -74,6 +74,13 @@ class _Rows:
 
 
 @dataclass(slots=True)
+class _SegmentDone:
+    """Every game of this journal segment is ahead of this mark in the rows queue."""
+
+    path: Path
+
+
+@dataclass(slots=True)
 class _Call:
     fn: Callable
     transaction: bool = True
@@ -81,6 +88,29 @@ class _Call:
 
 
 _STOP = object()
+
+
+class Arrival:
+    """An upload on its way to `Store.ingest` (see `Store.arriving`); a context manager."""
+
+    __slots__ = ("_store", "_open")
+
+    def __init__(self, store: Store):
+        self._store = store
+        self._open = False
+
+    def __enter__(self) -> Arrival:
+        self._open = True
+        self._store._arrive(1)
+        return self
+
+    def done(self) -> None:
+        if self._open:
+            self._open = False
+            self._store._arrive(-1)
+
+    def __exit__(self, *exc) -> None:
+        self.done()
 
 
 def schema_sql() -> str:
@@ -111,8 +141,10 @@ class Store:
         threads: int = 0,
         rows_interval: float = 0.2,
         commit_wait: float = 0.004,
+        segment_seconds: float = 1.0,
     ):
         self.path = str(path)
+        self.segment_seconds = segment_seconds
         self.commit_max = commit_max
         self.defer_rows = defer_rows
         self.rows_interval = rows_interval
@@ -128,13 +160,17 @@ class Store:
             # (benchmarks/ingest_http.py). The server's readers share the setting.
             self._con.execute(f"SET threads = {int(threads)}")
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._arriving = 0  # requests being judged, about to call ingest()
-        self._arriving_lock = threading.Lock()
+        # uploads on their way to ingest(): the writer holds a commit a moment for them
+        self._arriving = 0
+        self._arrivals = threading.Condition()
         self._closed = False
         # game_id (as int) -> content hash of every stored record: the writer decides
         # duplicate / conflict from this without a query (a lookup by id in DuckDB is a scan).
         self._known: dict[int, int] = self._load_known()
+        self.journaled = load_journal(self._con, self.path, self._known)
         self.recovered = recover(self._con, judge)
+        self._journal = journal.Journal(self.path) if defer_rows else None
+        self._segment_started = 0.0
         self._rows_queue: queue.SimpleQueue = queue.SimpleQueue()
         self._rows_con = self._con.cursor()
         self._rows_thread = threading.Thread(target=self._rows_run, name="store-rows", daemon=True)
@@ -144,25 +180,29 @@ class Store:
 
     # -- public interface -------------------------------------------------------------------
 
-    def ingest(self, items: list[Pending], timeout: float | None = 60.0) -> list[str]:
+    def ingest(
+        self, items: list[Pending], timeout: float | None = 60.0, arrival: Arrival | None = None
+    ) -> list[str]:
         """Store `items` (in order); returns accepted/quarantined/duplicate/conflict per item,
-        after the transaction that holds them has committed."""
-        if not items:
-            return []
+        after the transaction that holds them has committed. `arrival`: the request's
+        `arriving()` mark, ended once its items are queued."""
         task = _Ingest(items)
-        self._put(task)
-        return task.future.result(timeout)
+        if items:
+            self._put(task)
+        if arrival is not None:
+            arrival.done()
+        return task.future.result(timeout) if items else []
 
-    @contextlib.contextmanager
-    def arriving(self):
-        """Around the judging of a request: the writer may hold its commit a moment for it."""
-        with self._arriving_lock:
-            self._arriving += 1
-        try:
-            yield
-        finally:
-            with self._arriving_lock:
-                self._arriving -= 1
+    def arriving(self) -> Arrival:
+        """Around an upload from its start to `ingest()`: while any is on its way, the writer
+        holds its commit up to `commit_wait` so that concurrent uploads share one commit."""
+        return Arrival(self)
+
+    def _arrive(self, step: int) -> None:
+        with self._arrivals:
+            self._arriving += step
+            if self._arriving == 0:
+                self._arrivals.notify()
 
     def submit(
         self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction: bool = True
@@ -220,6 +260,8 @@ class Store:
         if self._closed:
             raise RuntimeError("store is closed")
         self._queue.put(task)
+        with self._arrivals:
+            self._arrivals.notify()
 
     def _load_known(self) -> dict[int, int]:
         table = self._con.sql("SELECT game_id::VARCHAR AS g, content_hash AS h FROM raw_records")
@@ -232,23 +274,23 @@ class Store:
     def _run(self) -> None:
         stopping = False
         while not stopping:
-            tasks = [self._queue.get()]
+            try:
+                tasks = [self._queue.get(timeout=self.segment_seconds)]
+            except queue.Empty:
+                self._end_segment()  # idle: let the rows thread delete the loaded segment
+                continue
             size = len(tasks[0].items) if isinstance(tasks[0], _Ingest) else 0
-            # A commit costs ~3 ms of CPU however few games it holds. While other requests are
-            # being judged (they will be here in a moment), wait up to `commit_wait` for them:
+            # A commit costs ~3 ms of CPU however few games it holds. While other uploads are
+            # on their way (read, judged: here in a moment), wait up to `commit_wait` for them:
             # 8 single-record clients then share one commit. One client alone never waits.
             deadline = time.monotonic() + self.commit_wait
             while size < self.commit_max:
                 try:
-                    left = deadline - time.monotonic()
-                    if self._arriving > 0 and left > 0:
-                        task = self._queue.get(timeout=min(left, 0.0005))
-                    else:
-                        task = self._queue.get_nowait()
+                    task = self._queue.get_nowait()
                 except queue.Empty:
-                    if self._arriving > 0 and deadline > time.monotonic():
-                        continue
-                    break
+                    if not self._wait_for_arrivals(deadline):
+                        break
+                    continue
                 tasks.append(task)
                 size += len(task.items) if isinstance(task, _Ingest) else 0
                 if not isinstance(task, _Ingest):
@@ -267,6 +309,26 @@ class Store:
                     self._call(task)
             if group:
                 self._commit_group(group)
+            if time.monotonic() - self._segment_started > self.segment_seconds:
+                self._end_segment()
+        self._end_segment()
+
+    def _end_segment(self) -> None:
+        if self._journal is not None:
+            path = self._journal.rotate()
+            if path is not None:
+                self._rows_queue.put(_SegmentDone(path))
+        self._segment_started = time.monotonic()
+
+    def _wait_for_arrivals(self, deadline: float) -> bool:
+        """Wait while uploads are on their way and the queue is empty; False: commit now."""
+        with self._arrivals:
+            while self._queue.empty():
+                left = deadline - time.monotonic()
+                if self._arriving <= 0 or left <= 0:
+                    return False
+                self._arrivals.wait(left)
+        return True
 
     def _call(self, task: _Call) -> None:
         if not task.future.set_running_or_notify_cancel():
@@ -329,19 +391,16 @@ class Store:
                 out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
             outcomes.append(out)
         if raw:
-            con = self._con
-            tables = {"raw_records": raw}
-            if not self.defer_rows:
-                tables.update(_merge(derived))
-            if len(tables) == 1:
-                # One statement in auto-commit: its own transaction, committed (WAL synced)
-                # before execute returns; BEGIN and COMMIT cost ~0.5 ms of CPU each here.
-                _raw = rows.to_arrow("raw_records", raw)  # noqa: F841 (read by DuckDB, by name)
-                con.execute("INSERT INTO raw_records SELECT * FROM _raw")
+            if self._journal is not None:
+                self._journal.append(raw)  # durable from here on (fdatasync)
+                for row, item in zip(raw, derived, strict=True):
+                    item.rows = {"raw_records": [row], **item.rows}
+                    self._rows_queue.put(item)  # before the answer: read-your-writes
             else:
+                con = self._con
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    insert_tables(con, tables)
+                    insert_tables(con, {"raw_records": raw, **_merge(derived)})
                     con.execute("COMMIT")
                 except BaseException:
                     _rollback(con)
@@ -352,9 +411,6 @@ class Store:
             self._on_commit(sum(len(t.items) for t in group), elapsed)
         for task, out in zip(group, outcomes, strict=True):
             task.future.set_result(out)
-        if self.defer_rows:
-            for item in derived:
-                self._rows_queue.put(item)
 
     # -- rows thread ------------------------------------------------------------------------
 
@@ -362,7 +418,7 @@ class Store:
         last = 0.0
         while True:
             item = self._rows_queue.get()
-            batch, waiters, stop = [], [], False
+            batch, waiters, done, stop = [], [], [], False
             # A derived-rows commit costs ~2 ms a table whatever its row count: gather games
             # for `rows_interval` after the last one rather than commit each raw group's few
             # games again (with 8 single-record clients that was 2-3 ms of CPU a game; at
@@ -374,6 +430,8 @@ class Store:
                     stop = True
                 elif isinstance(item, threading.Event):
                     waiters.append(item)
+                elif isinstance(item, _SegmentDone):
+                    done.append(item.path)
                 else:
                     batch.append(item)
                 if stop or waiters or len(batch) >= self.commit_max:
@@ -386,37 +444,49 @@ class Store:
                         item = self._rows_queue.get_nowait()
                 except queue.Empty:
                     break
+            stored = True
             if batch:
                 try:
-                    self._write_rows(batch)
-                except Exception as exc:  # keep serving; recover() rebuilds them at next open
-                    log.error("derived rows not written: %s", exc)
+                    stored = self._write_rows(batch)
+                except Exception as exc:  # keep serving; the journal keeps them for next open
+                    log.error("journaled games not written to DuckDB: %s", exc)
+                    stored = False
+            if stored:
+                for path in done:  # each of its games is in DuckDB now
+                    journal.remove(path)
             last = time.monotonic()
             for event in waiters:
                 event.set()
             if stop:
                 return
 
-    def _write_rows(self, batch: list[_Rows]) -> None:
+    def _write_rows(self, batch: list[_Rows]) -> bool:
+        """Commit the batch's raw records and derived rows; False if a raw record could not
+        be stored (it stays in the journal)."""
         con = self._rows_con
         try:
             con.execute("BEGIN TRANSACTION")
             insert_tables(con, _merge(batch))
             con.execute("COMMIT")
-            return
+            return True
         except Exception as exc:
             _rollback(con)
             if len(batch) > 1:  # find the game at fault; the others go in
-                for one in batch:
-                    self._write_rows([one])
-                return
+                return all([self._write_rows([one]) for one in batch])
             failed = exc
         # rows that do not fit the tables: keep the game, out of the analysis
-        log.error("rows of game %s failed: %s", batch[0].gid, type(failed).__name__)
+        one = batch[0]
+        log.error("rows of game %s failed: %s", one.gid, type(failed).__name__)
         try:
-            quarantine_internal(con, batch[0].gid, f"its rows could not be stored: {failed}")
+            insert_tables(con, {"raw_records": one.rows["raw_records"]})
         except Exception as exc:
-            log.error("could not quarantine game %s: %s", batch[0].gid, exc)
+            log.error("game %s not written to DuckDB (kept in the journal): %s", one.gid, exc)
+            return False
+        try:
+            quarantine_internal(con, one.gid, f"its rows could not be stored: {failed}")
+        except Exception as exc:
+            log.error("could not quarantine game %s: %s", one.gid, exc)
+        return True
 
 
 def insert_tables(con: duckdb.DuckDBPyConnection, table_rows: dict[str, list[tuple]]) -> None:
@@ -462,6 +532,32 @@ WHERE (r.status = 'verified' AND r.game = 'slow6' AND r.game_id NOT IN (SELECT g
        AND r.game_id NOT IN (SELECT game_id FROM slide_games))
    OR (r.status = 'quarantined' AND r.game_id NOT IN (SELECT game_id FROM quarantine))
 """
+
+
+def load_journal(con: duckdb.DuckDBPyConnection, path: str, known: dict[int, int]) -> int:
+    """Store the raw records of journal segments left behind (after a crash), those not
+    stored yet, then delete the segments; `recover` then builds their derived rows. Returns
+    how many games were loaded."""
+    segments = journal.segments(path)
+    fresh = []
+    for segment in segments:
+        for row in journal.entries(segment.read_bytes()):
+            key = int(row[0].replace("-", ""), 16)
+            if key not in known:
+                known[key] = row[3]
+                fresh.append(row)
+    if fresh:
+        con.execute("BEGIN TRANSACTION")
+        try:
+            insert_tables(con, {"raw_records": fresh})
+            con.execute("COMMIT")
+        except BaseException:
+            _rollback(con)
+            raise
+        log.info("loaded %d acknowledged games from the journal", len(fresh))
+    for segment in segments:
+        journal.remove(segment)
+    return len(fresh)
 
 
 def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:

@@ -3,13 +3,14 @@ isolation of failures, submit/reader; and the codec that stores raw records."""
 
 from __future__ import annotations
 
+import os
 import threading
 
 import duckdb
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import codec
+from ingest import codec, journal
 from ingest.pipeline import Judge, utcnow
 from ingest.store import Store
 
@@ -228,3 +229,64 @@ def test_a_reader_sees_every_acknowledged_game_with_its_rows(store):
         assert store.ingest(pending([fresh(SLOW6[i])])) == ["accepted"]
         # no flush_rows(): a reader opened after the answer must see the derived rows
         assert count(store, "SELECT count(*) FROM games") == i + 1
+
+
+def journal_rows(items) -> list[tuple]:
+    """The raw_records rows the writer journals for these pending games."""
+    return [(p.gid, p.game, p.status, p.content_hash, p.blob, p.codec, p.received) for p in items]
+
+
+def test_games_left_in_the_journal_by_a_crash_are_stored_when_the_store_opens(tmp_path):
+    path = tmp_path / "j.duckdb"
+    with Store(path) as s:  # one game already in DuckDB before the crash
+        stored = pending([fresh(SLOW6[0])])
+        assert s.ingest(stored) == ["accepted"]
+    recs = [fresh(SLOW6[1]), fresh(SLOW6[2]), fresh(SLIDE[0])]
+    quarantined = fresh(example_records("slow6-invalid")[0])
+    items = pending(recs + [quarantined])
+    # What a kill leaves: acknowledged games journaled, not yet loaded into DuckDB (one of them
+    # was loaded and its segment not yet deleted), and an entry torn in the middle of its write.
+    first = journal.Journal(path)
+    first.append(journal_rows(stored + items[:2]))
+    first.rotate()
+    second = journal.Journal(path)
+    second.append(journal_rows(items[2:]))
+    torn = pending([fresh(SLOW6[3])])
+    os.write(second._fd, journal.encode(journal_rows(torn)[0])[:-7])
+    second.rotate()
+    assert len(journal.segments(path)) == 2
+    with Store(path) as s:
+        assert s.journaled == 4  # the stored game is not loaded twice; the torn one is not there
+        assert s.recovered == 4  # their derived rows are built from the raw records
+        assert count(s, "SELECT count(*) FROM raw_records") == 5
+        assert count(s, "SELECT count(*) FROM games") == 3
+        assert count(s, "SELECT count(*) FROM slide_games") == 1
+        assert count(s, "SELECT count(*) FROM quarantine") == 1
+        assert s.ingest(items + torn) == ["duplicate"] * 4 + ["accepted"]
+    assert journal.segments(path) == []  # loaded, then deleted
+    with Store(path) as s:
+        assert (s.journaled, s.recovered) == (0, 0)
+        assert count(s, "SELECT count(*) FROM raw_records") == 6
+
+
+def test_an_acknowledged_game_is_in_the_journal_until_duckdb_has_it(tmp_path):
+    path = tmp_path / "k.duckdb"
+    s = Store(path, rows_interval=60.0)
+    gate = threading.Event()
+    real = s._write_rows
+    s._write_rows = lambda batch: gate.wait(10) and real(batch)  # the loader is slow
+    try:
+        items = pending([fresh(SLOW6[5]), fresh(SLOW6[6])])
+        assert s.ingest(items) == ["accepted", "accepted"]
+        on_disk = [
+            row for seg in journal.segments(path) for row in journal.entries(seg.read_bytes())
+        ]
+        assert [row[0] for row in on_disk] == [p.gid for p in items]
+        assert [bytes(row[4]) for row in on_disk] == [p.blob for p in items]
+        assert [row[6] for row in on_disk] == [p.received for p in items]
+    finally:
+        gate.set()
+        s.close()
+    assert journal.segments(path) == []
+    with Store(path) as s:
+        assert count(s, "SELECT count(*) FROM games") == 2
