@@ -56,8 +56,6 @@ def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     return path
 
 
-
-
 def start_server(tmp_path_factory, demo_db: Path, env: dict | None = None, args=()) -> Server:
     work = tmp_path_factory.mktemp("dash-server")
     db = work / "store.duckdb"
