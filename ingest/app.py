@@ -18,6 +18,7 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .responses import register_error_handlers
 from .store import Store
+from .upload import UploadRoute
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
@@ -71,6 +72,7 @@ def create_app(config: dict | None = None) -> Flask:
     register_error_handlers(app)
     _instrument(app, metrics)
     _init_dashboard(app)
+    app.wsgi_app = UploadRoute(app.wsgi_app, state)  # the hot route, without Flask in the way
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     return app
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from http import HTTPStatus
 
 import orjson
 from flask import Flask, Response
@@ -18,13 +19,14 @@ def json_response(payload, status: int = 200, headers: dict | None = None) -> Re
 
 
 def error(status: int, message: str, headers: dict | None = None, **extra) -> Response:
-    body = {"error": _reason(status), "message": message, "status": status, **extra}
-    return json_response(body, status, headers)
+    return json_response(error_payload(status, message, **extra), status, headers)
 
 
-def _reason(status: int) -> str:
-    from http import HTTPStatus
+def error_payload(status: int, message: str, **extra) -> dict:
+    return {"error": reason(status), "message": message, "status": status, **extra}
 
+
+def reason(status: int) -> str:
     try:
         return HTTPStatus(status).phrase.lower().replace(" ", "_").replace("-", "_")
     except ValueError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import signal
 import sys
@@ -33,6 +34,12 @@ def run(app: Flask, host: str, port: int, threads: int = 16) -> int:
     # (reading bodies, judging when BALANCE_WORKERS=0), the default 5 ms switch interval
     # would make it wait that long to get it back after each statement of a commit.
     sys.setswitchinterval(0.0005)
+    # Everything imported and built so far lives as long as the server: keep it out of the
+    # cyclic collector, whose full passes over the dashboard's imports (~200,000 objects) took
+    # ~120 ms each, stalling every request. Uploads allocate many short-lived containers:
+    # collect the young generation less often (in-process, 8 threads: +10% games/s).
+    gc.freeze()
+    gc.set_threshold(5000, 20, 100)
 
     max_body = app.extensions["ingest"].config["BALANCE_MAX_BODY"]
     server = create_server(

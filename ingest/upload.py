@@ -1,0 +1,151 @@
+"""POST /v1/games, one record or an NDJSON batch, without a web framework in the way.
+
+The upload is the one route clients hit thousands of times a second, and Flask's request
+and response objects, routing and hooks cost about as much CPU as judging a record. So
+`UploadRoute` answers it straight from the WSGI environ (the Flask view in api.py calls the
+same `handle`), and passes every other request to the Flask app.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+from http import HTTPStatus
+
+import orjson
+from werkzeug.wsgi import get_input_stream
+
+from .bodies import BodyTooLarge, ndjson_lines, whole_body
+from .pipeline import MAX_RECORD, settle, utcnow
+from .ratelimit import retry_after
+from .responses import error_payload
+
+log = logging.getLogger("ingest.upload")
+access_log = logging.getLogger("ingest.access")
+
+JSON, NDJSON = "application/json", "application/x-ndjson"
+ROUTE = "/v1/games"
+
+Answer = tuple[int, dict, dict]  # status, JSON payload, extra headers
+
+
+def error(status: int, message: str, headers: dict | None = None, **extra) -> Answer:
+    return status, error_payload(status, message, **extra), headers or {}
+
+
+def handle(state, client: str, mimetype: str, encoding: str, length: int | None, stream) -> Answer:
+    """The answer to an upload; `stream` yields the body (at most `length` bytes if given)."""
+    wait = state.limiter.acquire(client)
+    if wait:
+        return error(
+            429,
+            "too many requests from this address; retry later",
+            {"Retry-After": retry_after(wait)},
+        )
+    with state.store.arriving() as arrival:
+        return _upload(state, arrival, mimetype, encoding, length, stream)
+
+
+def _upload(state, arrival, kind, encoding, length, stream) -> Answer:
+    if kind not in (JSON, NDJSON):
+        return error(415, f"send {JSON} (one record) or {NDJSON} (one record a line)")
+    if encoding.lower() not in ("identity", ""):
+        return error(415, "compressed bodies are not accepted; send identity encoding")
+    # a single record may carry a trailing line break beyond its 64 KiB
+    limit = MAX_RECORD + 2 if kind == JSON else state.config["BALANCE_MAX_BODY"]
+    if length is not None and length > limit:
+        return _too_large(kind, limit)
+    received = utcnow()
+    lines = []
+    try:
+        if kind == JSON:
+            body = whole_body(stream, limit).rstrip(b"\r\n")
+            if len(body) > MAX_RECORD:
+                return _too_large(kind, limit)
+            if body.strip():
+                lines.append((0, body))
+        else:
+            max_lines = state.config["BALANCE_MAX_LINES"]
+            for number, text in ndjson_lines(stream, limit):
+                if len(lines) >= max_lines:
+                    return error(
+                        413,
+                        f"a batch holds at most {max_lines} records; nothing was stored: split it",
+                    )
+                lines.append((number, text))
+    except BodyTooLarge:
+        return _too_large(kind, limit)
+    if not lines:
+        return error(400, "the body holds no record")
+    judged = state.pool.judge_many(lines, received)
+    pending = [j.pending for j in judged if j.pending is not None]
+    try:
+        outcomes = state.store.ingest(pending, timeout=state.commit_timeout, arrival=arrival)
+    except FutureTimeout:
+        return error(
+            503,
+            "storage is busy; retry (the same record is never stored twice)",
+            {"Retry-After": "5"},
+        )
+    except RuntimeError:
+        return error(503, "the server is shutting down; retry", {"Retry-After": "5"})
+    results = settle(judged, outcomes)
+    state.metrics.count_results(results)
+    if not any(j.json_ok for j in judged):
+        return error(400, "no record in the body is JSON", results=results)
+    status = 422 if kind == JSON and results[0]["verdict"] == "rejected" else 200
+    return status, {"results": results}, {}
+
+
+def _too_large(kind: str, limit: int) -> Answer:
+    if kind == JSON:
+        return error(413, f"a record is at most {MAX_RECORD} bytes of JSON", limit=MAX_RECORD)
+    return error(413, f"a batch is at most {limit} bytes", limit=limit)
+
+
+class UploadRoute:
+    """WSGI middleware: POST /v1/games answered here, everything else by `app`."""
+
+    def __init__(self, app, state):
+        self.app = app
+        self.state = state
+
+    def __call__(self, environ, start_response):
+        if environ.get("PATH_INFO") != ROUTE or environ.get("REQUEST_METHOD") != "POST":
+            return self.app(environ, start_response)
+        started = time.perf_counter()
+        try:
+            status, payload, headers = handle(
+                self.state,
+                environ.get("REMOTE_ADDR") or "",
+                environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower(),
+                environ.get("HTTP_CONTENT_ENCODING", "identity"),
+                _length(environ),
+                get_input_stream(environ),
+            )
+        except Exception as exc:
+            # the type only: a message or traceback could quote request data
+            log.error("unhandled %s in an upload", type(exc).__name__)
+            status, payload, headers = error(500, "internal error; the request may be retried")
+        body = orjson.dumps(payload)
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                *headers.items(),
+            ],
+        )
+        seconds = time.perf_counter() - started
+        self.state.metrics.observe_request(ROUTE, "POST", status, seconds)
+        access_log.info("POST %s %d %.1fms", ROUTE, status, seconds * 1000)
+        return [body]
+
+
+def _length(environ) -> int | None:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
