@@ -101,9 +101,10 @@ def run_reverify(args) -> int:
     if args.server:
         return _reverify_remote(args)
     from .reverify import reverify
-    from .store import open_db
+    from .store import Store, open_db
 
     try:
+        Store(_db(args)).close()  # first store the games a crash left in the upload journal
         con = open_db(_db(args))
     except Exception as exc:
         return _locked(exc)

@@ -50,9 +50,10 @@ def test_headers_never_reach_storage_or_logs(server_factory):
     server.get("/healthz", headers=headers)
     server.post("/v1/admin/reverify", b"", headers=headers)  # 403: no token configured
 
-    server.kill()  # the WAL holds the freshest writes uncheckpointed: check it as it is
-    wal = server.db.with_name(server.db.name + ".wal")
-    blobs = [server.db.read_bytes()] + ([wal.read_bytes()] if wal.exists() else [])
+    server.kill()  # the WAL and the journal hold the freshest writes: check them as they are
+    near = sorted(server.db.parent.glob(server.db.name + "*"))  # file, .wal, .journal.N
+    assert server.db in near
+    blobs = [path.read_bytes() for path in near]
     server.start()
     server.stop()  # now checkpointed into the main file
     blobs.append(server.db.read_bytes())
