@@ -29,13 +29,15 @@ class GameOver(Exception):
 
 
 class Counters:
-    """What one turn did, for storage and analysis (facts)."""
+    """What each turn of a game did, for storage and analysis (facts): one list per kind of
+    event, indexed by the turn's ply, so a turn with nothing to count costs nothing and the
+    per-turn facts are built in one pass at the end."""
 
     __slots__ = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
 
-    def __init__(self):
-        self.fights = self.removed = self.stuns = self.catches = 0
-        self.promotions = self.trapped = 0
+    def __init__(self, turns: int):
+        self.fights, self.removed, self.stuns = [0] * turns, [0] * turns, [0] * turns
+        self.catches, self.promotions, self.trapped = [0] * turns, [0] * turns, [0] * turns
 
 
 class Position:
@@ -44,7 +46,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
         "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
-        "alive", "why", "geom",
+        "alive", "why", "geom", "plain",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -55,6 +57,7 @@ class Position:
         self.crown = n + 1
         self.limit = TURN_LIMIT[n]
         self.geom = GEOMETRY[n]
+        self.plain = PLAIN[n]
         self.board = [-1] * (n * n)
         self.side = []
         self.rank = []
@@ -152,6 +155,7 @@ class Position:
     def copy(self) -> Position:
         c = Position.__new__(Position)
         c.n, c.k, c.crown, c.limit, c.geom = self.n, self.k, self.crown, self.limit, self.geom
+        c.plain = self.plain
         c.winner, c.reason, c.over = self.winner, self.reason, self.over
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
@@ -369,7 +373,7 @@ class Position:
             self.trap[s] = -1
             self._immobilise(pid, g + 3, "trapped")
             if self.counters:
-                self.counters.trapped += 1
+                self.counters.trapped[g] += 1
 
     # ------------------------------------------------------------------ moves (R2-R6)
 
@@ -456,14 +460,14 @@ class Position:
                 self.trap[1 - s] = -1
                 self._immobilise(pid, g + 4, "trapped")
                 if c:
-                    c.trapped += 1
+                    c.trapped[g] += 1
             if not crown and end == self.lane[pid]:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 self.promoted_at[pid] = g
                 if c:
-                    c.promotions += 1
+                    c.promotions[g] += 1
             elif crown and end == self.start[pid]:
                 self._end(s, "home")  # R6.1
                 self.home_pid = pid
@@ -471,6 +475,68 @@ class Position:
         if occ >= 0:
             self._check_wipeout()
         return pid
+
+    def step(self, text: str) -> None:
+        """The common turn, one move and no power: exactly `play(text)` then `end_turn()`.
+
+        Inlined for the plain case: an own mobile piece with no power on it, a straight move
+        within its reach over empty squares, onto an empty square or an enemy, and no trap of
+        the other side on the board. Anything else, and every fault (for its message), is left
+        to `play`, so the two cannot disagree on what is legal."""
+        frm, to, need, mid = self.plain[text]
+        board, side, s = self.board, self.side, self.to_move
+        pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
+        if (
+            need
+            and pid >= 0
+            and side[pid] == s
+            and self.imm[pid] < self.ply
+            and need <= (1 if self.rank[pid] == self.crown else 2)
+            and (mid < 0 or board[mid] < 0)
+            and self.trap[1 - s] < 0
+            and not (self.dash[pid] or self.leap[pid] or self.surge[pid])
+        ):
+            occ = board[to]
+            if occ < 0 or side[occ] != s:
+                self._plain_move(pid, frm, to, occ)
+                self.end_turn()
+                return
+        self.play(text)
+        self.end_turn()
+
+    def _plain_move(self, pid: int, frm: int, to: int, occ: int) -> None:
+        """`play`'s effects for a move `step` found plain (no power, no trap involved)."""
+        g = self.ply
+        c = self.counters
+        if c:
+            self.moved[pid] += 1
+            if self.revealed_at[pid] is None:
+                self.revealed_at[pid] = g
+        if occ < 0:
+            board = self.board
+            board[frm] = -1
+            board[to] = pid
+            self.pos[pid] = end = to
+        else:
+            end = self._fight(pid, occ, frm, to, False, g)
+            if end < 0:
+                self._check_wipeout()
+                return
+        rank = self.rank
+        if rank[pid] != self.crown:
+            if end == self.lane[pid]:
+                rank[pid] = self.crown  # R5.1: a fresh crown at once
+                self.wounded[pid] = False
+                self.lane[pid] = -1
+                self.promoted_at[pid] = g
+                if c:
+                    c.promotions[g] += 1
+        elif end == self.start[pid]:
+            self._end(self.to_move, "home")  # R6.1
+            self.home_pid = pid
+            return
+        if occ >= 0:
+            self._check_wipeout()
 
     def _immobilise(self, pid: int, through: int, why: str) -> None:
         if through >= self.imm[pid]:
@@ -484,14 +550,14 @@ class Position:
         ra, rd = rank[a], rank[d]
         c = self.counters
         if c:
-            c.fights += 1
+            c.fights[g] += 1
             if self.revealed_at[d] is None:
                 self.revealed_at[d] = g
         rest = False
         if rd == crown and self.stun[d] >= g:
             win = 1  # R4.3: a stunned crown is caught
             if c:
-                c.catches += 1
+                c.catches[g] += 1
         elif ra == crown and rd != crown:
             win = 1  # R4.1
         elif rd == crown and ra != crown:
@@ -501,7 +567,7 @@ class Position:
             self._immobilise(d, g + 1, "stunned")
             self.stunned_count[d] += 1
             if c:
-                c.stuns += 1
+                c.stuns[g] += 1
         elif ra == crown:  # crown vs crown, R4.4
             wa, wd = self.wounded[a], self.wounded[d]
             win = 0 if wa == wd else (1 if wd else -1)
@@ -546,7 +612,7 @@ class Position:
         self.removed_at[pid] = g
         self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False  # R8.13
         if self.counters:
-            self.counters.removed += 1
+            self.counters.removed[g] += 1
 
     def _check_wipeout(self) -> None:
         a0, a1 = self.alive
@@ -588,7 +654,18 @@ def _geometry(n: int):
     return table
 
 
+def _plain(geometry: dict) -> dict:
+    """Per move text: (from, to, reach needed, square passed over or -1) for the moves `step`
+    may take inline: straight, on the board, one or two squares; reach needed 0 otherwise."""
+    table = {}
+    for text, (frm, to, dist, passed, straight, _near) in geometry.items():
+        fast = frm >= 0 and straight and 1 <= dist <= 2
+        table[text] = (frm, to, dist if fast else 0, passed[0] if fast and passed else -1)
+    return table
+
+
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
+PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
 START_BOARDS = {
