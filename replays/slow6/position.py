@@ -476,6 +476,52 @@ class Position:
             self._check_wipeout()
         return pid
 
+    def play_log(self, turns: list, play_turn) -> None:
+        """Play `turns` in order; `play_turn(self, turn)` plays any turn but the common one.
+
+        The common turn (one move, no power, the game not over) goes to `step`; its most common
+        case, a plain move (see `step`) onto an empty square, is played right here on locals,
+        which is most of the replay's time. Raises `RuleBroken` at the first broken rule; the
+        turn that broke is then `self.ply` (a turn is a ply, and it only ends once played)."""
+        plain, board, side, pos, rank = self.plain, self.board, self.side, self.pos, self.rank
+        imm, trap, lane, start, taken = self.imm, self.trap, self.lane, self.start, self.taken
+        dash, leap, surge = self.dash, self.leap, self.surge
+        crown, limit, counters = self.crown, self.limit, self.counters
+        for turn in turns:
+            moves = turn["moves"]
+            if len(moves) != 1 or "power" in turn or self.over:
+                play_turn(self, turn)
+                continue
+            text = moves[0]
+            frm, to, need, mid = plain[text]
+            pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
+            s, g = self.to_move, self.ply
+            if not (
+                need
+                and board[to] < 0
+                and pid >= 0
+                and side[pid] == s
+                and imm[pid] < g
+                and need <= (1 if rank[pid] == crown else 2)
+                and (mid < 0 or board[mid] < 0)
+                and trap[1 - s] < 0
+                and not (dash[pid] or leap[pid] or surge[pid])
+            ):
+                self.step(text)
+                continue
+            if counters:
+                self._count_move(pid)
+            board[frm] = -1
+            board[to] = pid
+            pos[pid] = to
+            if to == lane[pid] or to == start[pid]:
+                self._arrive(pid, to)  # R5.1 or R6.1
+            taken[s] += 1  # end_turn
+            self.ply = g + 1
+            self.to_move = 1 - s
+            if taken[s] >= limit and taken[1 - s] >= limit and not self.over:
+                self._end_by_points()
+
     def step(self, text: str) -> None:
         """The common turn, one move and no power: exactly `play(text)` then `end_turn()`.
 
@@ -506,37 +552,47 @@ class Position:
 
     def _plain_move(self, pid: int, frm: int, to: int, occ: int) -> None:
         """`play`'s effects for a move `step` found plain (no power, no trap involved)."""
-        g = self.ply
-        c = self.counters
-        if c:
-            self.moved[pid] += 1
-            if self.revealed_at[pid] is None:
-                self.revealed_at[pid] = g
+        if self.counters:
+            self._count_move(pid)
         if occ < 0:
             board = self.board
             board[frm] = -1
             board[to] = pid
             self.pos[pid] = end = to
         else:
-            end = self._fight(pid, occ, frm, to, False, g)
+            end = self._fight(pid, occ, frm, to, False, self.ply)
             if end < 0:
                 self._check_wipeout()
                 return
+        if self._arrive(pid, end):
+            return
+        if occ >= 0:
+            self._check_wipeout()
+
+    def _count_move(self, pid: int) -> None:
+        """Facts: one more move of `pid`, which reveals it (R7.2)."""
+        self.moved[pid] += 1
+        if self.revealed_at[pid] is None:
+            self.revealed_at[pid] = self.ply
+
+    def _arrive(self, pid: int, end: int) -> bool:
+        """`play`'s R5.1 and R6.1 for a piece of no power that ended its move on `end` (no trap
+        involved): promote it, or end the game when a crown came home (then True)."""
         rank = self.rank
         if rank[pid] != self.crown:
             if end == self.lane[pid]:
+                g = self.ply
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 self.promoted_at[pid] = g
-                if c:
-                    c.promotions[g] += 1
+                if self.counters:
+                    self.counters.promotions[g] += 1
         elif end == self.start[pid]:
             self._end(self.to_move, "home")  # R6.1
             self.home_pid = pid
-            return
-        if occ >= 0:
-            self._check_wipeout()
+            return True
+        return False
 
     def _immobilise(self, pid: int, through: int, why: str) -> None:
         if through >= self.imm[pid]:
@@ -632,8 +688,11 @@ class Position:
         self.ply += 1
         self.to_move = 1 - s
         if not self.over and self.taken[0] >= self.limit and self.taken[1] >= self.limit:
-            p0, p1 = self.points()
-            self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
+            self._end_by_points()
+
+    def _end_by_points(self) -> None:
+        p0, p1 = self.points()
+        self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
 
 
 def _geometry(n: int):

@@ -36,16 +36,10 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
     turns = record["turns"]
     if collect:  # facts for storage, counted per turn; the plain verifier does not need them
         pos.counters = Counters(len(turns))
-    i = -1
     try:
-        step = pos.step
-        for i, turn in enumerate(turns):  # noqa: B007 (i names the turn that broke)
-            moves = turn["moves"]
-            if len(moves) == 1 and "power" not in turn and not pos.over:
-                step(moves[0])  # the common turn: one plain move
-            else:
-                play_turn(pos, turn)
+        pos.play_log(turns, play_turn)
     except RuleBroken as e:
+        i = pos.ply  # the turn that broke
         return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
     try:
         judge_result(pos, record["result"])
