@@ -52,12 +52,8 @@ class Position:
     # ------------------------------------------------------------------ construction
 
     def __init__(self, n: int, lineups, picks=None):
-        self.n = n
-        self.k = (n - 1) // 2
-        self.crown = n + 1
-        self.limit = TURN_LIMIT[n]
-        self.geom = GEOMETRY[n]
-        self.plain = PLAIN[n]
+        """An empty board; `start_position` and `from_challenge` set the pieces."""
+        self._begin(n, lineups, picks)
         self.board = [-1] * (n * n)
         self.side = []
         self.rank = []
@@ -65,6 +61,15 @@ class Position:
         self.start = []
         self.orig = []
         self.lane = []  # per pid: the far-row square where its rank promotes (R5.1)
+
+    def _begin(self, n: int, lineups, picks) -> None:
+        """Everything but the pieces."""
+        self.n = n
+        self.k = (n - 1) // 2
+        self.crown = n + 1
+        self.limit = TURN_LIMIT[n]
+        self.geom = GEOMETRY[n]
+        self.plain = PLAIN[n]
         self.trap = [-1, -1]
         self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
         self.used = (set(), set())
@@ -79,16 +84,17 @@ class Position:
 
     @classmethod
     def start_position(cls, n: int, lineups, first: int, picks=None) -> Position:
-        p = cls(n, lineups, picks)
-        top = (n - 1) * n
+        p = cls.__new__(cls)  # not __init__: its empty lists would be replaced at once
+        p._begin(n, lineups, picks)
         l0, l1 = lineups
-        # pid = side * n + file; both sides start on their back rows (R1.3). Side and start
-        # never change, so every game of a board shares those lists.
+        # pid = side * n + file; both sides start on their back rows (R1.3). Side, start and
+        # the original ranks never change, so every game of a board shares the first two.
         p.side, p.start = START_SIDES[n], START_SQUARES[n]
         p.pos = START_SQUARES[n][:]
         p.board = START_BOARDS[n][:]
-        p.rank = [*l0, *l1]
-        p.orig = p.rank[:]
+        p.orig = l0 + l1
+        p.rank = p.orig[:]
+        top = (n - 1) * n
         p.lane = [top + l1.index(r) for r in l0] + [l0.index(r) for r in l1]
         p._finish_setup(first)
         return p
@@ -479,10 +485,13 @@ class Position:
     def play_log(self, turns: list, play_turn) -> None:
         """Play `turns` in order; `play_turn(self, turn)` plays any turn but the common one.
 
-        The common turn (one move, no power, the game not over) goes to `step`; its most common
-        case, a plain move (see `step`) onto an empty square, is played right here on locals,
-        which is most of the replay's time. Raises `RuleBroken` at the first broken rule; the
-        turn that broke is then `self.ply` (a turn is a ply, and it only ends once played)."""
+        The common turn is one move, no power, the game not over. When its move is plain (an
+        own mobile piece with no power on it, a straight move within its reach over empty
+        squares, no trap of the other side on the board: most of a game), it is played here on
+        locals, which is most of the replay's time; any other (and every fault, for its message)
+        goes to `play`, so the two cannot disagree on what is legal. Raises `RuleBroken` at the
+        first broken rule; the turn that broke is then `self.ply` (a turn is a ply, and it only
+        ends once played)."""
         plain, board, side, pos, rank = self.plain, self.board, self.side, self.pos, self.rank
         imm, trap, lane, start, taken = self.imm, self.trap, self.lane, self.start, self.taken
         dash, leap, surge = self.dash, self.leap, self.surge
@@ -492,13 +501,11 @@ class Position:
             if len(moves) != 1 or "power" in turn or self.over:
                 play_turn(self, turn)
                 continue
-            text = moves[0]
-            frm, to, need, mid = plain[text]
+            frm, to, need, mid = plain[moves[0]]
             pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
             s, g = self.to_move, self.ply
-            if not (
+            if (
                 need
-                and board[to] < 0
                 and pid >= 0
                 and side[pid] == s
                 and imm[pid] < g
@@ -507,51 +514,29 @@ class Position:
                 and trap[1 - s] < 0
                 and not (dash[pid] or leap[pid] or surge[pid])
             ):
-                self.step(text)
-                continue
-            if counters:
-                self._count_move(pid)
-            board[frm] = -1
-            board[to] = pid
-            pos[pid] = to
-            if to == lane[pid] or to == start[pid]:
-                self._arrive(pid, to)  # R5.1 or R6.1
-            taken[s] += 1  # end_turn
+                occ = board[to]
+                if occ < 0:  # onto an empty square: the most common move of all
+                    if counters:
+                        self._count_move(pid)
+                    board[frm] = -1
+                    board[to] = pid
+                    pos[pid] = to
+                    if to == lane[pid] or to == start[pid]:
+                        self._arrive(pid, to)  # R5.1 or R6.1
+                elif side[occ] != s:
+                    self._plain_move(pid, frm, to, occ)  # a fight
+                else:
+                    self.play(moves[0])  # onto an own piece: `play` says why not
+            else:
+                self.play(moves[0])
+            taken[s] += 1  # end_turn, inline
             self.ply = g + 1
             self.to_move = 1 - s
             if taken[s] >= limit and taken[1 - s] >= limit and not self.over:
                 self._end_by_points()
 
-    def step(self, text: str) -> None:
-        """The common turn, one move and no power: exactly `play(text)` then `end_turn()`.
-
-        Inlined for the plain case: an own mobile piece with no power on it, a straight move
-        within its reach over empty squares, onto an empty square or an enemy, and no trap of
-        the other side on the board. Anything else, and every fault (for its message), is left
-        to `play`, so the two cannot disagree on what is legal."""
-        frm, to, need, mid = self.plain[text]
-        board, side, s = self.board, self.side, self.to_move
-        pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
-        if (
-            need
-            and pid >= 0
-            and side[pid] == s
-            and self.imm[pid] < self.ply
-            and need <= (1 if self.rank[pid] == self.crown else 2)
-            and (mid < 0 or board[mid] < 0)
-            and self.trap[1 - s] < 0
-            and not (self.dash[pid] or self.leap[pid] or self.surge[pid])
-        ):
-            occ = board[to]
-            if occ < 0 or side[occ] != s:
-                self._plain_move(pid, frm, to, occ)
-                self.end_turn()
-                return
-        self.play(text)
-        self.end_turn()
-
     def _plain_move(self, pid: int, frm: int, to: int, occ: int) -> None:
-        """`play`'s effects for a move `step` found plain (no power, no trap involved)."""
+        """`play`'s effects for a move `play_log` found plain (no power, no trap involved)."""
         if self.counters:
             self._count_move(pid)
         if occ < 0:
@@ -640,8 +625,9 @@ class Position:
                 win = -1
         if rest:
             self._immobilise(a, g + 2, "resting after a surge")
-        a_survives = win == 1 or self._shielded(a)
-        d_survives = win == -1 or self._shielded(d)
+        shield = self.shield  # (looked up here: most fights involve no shield)
+        a_survives = win == 1 or shield[a] and self._shielded(a)
+        d_survives = win == -1 or shield[d] and self._shielded(d)
         if not d_survives:
             self._remove(d, g)
         if not a_survives:
@@ -714,7 +700,7 @@ def _geometry(n: int):
 
 
 def _plain(geometry: dict) -> dict:
-    """Per move text: (from, to, reach needed, square passed over or -1) for the moves `step`
+    """Per move text: (from, to, reach needed, square passed over or -1) for the moves `play_log`
     may take inline: straight, on the board, one or two squares; reach needed 0 otherwise."""
     table = {}
     for text, (frm, to, dist, passed, straight, _near) in geometry.items():
