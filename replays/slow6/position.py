@@ -496,6 +496,7 @@ class Position:
         imm, trap, lane, start, taken = self.imm, self.trap, self.lane, self.start, self.taken
         dash, leap, surge = self.dash, self.leap, self.surge
         crown, limit, counters = self.crown, self.limit, self.counters
+        moved, revealed = self.moved, self.revealed_at
         for turn in turns:
             moves = turn["moves"]
             if len(moves) != 1 or "power" in turn or self.over:
@@ -516,8 +517,10 @@ class Position:
             ):
                 occ = board[to]
                 if occ < 0:  # onto an empty square: the most common move of all
-                    if counters:
-                        self._count_move(pid)
+                    if counters:  # facts: one more move, which reveals the piece (R7.2)
+                        moved[pid] += 1
+                        if revealed[pid] is None:
+                            revealed[pid] = g
                     board[frm] = -1
                     board[to] = pid
                     pos[pid] = to

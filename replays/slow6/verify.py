@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from itertools import cycle
+from itertools import compress, count, cycle, repeat
+from operator import itemgetter
 
 from ..verdict import Verdict, invalid, valid
 from .board import BOARDS, SQUARE_XY, TURN_LIMIT, back_row, square_name
@@ -202,31 +203,34 @@ def _who(winner) -> str:
 
 
 def _facts(pos: Position, record: dict) -> Slow6Facts:
+    """What storage keeps of a valid game. Built column by column with C-level iteration
+    (map, compress): per turn and per piece, only the facts objects cost Python time."""
     result = record["result"]
     winner = pos.winner if pos.over else result["winner"]
     reason = pos.reason if pos.over else result["reason"]
     turns = record["turns"]
-    powers = [t.get("power") for t in turns]
+    powers = list(map(dict.get, turns, repeat("power")))
+    moves = map(tuple, map(itemgetter("moves"), turns))
     sides = cycle((record["first"], 1 - record["first"]))  # turns strictly alternate
     c = pos.counters
     turn_facts = list(
-        map(TurnFacts, sides, powers, [tuple(t["moves"]) for t in turns], c.fights, c.removed,
-            c.stuns, c.catches, c.promotions, c.trapped)
+        map(TurnFacts, sides, powers, moves, c.fights, c.removed, c.stuns, c.catches,
+            c.promotions, c.trapped)
     )  # fmt: skip
     used = {}
-    for i, power in enumerate(powers):
-        if power:
-            used[(turn_facts[i].side, power)] = i
+    for i in compress(count(), powers):  # the turns with a power
+        used[(turn_facts[i].side, powers[i])] = i
     return Slow6Facts(winner, reason, pos.points(), turn_facts, _piece_facts(pos), used)
 
 
 def _piece_facts(pos: Position) -> list[PieceFacts]:
-    names, home, on = SQUARE_NAMES[pos.n], pos.home_pid, pos.pos
-    removed = [at if sq < 0 else None for sq, at in zip(on, pos.removed_at, strict=True)]
+    removed = [at if sq < 0 else None for sq, at in zip(pos.pos, pos.removed_at, strict=True)]
+    home = [False] * len(removed)
+    if pos.home_pid is not None:
+        home[pos.home_pid] = True
     return list(
-        map(PieceFacts, pos.side, [names[sq] for sq in pos.start], pos.orig, pos.promoted_at,
-            removed, pos.revealed_at, pos.moved, pos.stunned_count,
-            [pid == home for pid in range(len(on))])
+        map(PieceFacts, pos.side, map(SQUARE_NAMES[pos.n].__getitem__, pos.start), pos.orig,
+            pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count, home)
     )  # fmt: skip
 
 
