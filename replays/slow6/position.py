@@ -12,7 +12,7 @@ Every mutating method validates first and raises `RuleBroken(rule, message)` nam
 
 from __future__ import annotations
 
-from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, square_name
+from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, parse_square, square_name
 
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
 
@@ -106,7 +106,8 @@ class Position:
         to_move = position["to_move"]
         pieces = position["pieces"]
         for pc in pieces:
-            p._add_piece(pc["side"], pc["rank"], _sq(pc["square"], n), _sq(pc["start"], n))
+            square, start = parse_square(pc["square"], n), parse_square(pc["start"], n)
+            p._add_piece(pc["side"], pc["rank"], square, start)
         p._finish_setup(to_move)
         stunned = []
         for pid, pc in enumerate(pieces):
@@ -724,9 +725,3 @@ MOVE_NAMES = {
     n: [f"{square_name(a, n)}-{square_name(b, n)}" for a in range(n * n) for b in range(n * n)]
     for n in BOARDS
 }
-
-
-def _sq(text: str, n: int) -> int:
-    from .board import parse_square
-
-    return parse_square(text, n)
