@@ -528,7 +528,7 @@ class Position:
                     if to == lane[pid] or to == start[pid]:
                         self._arrive(pid, to)  # R5.1 or R6.1
                 elif side[occ] != s:
-                    self._plain_move(pid, frm, to, occ)  # a fight
+                    self._plain_fight(pid, frm, to, occ)
                 else:
                     self.play(moves[0])  # onto an own piece: `play` says why not
             else:
@@ -539,24 +539,15 @@ class Position:
             if taken[s] >= limit and taken[1 - s] >= limit and not self.over:
                 self._end_by_points()
 
-    def _plain_move(self, pid: int, frm: int, to: int, occ: int) -> None:
-        """`play`'s effects for a move `play_log` found plain (no power, no trap involved)."""
+    def _plain_fight(self, pid: int, frm: int, to: int, occ: int) -> None:
+        """`play`'s effects for a plain move (see `play_log`) onto an enemy: the fight (R3, R4),
+        R5.1 / R6.1 for an attacker that ends on a square, then R6.2 unless it came home."""
         if self.counters:
             self._count_move(pid)
-        if occ < 0:
-            board = self.board
-            board[frm] = -1
-            board[to] = pid
-            self.pos[pid] = end = to
-        else:
-            end = self._fight(pid, occ, frm, to, False, self.ply)
-            if end < 0:
-                self._check_wipeout()
-                return
-        if self._arrive(pid, end):
-            return
-        if occ >= 0:
-            self._check_wipeout()
+        end = self._fight(pid, occ, frm, to, False, self.ply)
+        if end >= 0 and self._arrive(pid, end):
+            return  # home: the game is over, as `play` returns before the wipeout check
+        self._check_wipeout()
 
     def _count_move(self, pid: int) -> None:
         """Facts: one more move of `pid`, which reveals it (R7.2)."""
