@@ -3,7 +3,13 @@
 The corpus is simulated (realistic players, levels 0-2 mixed with stronger bots) and cached in
 benchmarks/out/. Each record goes through the whole path a server runs: parse, well-formedness,
 replay. Target (issue 2): at least 10,000 games/s per core on 5x5 with powers.
-usage: python benchmarks/verify.py [--games 2000] [--seconds 5]
+
+The cores of a VM are not equally fast (on the development VM core 0 is consistently slower),
+so the figure is measured on each core this process may use, one after the other, pinned to it,
+and each is printed with the best and the worst. With --facts, the same per core for the
+ingest server's replay with facts (`replay_record`) against the plain replay, from parsed
+records (the collect path's cost over the plain one).
+usage: python benchmarks/verify.py [--games 2000] [--seconds 5] [--facts]
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ from pathlib import Path
 
 import orjson
 
+from replays.slow6 import verify as slow6
 from replays.slow6.simulate import simulate_games
-from replays.verifier import check_text
+from replays.verifier import check_text, replay_record
 
 OUT = Path(__file__).resolve().parent / "out"
 
@@ -45,21 +52,82 @@ def measure(lines: list[bytes], seconds: float) -> tuple[float, float]:
     return done / (time.perf_counter() - start), done / (time.process_time() - cpu)
 
 
+def measure_replays(records: list[dict], seconds: float) -> tuple[float, float]:
+    """Games per CPU-second of the plain replay and of `replay_record` (with facts), passes
+    interleaved so that both see the same machine (its speed drifts by the second)."""
+    spent = {slow6.replay: 0.0, replay_record: 0.0}
+    passes = 0
+    while sum(spent.values()) < seconds:
+        for replay in spent:
+            cpu = time.process_time()
+            for record in records:
+                replay(record)
+            spent[replay] += time.process_time() - cpu
+        passes += 1
+    games = passes * len(records)
+    return games / spent[slow6.replay], games / spent[replay_record]
+
+
+def cores() -> list[int | None]:
+    """The cores this process may run on (None: the platform cannot pin)."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return [None]
+
+
+def pin(core: int | None) -> None:
+    if core is not None:
+        os.sched_setaffinity(0, {core})
+
+
+def spread(label: str, per_core: dict) -> None:
+    """One line per core, then the best and the worst (the figures differ by core)."""
+    for core, line in per_core.items():
+        print(f"  core {core}: {line[1]}")
+    if len(per_core) > 1:
+        ranked = sorted(per_core.items(), key=lambda item: item[1][0])
+        (worst_core, worst), (best_core, best) = ranked[0], ranked[-1]
+        print(f"  {label}: best {best[0]:,.0f} (core {best_core}), "
+              f"worst {worst[0]:,.0f} (core {worst_core})")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--games", type=int, default=2000)
     ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--facts", action="store_true", help="also time replay_record vs replay")
     args = ap.parse_args()
-    if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
-    for board in (5, 7):
-        lines = corpus(board, args.games)
-        turns = sum(len(orjson.loads(x)["turns"]) for x in lines) / len(lines)
-        size = sum(len(x) for x in lines) / len(lines)
-        wall, cpu = measure(lines, args.seconds)
-        print(f"{board}x{board} with powers: {wall:,.0f} games/s on one core "
-              f"({cpu:,.0f} per CPU-second) "
-              f"({len(lines)} games, {turns:.1f} turns and {size:.0f} bytes a game)")  # fmt: skip
+    allowed = cores()
+    try:
+        for board in (5, 7):
+            lines = corpus(board, args.games)
+            turns = sum(len(orjson.loads(x)["turns"]) for x in lines) / len(lines)
+            size = sum(len(x) for x in lines) / len(lines)
+            print(f"{board}x{board} with powers ({len(lines)} games, {turns:.1f} turns and "
+                  f"{size:.0f} bytes a game), text to verdict, one core at a time:")  # fmt: skip
+            per_core = {}
+            for core in allowed:
+                pin(core)
+                wall, cpu = measure(lines, args.seconds)
+                per_core[core] = (wall, f"{wall:,.0f} games/s ({cpu:,.0f} per CPU-second)")
+            spread("games/s", per_core)
+            if args.facts:
+                report_facts(lines, allowed, args.seconds)
+    finally:
+        if allowed != [None]:
+            os.sched_setaffinity(0, set(allowed))
+
+
+def report_facts(lines: list[bytes], allowed: list, seconds: float) -> None:
+    records = [orjson.loads(x) for x in lines]
+    print("  replay with facts (replay_record) vs plain replay, parsed records:")
+    per_core = {}
+    for core in allowed:
+        pin(core)
+        plain, facts = measure_replays(records, seconds)
+        per_core[core] = (facts, f"{plain:,.0f} games/s plain, {facts:,.0f} with facts "
+                                 f"(x{plain / facts:.2f} the time)")  # fmt: skip
+    spread("with facts", per_core)
 
 
 if __name__ == "__main__":

@@ -5,12 +5,17 @@ from __future__ import annotations
 from . import wellformed
 from .verdict import Verdict, malformed
 
+_ENGINES: dict = {}  # game -> its verify module, imported on first use
+
 
 def _engine(game: str):
-    if game == "slow6":
-        from .slow6 import verify as engine
-    else:
-        from .slide import verify as engine
+    engine = _ENGINES.get(game)
+    if engine is None:  # an import statement costs a few us even when cached: once per game
+        if game == "slow6":
+            from .slow6 import verify as engine
+        else:
+            from .slide import verify as engine
+        _ENGINES[game] = engine
     return engine
 
 

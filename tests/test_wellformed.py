@@ -972,7 +972,7 @@ def slow_paths(monkeypatch) -> None:
     monkeypatch.setattr(_wf_text, "_structure_ok", lambda data, record: False)
     monkeypatch.setattr(_wf_slow6, "_turns_fast_ok", lambda text: False)
     monkeypatch.setattr(_wf_slow6, "_LINEUPS", {5: frozenset(), 7: frozenset()})
-    monkeypatch.setattr(_wf_slow6, "_POWERS_RE", never)
+    monkeypatch.setattr(_wf_slow6, "_powers_fast_ok", lambda powers: False)
     monkeypatch.setattr(_wf_slide, "_GRIDS_RE", dict.fromkeys(range(2, 7), never))
     monkeypatch.setattr(_wf_slide, "_ROUNDS_RE", dict.fromkeys(range(2, 7), never))
 

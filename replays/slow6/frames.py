@@ -39,8 +39,8 @@ def frames(record: dict) -> dict:
         out["error"] = {"rule": e.rule, "turn": None, "message": e.message}
         return out
     out["frames"].append({"turn": None, **snapshot(pos)})
+    pos.counters = c = Counters(len(record["turns"]))
     for i, turn in enumerate(record["turns"]):
-        pos.counters = c = Counters()
         side = pos.to_move
         try:
             play_turn(pos, turn)
@@ -51,7 +51,7 @@ def frames(record: dict) -> dict:
                 "message": f"turn {i}: {e.message} ({e.rule})",
             }
             return out
-        events = {k: getattr(c, k) for k in Counters.__slots__ if getattr(c, k)}
+        events = {k: getattr(c, k)[i] for k in Counters.__slots__ if getattr(c, k)[i]}
         out["frames"].append({
             "turn": i, "side": side, "power": turn.get("power"), "target": turn.get("target"),
             "moves": turn["moves"], "events": events, **snapshot(pos),

@@ -12,7 +12,7 @@ Every mutating method validates first and raises `RuleBroken(rule, message)` nam
 
 from __future__ import annotations
 
-from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, square_name
+from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, parse_square, square_name
 
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
 
@@ -29,13 +29,15 @@ class GameOver(Exception):
 
 
 class Counters:
-    """What one turn did, for storage and analysis (facts)."""
+    """What each turn of a game did, for storage and analysis (facts): one list per kind of
+    event, indexed by the turn's ply, so a turn with nothing to count costs nothing and the
+    per-turn facts are built in one pass at the end."""
 
     __slots__ = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
 
-    def __init__(self):
-        self.fights = self.removed = self.stuns = self.catches = 0
-        self.promotions = self.trapped = 0
+    def __init__(self, turns: int):
+        self.fights, self.removed, self.stuns = [0] * turns, [0] * turns, [0] * turns
+        self.catches, self.promotions, self.trapped = [0] * turns, [0] * turns, [0] * turns
 
 
 class Position:
@@ -44,17 +46,14 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
         "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
-        "alive", "why", "geom",
+        "alive", "why", "geom", "plain",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
 
     def __init__(self, n: int, lineups, picks=None):
-        self.n = n
-        self.k = (n - 1) // 2
-        self.crown = n + 1
-        self.limit = TURN_LIMIT[n]
-        self.geom = GEOMETRY[n]
+        """An empty board; `start_position` and `from_challenge` set the pieces."""
+        self._begin(n, lineups, picks)
         self.board = [-1] * (n * n)
         self.side = []
         self.rank = []
@@ -62,6 +61,15 @@ class Position:
         self.start = []
         self.orig = []
         self.lane = []  # per pid: the far-row square where its rank promotes (R5.1)
+
+    def _begin(self, n: int, lineups, picks) -> None:
+        """Everything but the pieces."""
+        self.n = n
+        self.k = (n - 1) // 2
+        self.crown = n + 1
+        self.limit = TURN_LIMIT[n]
+        self.geom = GEOMETRY[n]
+        self.plain = PLAIN[n]
         self.trap = [-1, -1]
         self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
         self.used = (set(), set())
@@ -76,16 +84,17 @@ class Position:
 
     @classmethod
     def start_position(cls, n: int, lineups, first: int, picks=None) -> Position:
-        p = cls(n, lineups, picks)
-        top = (n - 1) * n
+        p = cls.__new__(cls)  # not __init__: its empty lists would be replaced at once
+        p._begin(n, lineups, picks)
         l0, l1 = lineups
-        # pid = side * n + file; both sides start on their back rows (R1.3). Side and start
-        # never change, so every game of a board shares those lists.
+        # pid = side * n + file; both sides start on their back rows (R1.3). Side, start and
+        # the original ranks never change, so every game of a board shares the first two.
         p.side, p.start = START_SIDES[n], START_SQUARES[n]
         p.pos = START_SQUARES[n][:]
         p.board = START_BOARDS[n][:]
-        p.rank = [*l0, *l1]
-        p.orig = p.rank[:]
+        p.orig = l0 + l1
+        p.rank = p.orig[:]
+        top = (n - 1) * n
         p.lane = [top + l1.index(r) for r in l0] + [l0.index(r) for r in l1]
         p._finish_setup(first)
         return p
@@ -97,7 +106,8 @@ class Position:
         to_move = position["to_move"]
         pieces = position["pieces"]
         for pc in pieces:
-            p._add_piece(pc["side"], pc["rank"], _sq(pc["square"], n), _sq(pc["start"], n))
+            square, start = parse_square(pc["square"], n), parse_square(pc["start"], n)
+            p._add_piece(pc["side"], pc["rank"], square, start)
         p._finish_setup(to_move)
         stunned = []
         for pid, pc in enumerate(pieces):
@@ -152,6 +162,7 @@ class Position:
     def copy(self) -> Position:
         c = Position.__new__(Position)
         c.n, c.k, c.crown, c.limit, c.geom = self.n, self.k, self.crown, self.limit, self.geom
+        c.plain = self.plain
         c.winner, c.reason, c.over = self.winner, self.reason, self.over
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
@@ -369,7 +380,7 @@ class Position:
             self.trap[s] = -1
             self._immobilise(pid, g + 3, "trapped")
             if self.counters:
-                self.counters.trapped += 1
+                self.counters.trapped[g] += 1
 
     # ------------------------------------------------------------------ moves (R2-R6)
 
@@ -456,14 +467,14 @@ class Position:
                 self.trap[1 - s] = -1
                 self._immobilise(pid, g + 4, "trapped")
                 if c:
-                    c.trapped += 1
+                    c.trapped[g] += 1
             if not crown and end == self.lane[pid]:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 self.promoted_at[pid] = g
                 if c:
-                    c.promotions += 1
+                    c.promotions[g] += 1
             elif crown and end == self.start[pid]:
                 self._end(s, "home")  # R6.1
                 self.home_pid = pid
@@ -471,6 +482,97 @@ class Position:
         if occ >= 0:
             self._check_wipeout()
         return pid
+
+    def play_log(self, turns: list, play_turn) -> None:
+        """Play `turns` in order; `play_turn(self, turn)` plays any turn but the common one.
+
+        The common turn is one move, no power, the game not over. When its move is plain (an
+        own mobile piece with no power on it, a straight move within its reach over empty
+        squares, no trap of the other side on the board: most of a game), it is played here on
+        locals, which is most of the replay's time; any other (and every fault, for its message)
+        goes to `play`, so the two cannot disagree on what is legal. Raises `RuleBroken` at the
+        first broken rule; the turn that broke is then `self.ply` (a turn is a ply, and it only
+        ends once played)."""
+        plain, board, side, pos, rank = self.plain, self.board, self.side, self.pos, self.rank
+        imm, trap, lane, start, taken = self.imm, self.trap, self.lane, self.start, self.taken
+        dash, leap, surge = self.dash, self.leap, self.surge
+        crown, limit, counters = self.crown, self.limit, self.counters
+        moved, revealed = self.moved, self.revealed_at
+        for turn in turns:
+            moves = turn["moves"]
+            if len(moves) != 1 or "power" in turn or self.over:
+                play_turn(self, turn)
+                continue
+            frm, to, need, mid = plain[moves[0]]
+            pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
+            s, g = self.to_move, self.ply
+            if (
+                need
+                and pid >= 0
+                and side[pid] == s
+                and imm[pid] < g
+                and need <= (1 if rank[pid] == crown else 2)
+                and (mid < 0 or board[mid] < 0)
+                and trap[1 - s] < 0
+                and not (dash[pid] or leap[pid] or surge[pid])
+            ):
+                occ = board[to]
+                if occ < 0:  # onto an empty square: the most common move of all
+                    if counters:  # facts: one more move, which reveals the piece (R7.2)
+                        moved[pid] += 1
+                        if revealed[pid] is None:
+                            revealed[pid] = g
+                    board[frm] = -1
+                    board[to] = pid
+                    pos[pid] = to
+                    if to == lane[pid] or to == start[pid]:
+                        self._arrive(pid, to)  # R5.1 or R6.1
+                elif side[occ] != s:
+                    self._plain_fight(pid, frm, to, occ)
+                else:
+                    self.play(moves[0])  # onto an own piece: `play` says why not
+            else:
+                self.play(moves[0])
+            taken[s] += 1  # end_turn, inline
+            self.ply = g + 1
+            self.to_move = 1 - s
+            if taken[s] >= limit and taken[1 - s] >= limit and not self.over:
+                self._end_by_points()
+
+    def _plain_fight(self, pid: int, frm: int, to: int, occ: int) -> None:
+        """`play`'s effects for a plain move (see `play_log`) onto an enemy: the fight (R3, R4),
+        R5.1 / R6.1 for an attacker that ends on a square, then R6.2 unless it came home."""
+        if self.counters:
+            self._count_move(pid)
+        end = self._fight(pid, occ, frm, to, False, self.ply)
+        if end >= 0 and self._arrive(pid, end):
+            return  # home: the game is over, as `play` returns before the wipeout check
+        self._check_wipeout()
+
+    def _count_move(self, pid: int) -> None:
+        """Facts: one more move of `pid`, which reveals it (R7.2)."""
+        self.moved[pid] += 1
+        if self.revealed_at[pid] is None:
+            self.revealed_at[pid] = self.ply
+
+    def _arrive(self, pid: int, end: int) -> bool:
+        """`play`'s R5.1 and R6.1 for a piece of no power that ended its move on `end` (no trap
+        involved): promote it, or end the game when a crown came home (then True)."""
+        rank = self.rank
+        if rank[pid] != self.crown:
+            if end == self.lane[pid]:
+                g = self.ply
+                rank[pid] = self.crown  # R5.1: a fresh crown at once
+                self.wounded[pid] = False
+                self.lane[pid] = -1
+                self.promoted_at[pid] = g
+                if self.counters:
+                    self.counters.promotions[g] += 1
+        elif end == self.start[pid]:
+            self._end(self.to_move, "home")  # R6.1
+            self.home_pid = pid
+            return True
+        return False
 
     def _immobilise(self, pid: int, through: int, why: str) -> None:
         if through >= self.imm[pid]:
@@ -484,14 +586,14 @@ class Position:
         ra, rd = rank[a], rank[d]
         c = self.counters
         if c:
-            c.fights += 1
+            c.fights[g] += 1
             if self.revealed_at[d] is None:
                 self.revealed_at[d] = g
         rest = False
         if rd == crown and self.stun[d] >= g:
             win = 1  # R4.3: a stunned crown is caught
             if c:
-                c.catches += 1
+                c.catches[g] += 1
         elif ra == crown and rd != crown:
             win = 1  # R4.1
         elif rd == crown and ra != crown:
@@ -501,7 +603,7 @@ class Position:
             self._immobilise(d, g + 1, "stunned")
             self.stunned_count[d] += 1
             if c:
-                c.stuns += 1
+                c.stuns[g] += 1
         elif ra == crown:  # crown vs crown, R4.4
             wa, wd = self.wounded[a], self.wounded[d]
             win = 0 if wa == wd else (1 if wd else -1)
@@ -518,8 +620,9 @@ class Position:
                 win = -1
         if rest:
             self._immobilise(a, g + 2, "resting after a surge")
-        a_survives = win == 1 or self._shielded(a)
-        d_survives = win == -1 or self._shielded(d)
+        shield = self.shield  # (looked up here: most fights involve no shield)
+        a_survives = win == 1 or shield[a] and self._shielded(a)
+        d_survives = win == -1 or shield[d] and self._shielded(d)
         if not d_survives:
             self._remove(d, g)
         if not a_survives:
@@ -546,7 +649,7 @@ class Position:
         self.removed_at[pid] = g
         self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False  # R8.13
         if self.counters:
-            self.counters.removed += 1
+            self.counters.removed[g] += 1
 
     def _check_wipeout(self) -> None:
         a0, a1 = self.alive
@@ -566,8 +669,11 @@ class Position:
         self.ply += 1
         self.to_move = 1 - s
         if not self.over and self.taken[0] >= self.limit and self.taken[1] >= self.limit:
-            p0, p1 = self.points()
-            self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
+            self._end_by_points()
+
+    def _end_by_points(self) -> None:
+        p0, p1 = self.points()
+        self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
 
 
 def _geometry(n: int):
@@ -588,7 +694,18 @@ def _geometry(n: int):
     return table
 
 
+def _plain(geometry: dict) -> dict:
+    """Per move text: (from, to, reach needed, square passed over or -1) for the moves `play_log`
+    may take inline: straight, on the board, one or two squares; reach needed 0 otherwise."""
+    table = {}
+    for text, (frm, to, dist, passed, straight, _near) in geometry.items():
+        fast = frm >= 0 and straight and 1 <= dist <= 2
+        table[text] = (frm, to, dist if fast else 0, passed[0] if fast and passed else -1)
+    return table
+
+
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
+PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
 START_BOARDS = {
@@ -599,9 +716,3 @@ MOVE_NAMES = {
     n: [f"{square_name(a, n)}-{square_name(b, n)}" for a in range(n * n) for b in range(n * n)]
     for n in BOARDS
 }
-
-
-def _sq(text: str, n: int) -> int:
-    from .board import parse_square
-
-    return parse_square(text, n)

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from itertools import compress, count, cycle, repeat
+from operator import itemgetter
+
 from ..verdict import Verdict, invalid, valid
-from .board import SQUARE_XY, TURN_LIMIT, back_row, square_name
+from .board import BOARDS, SQUARE_XY, TURN_LIMIT, back_row, square_name
 from .facts import PieceFacts, Slow6Facts, TurnFacts
 from .position import Counters, Position, RuleBroken
 
 REASON_RULE = {"home": "R6.1", "wipeout": "R6.2", "points": "R6.3"}
+SQUARE_NAMES = {n: [square_name(q, n) for q in range(n * n)] for n in BOARDS}
 
 
 class RecordFault(Exception):
@@ -30,33 +34,19 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
         pos = setup(record)
     except RecordFault as e:
         return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
-    turn_facts = [] if collect else None
-    i = -1
+    turns = record["turns"]
+    if collect:  # facts for storage, counted per turn; the plain verifier does not need them
+        pos.counters = Counters(len(turns))
     try:
-        if collect:
-            for i, turn in enumerate(record["turns"]):  # noqa: B007 (i names the turn that broke)
-                pos.counters = c = Counters()
-                play_turn(pos, turn)
-                turn_facts.append(
-                    TurnFacts(1 - pos.to_move, turn.get("power"), tuple(turn["moves"]), c.fights,
-                              c.removed, c.stuns, c.catches, c.promotions, c.trapped)
-                )  # fmt: skip
-        else:
-            play, end_turn = pos.play, pos.end_turn
-            for i, turn in enumerate(record["turns"]):  # noqa: B007
-                moves = turn["moves"]
-                if len(moves) == 1 and "power" not in turn and not pos.over:
-                    play(moves[0])  # the common turn: one plain move
-                    end_turn()
-                else:
-                    play_turn(pos, turn)
+        pos.play_log(turns, play_turn)
     except RuleBroken as e:
+        i = pos.ply  # the turn that broke
         return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
     try:
         judge_result(pos, record["result"])
     except RecordFault as e:
         return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
-    facts = _facts(pos, record, turn_facts) if collect else None
+    facts = _facts(pos, record) if collect else None
     return valid(gid), facts
 
 
@@ -212,30 +202,36 @@ def _who(winner) -> str:
     return "the game was a draw" if winner is None else f"side {winner} won"
 
 
-def _facts(pos: Position, record: dict, turns: list[TurnFacts]) -> Slow6Facts:
-    n = pos.n
+def _facts(pos: Position, record: dict) -> Slow6Facts:
+    """What storage keeps of a valid game. Built column by column with C-level iteration
+    (map, compress): per turn and per piece, only the facts objects cost Python time."""
     result = record["result"]
     winner = pos.winner if pos.over else result["winner"]
     reason = pos.reason if pos.over else result["reason"]
-    pieces = [
-        PieceFacts(
-            side=pos.side[pid],
-            start=square_name(pos.start[pid], n),
-            rank=pos.orig[pid],
-            promoted_turn=pos.promoted_at[pid],
-            removed_turn=pos.removed_at[pid] if pos.pos[pid] < 0 else None,
-            revealed_turn=pos.revealed_at[pid],
-            moves=pos.moved[pid],
-            stunned=pos.stunned_count[pid],
-            home=pos.home_pid == pid,
-        )
-        for pid in range(len(pos.side))
-    ]
+    turns = record["turns"]
+    powers = list(map(dict.get, turns, repeat("power")))
+    moves = map(tuple, map(itemgetter("moves"), turns))
+    sides = cycle((record["first"], 1 - record["first"]))  # turns strictly alternate
+    c = pos.counters
+    turn_facts = list(
+        map(TurnFacts, sides, powers, moves, c.fights, c.removed, c.stuns, c.catches,
+            c.promotions, c.trapped)
+    )  # fmt: skip
     used = {}
-    for i, t in enumerate(record["turns"]):
-        if t.get("power"):
-            used[(turns[i].side, t["power"])] = i
-    return Slow6Facts(winner, reason, pos.points(), turns, pieces, used)
+    for i in compress(count(), powers):  # the turns with a power
+        used[(turn_facts[i].side, powers[i])] = i
+    return Slow6Facts(winner, reason, pos.points(), turn_facts, _piece_facts(pos), used)
+
+
+def _piece_facts(pos: Position) -> list[PieceFacts]:
+    removed = [at if sq < 0 else None for sq, at in zip(pos.pos, pos.removed_at, strict=True)]
+    home = [False] * len(removed)
+    if pos.home_pid is not None:
+        home[pos.home_pid] = True
+    return list(
+        map(PieceFacts, pos.side, map(SQUARE_NAMES[pos.n].__getitem__, pos.start), pos.orig,
+            pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count, home)
+    )  # fmt: skip
 
 
 def frames(record: dict) -> dict:
