@@ -51,6 +51,7 @@ def create_app(config: dict | None = None) -> Flask:
     store = conf.get("STORE") or Store(
         conf["BALANCE_DB"],
         commit_max=conf["BALANCE_COMMIT_MAX"],
+        commit_wait=conf["BALANCE_COMMIT_WAIT"],
         on_commit=metrics.observe_commit,
         checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
         defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
