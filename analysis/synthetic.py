@@ -430,3 +430,13 @@ def make_store(path, plan: Plan, *, constraints: bool = True, quarantined: int =
     if quarantined:
         quarantine_rows(con, quarantined, seed=plan.seed)
     return con, data
+
+
+def fill_store(con: duckdb.DuckDBPyConnection, games: int, chunk: int = 250_000) -> None:
+    """The benchmarks' store: the schema, `games` games generated `chunk` at a time (memory
+    stays bounded at a million), and one quarantined record for every 50 games."""
+    con.execute(schema_sql())
+    for i, start in enumerate(range(0, games, chunk)):
+        plan = Plan(n=min(chunk, games - start), seed=1000 + i)
+        insert(con, generate(plan), tag=f"bench{i}")
+    quarantine_rows(con, games // 50, seed=7)

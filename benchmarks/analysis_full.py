@@ -47,12 +47,7 @@ def build(path: Path, games: int) -> None:
 
     t = time.perf_counter()
     con = sy.duckdb.connect(str(path))
-    con.execute(sy.schema_sql())
-    chunk = 250_000
-    for i, start in enumerate(range(0, games, chunk)):
-        plan = sy.Plan(n=min(chunk, games - start), seed=1000 + i)
-        sy.insert(con, sy.generate(plan), tag=f"bench{i}")
-    sy.quarantine_rows(con, games // 50, seed=7)
+    sy.fill_store(con, games)
     con.execute("CHECKPOINT")
     con.close()
     print(f"built {path.name}: {games:,} games in {time.perf_counter() - t:.1f} s", flush=True)

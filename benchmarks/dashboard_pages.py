@@ -49,12 +49,7 @@ def build(path: Path, games: int) -> None:
         shutil.copy(cached, path)
     else:
         con = duckdb.connect(str(path))
-        con.execute(sy.schema_sql())
-        chunk = 250_000
-        for i, start in enumerate(range(0, games, chunk)):
-            plan = sy.Plan(n=min(chunk, games - start), seed=1000 + i)
-            sy.insert(con, sy.generate(plan), tag=f"bench{i}")
-        sy.quarantine_rows(con, games // 50, seed=7)
+        sy.fill_store(con, games)
         con.close()
     con = duckdb.connect(str(path))
     summary = jobs.run(con, lambda fn: fn(con), force=True)
