@@ -150,11 +150,14 @@ class Browser:
         ]
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=True)
+        self.viewport(1000)
+
+    def viewport(self, height: int) -> None:
         self.call(
             "Emulation.setDeviceMetricsOverride",
             session=True,
             width=1400,
-            height=1000,
+            height=height,
             deviceScaleFactor=1,
             mobile=False,
         )
@@ -219,25 +222,11 @@ class Browser:
 
     def screenshot(self, path: Path) -> None:
         height = int(self.evaluate("document.documentElement.scrollHeight") or 1000)
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            session=True,
-            width=1400,
-            height=min(max(height, 600), 8000),
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self.viewport(min(max(height, 600), 8000))
         shot = self.call("Page.captureScreenshot", session=True, format="png")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))
-        self.call(
-            "Emulation.setDeviceMetricsOverride",
-            session=True,
-            width=1400,
-            height=1000,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
+        self.viewport(1000)
 
     def close(self) -> None:
         try:
