@@ -20,7 +20,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import struct
-import uuid
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,12 +33,12 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 
 def encode(row: tuple) -> bytes:
-    """One journal entry for a raw_records row (gid text, game, status, hash, blob, codec,
-    received)."""
-    gid, game, status, content_hash, blob, codec_id, received = row
+    """One journal entry for a raw_records row (game_id as 16 bytes, game, status, hash, blob,
+    codec, received)."""
+    key, game, status, content_hash, blob, codec_id, received = row
     micros = (received - _EPOCH) // dt.timedelta(microseconds=1)
     payload = _ROW.pack(
-        uuid.UUID(gid).bytes,
+        key,
         GAMES.index(game),
         STATUSES.index(status),
         content_hash,
@@ -62,7 +61,7 @@ def entries(data: bytes) -> Iterator[tuple]:
         key, game, status, content_hash, codec_id, micros = _ROW.unpack_from(payload)
         received = _EPOCH + dt.timedelta(microseconds=micros)
         yield (
-            str(uuid.UUID(bytes=key)),
+            key,
             GAMES[game],
             STATUSES[status],
             content_hash,

@@ -186,12 +186,12 @@ class Store:
         """Store `items` (in order); returns accepted/quarantined/duplicate/conflict per item,
         after the transaction that holds them has committed. `arrival`: the request's
         `arriving()` mark, ended once its items are queued."""
-        task = _Ingest(items)
-        if items:
+        task = _Ingest(items) if items else None
+        if task is not None:
             self._put(task)
         if arrival is not None:
             arrival.done()
-        return task.future.result(timeout) if items else []
+        return task.future.result(timeout) if task is not None else []
 
     def arriving(self) -> Arrival:
         """Around an upload from its start to `ingest()`: while any is on its way, the writer
@@ -378,7 +378,7 @@ class Store:
                 fresh[item.key] = item.content_hash
                 raw.append(
                     (
-                        item.gid,
+                        item.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
                         item.game,
                         item.status,
                         item.content_hash,
@@ -542,7 +542,7 @@ def load_journal(con: duckdb.DuckDBPyConnection, path: str, known: dict[int, int
     fresh = []
     for segment in segments:
         for row in journal.entries(segment.read_bytes()):
-            key = int(row[0].replace("-", ""), 16)
+            key = int.from_bytes(row[0], "big")
             if key not in known:
                 known[key] = row[3]
                 fresh.append(row)

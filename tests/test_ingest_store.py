@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 
 import duckdb
 import pytest
@@ -233,7 +234,10 @@ def test_a_reader_sees_every_acknowledged_game_with_its_rows(store):
 
 def journal_rows(items) -> list[tuple]:
     """The raw_records rows the writer journals for these pending games."""
-    return [(p.gid, p.game, p.status, p.content_hash, p.blob, p.codec, p.received) for p in items]
+    return [
+        (p.key.to_bytes(16, "big"), p.game, p.status, p.content_hash, p.blob, p.codec, p.received)
+        for p in items
+    ]
 
 
 def test_games_left_in_the_journal_by_a_crash_are_stored_when_the_store_opens(tmp_path):
@@ -281,7 +285,7 @@ def test_an_acknowledged_game_is_in_the_journal_until_duckdb_has_it(tmp_path):
         on_disk = [
             row for seg in journal.segments(path) for row in journal.entries(seg.read_bytes())
         ]
-        assert [row[0] for row in on_disk] == [p.gid for p in items]
+        assert [str(uuid.UUID(bytes=row[0])) for row in on_disk] == [p.gid for p in items]
         assert [bytes(row[4]) for row in on_disk] == [p.blob for p in items]
         assert [row[6] for row in on_disk] == [p.received for p in items]
     finally:
