@@ -68,12 +68,18 @@ def restore(data: bytes, pairs) -> bytes:
     return data
 
 
+# How hard the encoder works is not part of a codec (any level decodes with its dictionary),
+# so it is chosen here, not in the frozen files: level 3 with a 16 KiB hash table (memLevel 5,
+# cheap to copy) compresses a Slow6 record in half the time of level 9 at memLevel 8, for
+# ~12 bytes more a record (benchmarks/ingest_size.py: still under 500 bytes a stored game).
+_LEVEL, _MEM_LEVEL = 3, 5
+
+
 @functools.cache
 def _primed(codec: int):
     # Loading a dictionary costs more than compressing a record: copy a primed compressor.
-    level = _spec(codec).get("level", 6)
     zd = dictionary(codec)
-    return zlib.compressobj(level, zlib.DEFLATED, _WBITS, 8, zlib.Z_DEFAULT_STRATEGY, zd)
+    return zlib.compressobj(_LEVEL, zlib.DEFLATED, _WBITS, _MEM_LEVEL, zlib.Z_DEFAULT_STRATEGY, zd)
 
 
 def encode(canonical_bytes: bytes, game: str) -> tuple[int, bytes]:

@@ -1,14 +1,17 @@
 """Rows for the store's tables, from a record and what its replay found (facts).
 
 Each table is described once (column names and Arrow types, in schema.sql order); a game
-contributes plain tuples, and the writer turns a whole group commit into one Arrow table per
-table (columnar insert, not row by row).
+contributes plain tuples, and the store inserts one Arrow table per table (columnar insert,
+not row by row). A judge worker turns the tuples of all the games it judged in one go into
+a `Block` of Arrow tables: the server process then unpickles a few buffers instead of
+thousands of tuples, and converts nothing.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections import defaultdict
 
 import pyarrow as pa
 
@@ -172,3 +175,75 @@ def to_arrow(table: str, rows: list[tuple]) -> pa.Table:
     return pa.table(
         {name: pa.array(col, type=typ) for (name, typ), col in zip(spec, columns, strict=True)}
     )
+
+
+class Block:
+    """The rows of several games as one Arrow table per table; game `i`'s rows of a table
+    are rows `spans[table][i]` = (start, stop) of it."""
+
+    __slots__ = ("size", "tables", "spans")
+
+    def __init__(self, games: list[Rows]):
+        merged: dict[str, list[tuple]] = defaultdict(list)
+        spans: dict[str, list[tuple[int, int]]] = {}
+        for i, game in enumerate(games):
+            for table, tuples in game.items():
+                rows = merged[table]
+                if table not in spans:
+                    spans[table] = [(0, 0)] * len(games)
+                spans[table][i] = (len(rows), len(rows) + len(tuples))
+                rows.extend(tuples)
+        self.size = len(games)
+        self.tables = {table: to_arrow(table, rows) for table, rows in merged.items() if rows}
+        self.spans = spans
+
+    def take(self, games: list[int]) -> dict[str, pa.Table]:
+        """The rows of the games `games` (indexes, ascending)."""
+        if len(games) == self.size:
+            return self.tables
+        out = {}
+        for table, whole in self.tables.items():
+            spans = self.spans[table]
+            picked = [r for i in games for r in range(*spans[i])]
+            if picked:
+                out[table] = whole.take(picked)
+        return out
+
+
+class Part:
+    """A game's rows inside a `Block` (what a judge worker hands back as a game's rows)."""
+
+    __slots__ = ("block", "index")
+
+    def __init__(self, block: Block, index: int):
+        self.block = block
+        self.index = index
+
+
+def share_block(games: list) -> None:
+    """Replace the row tuples of `games` (objects with `.rows`) by their `Part`s of one new
+    `Block` (pickled once with them: the parts share it)."""
+    if games:
+        block = Block([g.rows for g in games])
+        for i, g in enumerate(games):
+            g.rows = Part(block, i)
+
+
+def tables_of(games: list[Rows | Part]) -> dict[str, pa.Table]:
+    """One Arrow table per table for the rows of several games, tuples or parts of blocks."""
+    tuples: dict[str, list[tuple]] = defaultdict(list)
+    blocks: dict[int, tuple[Block, list[int]]] = {}
+    for game in games:
+        if isinstance(game, Part):
+            blocks.setdefault(id(game.block), (game.block, []))[1].append(game.index)
+        else:
+            for table, rows in game.items():
+                tuples[table].extend(rows)
+    parts: dict[str, list[pa.Table]] = defaultdict(list)
+    for table, rows in tuples.items():
+        if rows:
+            parts[table].append(to_arrow(table, rows))
+    for block, indexes in blocks.values():
+        for table, whole in block.take(sorted(indexes)).items():
+            parts[table].append(whole)
+    return {t: ts[0] if len(ts) == 1 else pa.concat_tables(ts) for t, ts in parts.items()}

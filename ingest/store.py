@@ -35,6 +35,7 @@ from types import SimpleNamespace
 
 import duckdb
 import orjson
+import pyarrow as pa
 
 from . import codec, journal, rows
 
@@ -55,7 +56,7 @@ class Pending:
     codec: int
     blob: bytes
     status: str  # VERIFIED | QUARANTINED
-    rows: rows.Rows  # its rows in the game tables (or its quarantine row)
+    rows: rows.Rows | rows.Part  # its rows in the game tables (or its quarantine row)
     received: dt.datetime
 
 
@@ -67,10 +68,11 @@ class _Ingest:
 
 @dataclass(slots=True)
 class _Rows:
-    """Derived rows of one stored game, for the rows thread."""
+    """A stored game's raw record row and derived rows, for the rows thread."""
 
     gid: str
-    rows: rows.Rows
+    raw: tuple
+    rows: rows.Rows | rows.Part
 
 
 @dataclass(slots=True)
@@ -376,31 +378,29 @@ class Store:
                     out.append(DUPLICATE if seen == item.content_hash else CONFLICT)
                     continue
                 fresh[item.key] = item.content_hash
-                raw.append(
-                    (
-                        item.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
-                        item.game,
-                        item.status,
-                        item.content_hash,
-                        item.blob,
-                        item.codec,
-                        item.received,
-                    )
+                row = (
+                    item.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
+                    item.game,
+                    item.status,
+                    item.content_hash,
+                    item.blob,
+                    item.codec,
+                    item.received,
                 )
-                derived.append(_Rows(item.gid, item.rows))
+                raw.append(row)
+                derived.append(_Rows(item.gid, row, item.rows))
                 out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
             outcomes.append(out)
         if raw:
             if self._journal is not None:
                 self._journal.append(raw)  # durable from here on (fdatasync)
-                for row, item in zip(raw, derived, strict=True):
-                    item.rows = {"raw_records": [row], **item.rows}
+                for item in derived:
                     self._rows_queue.put(item)  # before the answer: read-your-writes
             else:
                 con = self._con
                 con.execute("BEGIN TRANSACTION")
                 try:
-                    insert_tables(con, {"raw_records": raw, **_merge(derived)})
+                    insert_tables(con, _tables(derived))
                     con.execute("COMMIT")
                 except BaseException:
                     _rollback(con)
@@ -466,7 +466,7 @@ class Store:
         con = self._rows_con
         try:
             con.execute("BEGIN TRANSACTION")
-            insert_tables(con, _merge(batch))
+            insert_tables(con, _tables(batch))
             con.execute("COMMIT")
             return True
         except Exception as exc:
@@ -478,7 +478,7 @@ class Store:
         one = batch[0]
         log.error("rows of game %s failed: %s", one.gid, type(failed).__name__)
         try:
-            insert_tables(con, {"raw_records": one.rows["raw_records"]})
+            insert_tables(con, {"raw_records": [one.raw]})
         except Exception as exc:
             log.error("game %s not written to DuckDB (kept in the journal): %s", one.gid, exc)
             return False
@@ -489,21 +489,22 @@ class Store:
         return True
 
 
-def insert_tables(con: duckdb.DuckDBPyConnection, table_rows: dict[str, list[tuple]]) -> None:
-    """Insert row tuples into their tables, one Arrow table per table (inside the caller's
-    transaction). The relation insert skips SQL parsing and casts: an INSERT's cost grows
-    with its column count, and a group commit pays it for every table."""
-    for table, tuples in table_rows.items():
-        if tuples:
-            con.from_arrow(rows.to_arrow(table, tuples)).insert_into(table)
+def insert_tables(
+    con: duckdb.DuckDBPyConnection, table_rows: dict[str, list[tuple] | pa.Table]
+) -> None:
+    """Insert rows (tuples, or an Arrow table) into their tables, one Arrow table per table
+    (inside the caller's transaction). The relation insert skips SQL parsing and casts: an
+    INSERT's cost grows with its column count, and a group commit pays it for every table."""
+    for table, data in table_rows.items():
+        if len(data):
+            arrow = data if isinstance(data, pa.Table) else rows.to_arrow(table, data)
+            con.from_arrow(arrow).insert_into(table)
 
 
-def _merge(items: list[_Rows]) -> dict[str, list[tuple]]:
-    merged: dict[str, list[tuple]] = defaultdict(list)
-    for item in items:
-        for table, tuples in item.rows.items():
-            merged[table].extend(tuples)
-    return merged
+def _tables(items: list[_Rows]) -> dict[str, pa.Table]:
+    """The raw records and derived rows of `items` as one Arrow table per table."""
+    raw = rows.to_arrow("raw_records", [item.raw for item in items])
+    return {"raw_records": raw, **rows.tables_of([item.rows for item in items])}
 
 
 def quarantine_internal(con: duckdb.DuckDBPyConnection, gid: str, message: str) -> None:

@@ -17,6 +17,7 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 
 from .pipeline import Judge, Judged, TooLong
+from .rows import share_block
 
 log = logging.getLogger("ingest.workers")
 
@@ -43,7 +44,11 @@ def _exit_with(parent: int) -> None:
 
 
 def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
-    return [_worker_judge.judge(number, text, received) for number, text in lines]
+    judged = [_worker_judge.judge(number, text, received) for number, text in lines]
+    # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
+    # game took a third of the server process's time (its GIL bounds batch uploads).
+    share_block([j.pending for j in judged if j.pending is not None])
+    return judged
 
 
 def _ready() -> bool:

@@ -3,6 +3,7 @@ isolation of failures, submit/reader; and the codec that stores raw records."""
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
 import uuid
@@ -11,7 +12,7 @@ import duckdb
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import codec, journal
+from ingest import codec, journal, rows
 from ingest.pipeline import Judge, utcnow
 from ingest.store import Store
 
@@ -230,6 +231,51 @@ def test_a_reader_sees_every_acknowledged_game_with_its_rows(store):
         assert store.ingest(pending([fresh(SLOW6[i])])) == ["accepted"]
         # no flush_rows(): a reader opened after the answer must see the derived rows
         assert count(store, "SELECT count(*) FROM games") == i + 1
+
+
+GAME_TABLES_SQL = {
+    table: f"SELECT * FROM {table} ORDER BY ALL"
+    for table in ("raw_records", "games", "game_turns", "game_powers", "game_pieces", "quarantine",
+                  "slide_games", "slide_seats", "slide_rounds")
+}  # fmt: skip
+
+
+def stored_tables(path) -> dict[str, list[tuple]]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        return {table: con.execute(sql).fetchall() for table, sql in GAME_TABLES_SQL.items()}
+    finally:
+        con.close()
+
+
+def test_rows_handed_over_as_a_workers_block_store_what_their_tuples_store(tmp_path):
+    """A judge worker sends a batch's rows as Arrow tables (rows.Block); the games the store
+    refuses (duplicate, conflict) must leave their rows out of it, as with tuples."""
+    known = fresh(SLOW6[0])
+    quarantined = fresh(SLOW6[1], result={"winner": 0, "reason": "resign", "points": None})
+    batch = [fresh(SLOW6[2]), known, fresh(SLIDE[0]), quarantined, fresh(SLOW6[3])]
+    twin = fresh(SLOW6[4], game_id=batch[0]["game_id"])
+    records = [*batch, twin, batch[0]]  # a conflict and a duplicate within the block
+    expected = ["accepted", "duplicate", "accepted", "quarantined", "accepted", "conflict",
+                "duplicate"]  # fmt: skip
+    first, judged = pending([known]), pending(records)  # one judging: the same received_at
+    stored = {}
+    for name, as_block in (("tuples", False), ("block", True)):
+        path = tmp_path / f"{name}.duckdb"
+        with Store(path) as s:
+            assert s.ingest(copy.deepcopy(first)) == ["accepted"]
+            items = copy.deepcopy(judged)
+            if as_block:
+                rows.share_block(items)
+                assert all(isinstance(item.rows, rows.Part) for item in items)
+            assert s.ingest(items) == expected
+        stored[name] = stored_tables(path)
+    assert stored["block"] == stored["tuples"]
+    assert len(stored["block"]["games"]) == 3 and len(stored["block"]["quarantine"]) == 1
+    assert len(stored["block"]["slide_games"]) == 1
+    assert {r[0] for r in stored["block"]["game_turns"]} == {
+        uuid.UUID(r["game_id"]) for r in (batch[0], known, batch[4])
+    }
 
 
 def journal_rows(items) -> list[tuple]:
