@@ -200,7 +200,7 @@ def main() -> int:
     ap.add_argument("--batch-games", type=int, default=20_000)
     ap.add_argument("--single-games", type=int, default=8_000)
     ap.add_argument("--pool", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=16, help="waitress threads")
+    ap.add_argument("--threads", type=int, default=2, help="balance serve --threads")
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = ap.parse_args()
     client = args.client

@@ -52,3 +52,15 @@ def whole_body(stream: BinaryIO, limit: int) -> bytes:
     if len(data) > limit:
         raise BodyTooLarge
     return data
+
+
+def drain(stream: BinaryIO, limit: int) -> None:
+    """Read and drop what is left of a body, at most `limit` bytes. A client still sending
+    when an early answer comes (413, 415, 429) then reads that answer: the server closes a
+    connection whose body it left unread, and the client fails to send instead."""
+    left = limit
+    while left > 0:
+        chunk = stream.read(min(65536, left))
+        if not chunk:
+            return
+        left -= len(chunk)

@@ -14,11 +14,13 @@ from . import config as settings
 
 
 def register(sub) -> None:
-    p = sub.add_parser("serve", help="run the upload service (waitress) on the DuckDB store")
+    p = sub.add_parser("serve", help="run the upload service (granian) on the DuckDB store")
     p.add_argument("--db", help="DuckDB file (default $BALANCE_DB or balance.duckdb)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
-    p.add_argument("--threads", type=int, default=16, help="waitress worker threads")
+    p.add_argument(
+        "--threads", type=int, default=2, help="Python threads answering requests (default 2)"
+    )
     p.add_argument(
         "--demo",
         type=int,
@@ -54,14 +56,18 @@ def _db(args) -> str:
 
 
 def run_serve(args) -> int:
-    from .app import create_app
     from .serve import configure_logging, run
 
     configure_logging(access_log=not args.quiet)
-    app = create_app({"BALANCE_DB": _db(args), "BALANCE_HOST": args.host})
-    if args.demo:
-        _load_demo(app.extensions["store"], args.demo, args.demo // 2, 0, args.demo_level)
-    return run(app, args.host, args.port, threads=args.threads)
+    db = _db(args)
+    if args.demo:  # before the server opens the file (one process at a time may)
+        from .store import Store
+
+        with Store(db) as store:
+            _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
+    settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host}
+    settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
+    return run(settings, args.host, args.port, threads=args.threads)
 
 
 def run_load_demo(args) -> int:

@@ -1,71 +1,59 @@
-"""Running the app on waitress, with logs that never carry a client address or header."""
+"""Running the app on granian, with logs that never carry a client address or header.
+
+granian does the HTTP I/O in Rust threads and calls the WSGI app on a few Python threads of
+one worker process (see wsgi.py). On waitress, whose I/O loop is Python, reading requests and
+writing answers took the GIL that judging and the store's writer need: 8 single-record
+clients got 450-600 games/s there, 800-930 here (benchmarks/ingest_http.py).
+"""
 
 from __future__ import annotations
 
-import gc
 import logging
-import signal
+import multiprocessing
+import os
 import sys
-
-from flask import Flask
-
-from .app import close_app
 
 log = logging.getLogger("ingest.serve")
 
 
 def configure_logging(access_log: bool = True) -> None:
-    """Our own lines only: method, route, status, time. Waitress logs no access lines itself
-    (no TransLogger here), and nothing request-derived is logged anywhere else."""
+    """Our own lines only: method, route, status, time. granian logs no access lines (its
+    access log stays off), and nothing request-derived is logged anywhere else."""
     logging.basicConfig(
         level=logging.INFO,
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("ingest.access").setLevel(logging.INFO if access_log else logging.WARNING)
-    # "Task queue depth is N" whenever every thread waits on a commit: normal under load
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)
 
 
-def run(app: Flask, host: str, port: int, threads: int = 16) -> int:
-    from waitress import create_server
+def run(settings: dict[str, str], host: str, port: int, threads: int = 2) -> int:
+    """Serve until SIGTERM or SIGINT; `settings` (BALANCE_* values) reach the worker through
+    its environment. `threads`: Python threads calling the app (more only add GIL contention:
+    2-3 beat 4 and 8 with 8 clients; a request waiting on a commit holds one)."""
+    from granian import Granian
+    from granian.constants import Interfaces
+    from granian.log import LogLevels
 
-    # The writer thread gives up the GIL inside every DuckDB call; with request threads busy
-    # (reading bodies, judging when BALANCE_WORKERS=0), the default 5 ms switch interval
-    # would make it wait that long to get it back after each statement of a commit.
-    sys.setswitchinterval(0.0005)
-    # Everything imported and built so far lives as long as the server: keep it out of the
-    # cyclic collector, whose full passes over the dashboard's imports (~200,000 objects) took
-    # ~120 ms each, stalling every request. Uploads allocate many short-lived containers:
-    # collect the young generation less often (in-process, 8 threads: +10% games/s).
-    gc.freeze()
-    gc.set_threshold(5000, 20, 100)
+    from .wsgi import PARENT_ENV
 
-    max_body = app.extensions["ingest"].config["BALANCE_MAX_BODY"]
-    server = create_server(
-        app,
-        host=host,
+    os.environ.update(settings)
+    os.environ[PARENT_ENV] = str(os.getpid())
+    # spawn, not fork: the worker starts clean and exits through the interpreter, so that
+    # its atexit hook closes the store (fork's children leave with os._exit)
+    multiprocessing.set_start_method("spawn", force=True)
+    server = Granian(
+        "ingest.wsgi:create",
+        factory=True,
+        address=host,
         port=port,
-        threads=threads,
-        ident="balance",
-        # The app answers an over-limit body with its own JSON 413; waitress only guards
-        # memory and disk beyond twice the limit (it buffers a body before the app sees it).
-        max_request_body_size=2 * max_body + 1024 * 1024,
-        expose_tracebacks=False,
-        clear_untrusted_proxy_headers=True,
+        interface=Interfaces.WSGI,
+        workers=1,  # one process owns the DuckDB file
+        blocking_threads=threads,
+        websockets=False,
+        log_level=LogLevels.warning,
+        log_access=False,
     )
-
-    def stop(signum, frame):
-        raise KeyboardInterrupt
-
-    signal.signal(signal.SIGTERM, stop)
-    print(f"Serving on http://{host}:{server.effective_port}", flush=True)
-    try:
-        server.run()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        log.info("stopping: closing the store (checkpoint)")
-        server.close()
-        close_app(app)
+    print(f"Serving on http://{host}:{port}", flush=True)
+    server.serve()
     return 0

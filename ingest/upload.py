@@ -16,7 +16,7 @@ from http import HTTPStatus
 import orjson
 from werkzeug.wsgi import get_input_stream
 
-from .bodies import BodyTooLarge, ndjson_lines, whole_body
+from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
 from .pipeline import MAX_RECORD, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
@@ -36,15 +36,18 @@ def error(status: int, message: str, headers: dict | None = None, **extra) -> An
 
 def handle(state, client: str, mimetype: str, encoding: str, length: int | None, stream) -> Answer:
     """The answer to an upload; `stream` yields the body (at most `length` bytes if given)."""
-    wait = state.limiter.acquire(client)
-    if wait:
-        return error(
-            429,
-            "too many requests from this address; retry later",
-            {"Retry-After": retry_after(wait)},
-        )
-    with state.store.arriving() as arrival:
-        return _upload(state, arrival, mimetype, encoding, length, stream)
+    try:
+        wait = state.limiter.acquire(client)
+        if wait:
+            return error(
+                429,
+                "too many requests from this address; retry later",
+                {"Retry-After": retry_after(wait)},
+            )
+        with state.store.arriving() as arrival:
+            return _upload(state, arrival, mimetype, encoding, length, stream)
+    finally:  # beyond twice the batch limit, a client still sending sees the connection close
+        drain(stream, 2 * state.config["BALANCE_MAX_BODY"] + 1024 * 1024)
 
 
 def _upload(state, arrival, kind, encoding, length, stream) -> Answer:
