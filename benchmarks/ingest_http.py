@@ -174,19 +174,20 @@ def run_phase(client: str, port: int, server: int, bodies: list[bytes], ctype: s
 
 
 def server_cpu(pid: int) -> float:
-    """CPU seconds of the server process and its judge workers (Linux /proc)."""
+    """CPU seconds of the server and every process under it (its worker, the judges), from
+    Linux /proc."""
     tick = os.sysconf("SC_CLK_TCK")
 
-    def own(p: int) -> float:
+    def tree(p: int) -> float:
         fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick
+        total = (int(fields[11]) + int(fields[12])) / tick
+        for task in os.listdir(f"/proc/{p}/task"):
+            for child in Path(f"/proc/{p}/task/{task}/children").read_text().split():
+                total += tree(int(child))
+        return total
 
     try:
-        total = own(pid)
-        for task in os.listdir(f"/proc/{pid}/task"):
-            for child in Path(f"/proc/{pid}/task/{task}/children").read_text().split():
-                total += own(int(child))
-        return total
+        return tree(pid)
     except OSError:
         return float("nan")
 
@@ -200,7 +201,7 @@ def main() -> int:
     ap.add_argument("--batch-games", type=int, default=20_000)
     ap.add_argument("--single-games", type=int, default=8_000)
     ap.add_argument("--pool", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=2, help="balance serve --threads")
+    ap.add_argument("--threads", type=int, default=3, help="balance serve --threads")
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = ap.parse_args()
     client = args.client

@@ -19,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument(
-        "--threads", type=int, default=2, help="Python threads answering requests (default 2)"
+        "--threads", type=int, default=3, help="Python threads answering requests (default 3)"
     )
     p.add_argument(
         "--demo",

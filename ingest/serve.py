@@ -27,10 +27,10 @@ def configure_logging(access_log: bool = True) -> None:
     logging.getLogger("ingest.access").setLevel(logging.INFO if access_log else logging.WARNING)
 
 
-def run(settings: dict[str, str], host: str, port: int, threads: int = 2) -> int:
+def run(settings: dict[str, str], host: str, port: int, threads: int = 3) -> int:
     """Serve until SIGTERM or SIGINT; `settings` (BALANCE_* values) reach the worker through
-    its environment. `threads`: Python threads calling the app (more only add GIL contention:
-    2-3 beat 4 and 8 with 8 clients; a request waiting on a commit holds one)."""
+    its environment. `threads`: Python threads calling the app (a request waiting on a commit
+    holds one; many more only add GIL contention: 8 and 16 lost to 2-4 with 8 clients)."""
     from granian import Granian
     from granian.constants import Interfaces
     from granian.log import LogLevels
