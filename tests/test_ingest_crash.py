@@ -17,11 +17,12 @@ def pool(n: int, seed: int) -> list[dict]:
     return [fresh(rng.choice(SLOW6 if i % 4 else SLIDE)) for i in range(n)]
 
 
-def children(pid: int) -> list[int]:
-    """Processes started by `pid` (Linux /proc), e.g. a server's judge workers."""
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid` (Linux /proc): a server's worker and its judge processes."""
     out = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+        for child in (task / "children").read_text().split():
+            out += [int(child), *descendants(int(child))]
     return out
 
 
@@ -65,13 +66,14 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
     deadline = time.monotonic() + 60
     while len(acked) < 150 and time.monotonic() < deadline:
         time.sleep(0.01)
-    workers = children(server.proc.pid)
+    workers = descendants(server.proc.pid)
+    assert len(workers) >= 3  # the worker holding the file, and judges under it
     server.kill()  # SIGKILL mid-load: no checkpoint, no clean shutdown
     stop.set()
     for t in threads:
         t.join()
     assert len(acked) >= 150
-    # its judge processes do not outlive it
+    # its worker (which holds the DuckDB file) and judge processes do not outlive it
     deadline = time.monotonic() + 15
     while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -161,3 +163,21 @@ def test_concurrent_clients_with_overlapping_ids_lose_and_double_nothing(server_
     for gid, content in winners.items():
         if gid in versions:
             assert versions[gid] == json.loads(content)["client"]["version"]
+
+
+def test_sigterm_stores_every_acknowledged_game_then_exits_cleanly(server_factory):
+    """SIGTERM: the worker loads the journal into DuckDB, checkpoints, and every process of
+    the server exits with status 0, leaving the file alone (no journal segment, no WAL)."""
+    server = server_factory()
+    records = pool(60, seed=3)
+    assert {x["verdict"] for x in server.upload(records).json()["results"]} == {"accepted"}
+    processes = descendants(server.proc.pid)
+    assert server.stop() == 0
+    deadline = time.monotonic() + 15
+    while any(Path(f"/proc/{pid}").exists() for pid in processes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [pid for pid in processes if Path(f"/proc/{pid}").exists()]
+    assert sorted(p.name for p in server.db.parent.glob(server.db.name + "*")) == [server.db.name]
+    stored = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM raw_records")}
+    assert stored == {r["game_id"] for r in records}
+    assert set(rows_per_game(server.db)) == stored
