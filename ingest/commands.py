@@ -58,8 +58,12 @@ def _db(args) -> str:
 def run_serve(args) -> int:
     from .serve import configure_logging, run
 
-    configure_logging(access_log=not args.quiet)
     db = _db(args)
+    problem = _cannot_serve(db, args.host, args.port)
+    if problem:
+        print(f"balance serve: {problem}", file=sys.stderr)
+        return 2
+    configure_logging(access_log=not args.quiet)
     if args.demo:  # before the server opens the file (one process at a time may)
         from .store import Store
 
@@ -68,6 +72,23 @@ def run_serve(args) -> int:
     settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
+
+
+def _cannot_serve(db: str, host: str, port: int) -> str | None:
+    """Why a server could not start (checked before its worker would fail on it), or None."""
+    import duckdb
+
+    from .serve import port_in_use
+
+    if port_in_use(host, port):
+        return f"{host}:{port} is in use (another balance serve?): pick another --port"
+    try:
+        duckdb.connect(db).close()
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():
+            raise
+        return f"{db} is open in another process (a running balance serve?): stop it first"
+    return None
 
 
 def run_load_demo(args) -> int:

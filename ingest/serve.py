@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import socket
 import sys
 
 log = logging.getLogger("ingest.serve")
@@ -57,3 +58,16 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 3) -> int
     print(f"Serving on http://{host}:{port}", flush=True)
     server.serve()
     return 0
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """Whether something listens on host:port. granian binds with SO_REUSEPORT, so a second
+    server on a busy port would start and silently take half of its connections."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT is no user
+        try:
+            probe.bind(address)
+        except OSError:
+            return True
+    return False
