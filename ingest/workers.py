@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -31,6 +32,9 @@ _LOCAL_MAX = 2
 
 def _init(parent: int) -> None:
     global _worker_judge
+    # A terminal's Ctrl-C reaches the whole process group: the pool, not the signal, ends a
+    # judge (the server shuts it down), so that the server closes cleanly and quietly.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_judge = Judge()
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
 

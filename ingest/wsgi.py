@@ -13,6 +13,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 from multiprocessing.util import Finalize
 
 from flask import Flask
@@ -28,6 +29,7 @@ _PR_SET_PDEATHSIG = 1
 
 def create() -> Flask:
     die_with_server()
+    stop_on_first_signal()
     configure_logging(access_log=os.environ.get("BALANCE_ACCESS_LOG", "1") != "0")
     app = create_app()
     # The worker leaves through multiprocessing, which joins its child processes (the judge
@@ -57,6 +59,39 @@ def die_with_server() -> None:
         log.warning("could not tie the worker to the server process (prctl failed)")
     if os.getppid() != parent:  # the server died before the line above
         os._exit(1)
+
+
+def stop_on_first_signal() -> None:
+    """Make SIGINT and SIGTERM stop the worker every time, once.
+
+    granian's worker waits on a lock in its main thread for a Python signal handler to stop
+    it. A signal the kernel hands to another thread (common when two come at once: a
+    terminal's Ctrl-C reaches the whole process group, then the supervisor sends SIGTERM; or
+    systemd signals every process of the unit) runs no handler while that lock is held, and
+    a second set() of its shutdown signal blocks forever (granian 2.8.9): the worker hung.
+    Here the interpreter writes every caught signal to a wakeup pipe, whichever thread took
+    it, and one thread reads the pipe and sets the shutdown once. granian's worker code picks
+    this `set_sync_signals` up when it starts serving."""
+    from granian import _signals
+    from granian._granian import WorkerSignal
+
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda signum, frame: None)  # caught: written to the pipe
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+
+    def set_sync_signals():
+        event = WorkerSignal()
+
+        def wait_for_stop():
+            os.read(wake_r, 1)
+            event.set()  # once: later signals only fill the pipe
+
+        threading.Thread(target=wait_for_stop, name="stop-signals", daemon=True).start()
+        return event
+
+    _signals.set_sync_signals = set_sync_signals
 
 
 def _close(app: Flask) -> None:

@@ -88,6 +88,7 @@ class Server:
         self.stdout_path = workdir / "server.stdout"
         self.stderr_path = workdir / "server.stderr"
         self.starts = 0
+        self.new_session = False  # True: its own process group, to signal it as a terminal does
 
     @property
     def url(self) -> str:
@@ -128,6 +129,7 @@ class Server:
                 stdout=out,
                 stderr=err,
                 stdin=subprocess.DEVNULL,
+                start_new_session=self.new_session,
             )
         self.wait_healthy(timeout)
         return self

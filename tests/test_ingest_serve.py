@@ -1,13 +1,18 @@
-"""`balance serve` refuses, with a clear message, what would make it fail or misbehave later:
-a port another server listens on (granian's SO_REUSEPORT would share it silently), or a store
-file another process holds."""
+"""`balance serve` as an operator runs it: it refuses, with a clear message, what would make it
+fail or misbehave later (a port another server listens on: granian's SO_REUSEPORT would share
+it silently; a store file another process holds), and it stops cleanly however it is told to."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
+from pathlib import Path
 
-from conftest import REPO, free_port
+import pytest
+from conftest import REPO, SLOW6, Server, free_port, fresh, query
 
 
 def serve(server, db, port) -> subprocess.CompletedProcess:
@@ -32,3 +37,75 @@ def test_a_second_server_on_the_same_store_refuses_to_start(server_factory):
     assert second.returncode == 2
     assert "is open in another process" in second.stderr
     assert server.get("/healthz").status == 200
+
+
+def descendants(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            out += [int(child), *descendants(int(child))]
+    return out
+
+
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGINT, signal.SIGTERM],
+    ids=["ctrl-c in a terminal", "systemd stop (every process of the unit)"],
+)
+def test_a_signal_to_the_whole_process_group_stops_it_cleanly(tmp_path, signum):
+    """Both reach every process at once, and the supervisor then signals its worker again:
+    granian's worker hung on that second signal, and the judges died with tracebacks."""
+    server = Server(tmp_path / "srv")
+    server.new_session = True
+    server.start()
+    try:
+        records = [fresh(SLOW6[i]) for i in range(5)]
+        assert {x["verdict"] for x in server.upload(records).json()["results"]} == {"accepted"}
+        processes = [server.proc.pid, *descendants(server.proc.pid)]
+        os.killpg(server.proc.pid, signum)
+        assert server.proc.wait(30) == 0
+        deadline = time.monotonic() + 15
+        while any(Path(f"/proc/{p}").exists() for p in processes) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [p for p in processes if Path(f"/proc/{p}").exists()]
+    finally:
+        server.kill()
+    assert "Traceback" not in server.output()
+    assert "closing the store" in server.output()
+    assert sorted(p.name for p in server.db.parent.glob(server.db.name + "*")) == [server.db.name]
+    stored = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM raw_records")}
+    assert stored == {r["game_id"] for r in records}
+
+
+def test_a_worker_signalled_twice_still_stops_and_closes_the_store(tmp_path):
+    """What a terminal's Ctrl-C or systemd does to the worker, deterministically: two signals.
+    granian 2.8.9 blocks forever on the second unless the worker sets its shutdown once."""
+    server = Server(tmp_path / "srv")
+    server.new_session = True
+    server.start()
+    try:
+        assert server.upload([fresh(SLOW6[0])]).json()["results"][0]["verdict"] == "accepted"
+        (worker,) = [p for p in descendants(server.proc.pid) if _is_app_worker(p, server)]
+        os.kill(worker, signal.SIGINT)
+        os.kill(worker, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not Path(f"/proc/{worker}").exists(), "the worker hung on the second signal"
+        server.proc.wait(30)  # the server leaves with its worker (status 1: it lost it)
+    finally:
+        server.kill()
+    assert "closing the store" in server.output()
+    assert sorted(p.name for p in server.db.parent.glob(server.db.name + "*")) == [server.db.name]
+
+
+def _is_app_worker(pid: int, server: Server) -> bool:
+    """The server's granian worker: its direct child that has children (the judges)."""
+    return pid in _children(server.proc.pid) and bool(_children(pid))
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
