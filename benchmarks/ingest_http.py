@@ -11,7 +11,8 @@ Records: simulated games (benchmarks/ingest_pool.py) sent with fresh game_ids.
 The load generator is `wrk` (benchmarks/ingest_wrk.lua) when installed (`apt-get install wrk`):
 a Python client spends ~0.35 ms of CPU a request, a third of a core at the single-record target,
 taken from the server on this 2-core machine. `--client python` forces the threaded Python one.
-Each phase prints which client ran, its CPU, and the server's CPU per game (process + judges).
+Each phase prints which client ran, its CPU, and the CPU per game of the server and every
+process under it (its worker and the judges).
 """
 
 from __future__ import annotations

@@ -92,7 +92,6 @@ class Journal:
         self._next = int(existing[-1].name.rsplit(".", 1)[1]) + 1 if existing else 0
         self._fd: int | None = None
         self.path: Path | None = None
-        self.entries = 0  # in the open segment
 
     def append(self, rows: list[tuple]) -> None:
         """Write rows and make them durable (returns after fdatasync)."""
@@ -100,7 +99,6 @@ class Journal:
             self._open()
         os.write(self._fd, b"".join(encode(row) for row in rows))
         os.fdatasync(self._fd)
-        self.entries += len(rows)
 
     def _open(self) -> None:
         self.path = self.db_path.with_name(f"{self.db_path.name}.journal.{self._next:08d}")
@@ -109,7 +107,6 @@ class Journal:
         os.write(self._fd, MAGIC)
         os.fsync(self._fd)
         _sync_dir(self.path.parent)  # the new file's name must survive a crash too
-        self.entries = 0
 
     def rotate(self) -> Path | None:
         """Close the open segment (if any) and return its path; the next append opens one."""

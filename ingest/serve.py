@@ -3,7 +3,7 @@
 granian does the HTTP I/O in Rust threads and calls the WSGI app on a few Python threads of
 one worker process (see wsgi.py). On waitress, whose I/O loop is Python, reading requests and
 writing answers took the GIL that judging and the store's writer need: 8 single-record
-clients got 450-600 games/s there, 800-930 here (benchmarks/ingest_http.py).
+clients got 455-570 games/s there, 800-990 here (benchmarks/ingest_http.py).
 """
 
 from __future__ import annotations
@@ -13,8 +13,6 @@ import multiprocessing
 import os
 import socket
 import sys
-
-log = logging.getLogger("ingest.serve")
 
 
 def configure_logging(access_log: bool = True) -> None:
@@ -40,8 +38,8 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 3) -> int
 
     os.environ.update(settings)
     os.environ[PARENT_ENV] = str(os.getpid())
-    # spawn, not fork: the worker starts clean and exits through the interpreter, so that
-    # its atexit hook closes the store (fork's children leave with os._exit)
+    # spawn, not fork: the worker starts clean (no threads, no open file inherited) and
+    # leaves through multiprocessing's exit, whose finalizer closes the store (wsgi.py)
     multiprocessing.set_start_method("spawn", force=True)
     server = Granian(
         "ingest.wsgi:create",

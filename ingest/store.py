@@ -20,13 +20,13 @@ Without `defer_rows`, a group's raw and derived rows share one DuckDB transactio
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import queue
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from importlib import resources
@@ -341,9 +341,8 @@ class Store:
             if not task.transaction:
                 result = task.fn(con)
             else:
-                con.execute("BEGIN TRANSACTION")
-                result = task.fn(con)
-                con.execute("COMMIT")
+                with transaction(con):
+                    result = task.fn(con)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
             _rollback(con)
             task.future.set_exception(exc)
@@ -397,14 +396,8 @@ class Store:
                 for item in derived:
                     self._rows_queue.put(item)  # before the answer: read-your-writes
             else:
-                con = self._con
-                con.execute("BEGIN TRANSACTION")
-                try:
-                    insert_tables(con, _tables(derived))
-                    con.execute("COMMIT")
-                except BaseException:
-                    _rollback(con)
-                    raise
+                with transaction(self._con):
+                    insert_tables(self._con, _tables(derived))
             self._known.update(fresh)
         elapsed = time.perf_counter() - started
         if self._on_commit is not None:
@@ -465,12 +458,10 @@ class Store:
         be stored (it stays in the journal)."""
         con = self._rows_con
         try:
-            con.execute("BEGIN TRANSACTION")
-            insert_tables(con, _tables(batch))
-            con.execute("COMMIT")
+            with transaction(con):
+                insert_tables(con, _tables(batch))
             return True
         except Exception as exc:
-            _rollback(con)
             if len(batch) > 1:  # find the game at fault; the others go in
                 return all([self._write_rows([one]) for one in batch])
             failed = exc
@@ -514,16 +505,11 @@ def quarantine_internal(con: duckdb.DuckDBPyConnection, gid: str, message: str) 
     ).fetchone()
     record = orjson.loads(codec.decode(codec_id, blob))
     fault = SimpleNamespace(rule="internal", turn=None, seat=None, message=message)
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         for table in rows.ALL_GAME_TABLES:
             con.execute(f"DELETE FROM {table} WHERE game_id = ?", [gid])
         con.execute("UPDATE raw_records SET status = 'quarantined' WHERE game_id = ?", [gid])
         insert_tables(con, rows.quarantine_row(gid, record, fault, received))
-        con.execute("COMMIT")
-    except BaseException:
-        _rollback(con)
-        raise
 
 
 _MISSING_ROWS = """
@@ -548,13 +534,8 @@ def load_journal(con: duckdb.DuckDBPyConnection, path: str, known: dict[int, int
                 known[key] = row[3]
                 fresh.append(row)
     if fresh:
-        con.execute("BEGIN TRANSACTION")
-        try:
+        with transaction(con):
             insert_tables(con, {"raw_records": fresh})
-            con.execute("COMMIT")
-        except BaseException:
-            _rollback(con)
-            raise
         log.info("loaded %d acknowledged games from the journal", len(fresh))
     for segment in segments:
         journal.remove(segment)
@@ -571,8 +552,7 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:
         from .pipeline import Judge
 
         judge = Judge()
-    tables: dict[str, list[tuple]] = defaultdict(list)
-    moved = []
+    games, moved = [], []
     for gid, status, codec_id, blob, received in missing:
         judged = judge.judge(0, codec.decode(codec_id, blob), received)
         pending = judged.pending
@@ -581,19 +561,25 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:
             continue
         if pending.status != status:
             moved.append((gid, pending.status))
-        for table, tuples in pending.rows.items():
-            tables[table].extend(tuples)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        insert_tables(con, tables)
+        games.append(pending.rows)
+    with transaction(con):
+        insert_tables(con, rows.tables_of(games))
         for gid, status in moved:
             con.execute("UPDATE raw_records SET status = ? WHERE game_id = ?", [status, gid])
+    log.info("rebuilt the rows of %d stored games", len(missing))
+    return len(missing)
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """BEGIN ... COMMIT around the block; ROLLBACK (and re-raise) if it fails."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
         con.execute("COMMIT")
     except BaseException:
         _rollback(con)
         raise
-    log.info("rebuilt the rows of %d stored games", len(missing))
-    return len(missing)
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

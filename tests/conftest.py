@@ -57,6 +57,19 @@ def examples_dir() -> Path:
     return EXAMPLES
 
 
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (Linux /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid`: a server's worker and its judge processes."""
+    return [p for child in children(pid) for p in (child, *descendants(child))]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

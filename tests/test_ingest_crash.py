@@ -9,21 +9,12 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from conftest import SLIDE, SLOW6, dumps, fresh, query
+from conftest import SLIDE, SLOW6, descendants, dumps, fresh, query
 
 
 def pool(n: int, seed: int) -> list[dict]:
     rng = random.Random(seed)
     return [fresh(rng.choice(SLOW6 if i % 4 else SLIDE)) for i in range(n)]
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process under `pid` (Linux /proc): a server's worker and its judge processes."""
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            out += [int(child), *descendants(int(child))]
-    return out
 
 
 def rows_per_game(db) -> dict[str, int]:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SLOW6, Server, free_port, fresh, query
+from conftest import REPO, SLOW6, Server, children, descendants, free_port, fresh, query
 
 
 def serve(server, db, port) -> subprocess.CompletedProcess:
@@ -37,14 +37,6 @@ def test_a_second_server_on_the_same_store_refuses_to_start(server_factory):
     assert second.returncode == 2
     assert "is open in another process" in second.stderr
     assert server.get("/healthz").status == 200
-
-
-def descendants(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        for child in (task / "children").read_text().split():
-            out += [int(child), *descendants(int(child))]
-    return out
 
 
 @pytest.mark.parametrize(
@@ -85,7 +77,8 @@ def test_a_worker_signalled_twice_still_stops_and_closes_the_store(tmp_path):
     server.start()
     try:
         assert server.upload([fresh(SLOW6[0])]).json()["results"][0]["verdict"] == "accepted"
-        (worker,) = [p for p in descendants(server.proc.pid) if _is_app_worker(p, server)]
+        # the granian worker: the server's child that has children (the judges)
+        (worker,) = [p for p in children(server.proc.pid) if children(p)]
         os.kill(worker, signal.SIGINT)
         os.kill(worker, signal.SIGTERM)
         deadline = time.monotonic() + 30
@@ -97,15 +90,3 @@ def test_a_worker_signalled_twice_still_stops_and_closes_the_store(tmp_path):
         server.kill()
     assert "closing the store" in server.output()
     assert sorted(p.name for p in server.db.parent.glob(server.db.name + "*")) == [server.db.name]
-
-
-def _is_app_worker(pid: int, server: Server) -> bool:
-    """The server's granian worker: its direct child that has children (the judges)."""
-    return pid in _children(server.proc.pid) and bool(_children(pid))
-
-
-def _children(pid: int) -> list[int]:
-    out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
-    return out
