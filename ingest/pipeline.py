@@ -55,6 +55,12 @@ def result(line: int, game_id, verdict: str, rule=None, turn=None, message=None,
     }
 
 
+def _game_id(record) -> str | None:
+    """The record's game_id when it has a well-formed one (for the reply of a rejection)."""
+    gid = record.get("game_id") if type(record) is dict else None
+    return gid if isinstance(gid, str) and _UUID.match(gid) else None
+
+
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
@@ -63,7 +69,7 @@ class Judge:
     """Turns one line of upload text into a verdict and, if well-formed, a Pending game.
 
     `verifier` is anything with `replay_record(record) -> (Verdict, facts | None)` (default
-    `replays.verifier`); `wellformed` anything with parse/check/Malformed (default
+    `replays.verifier`); `wellformed` anything with load/Malformed (default
     `replays.wellformed`). Tests inject fakes through the app config.
     """
 
@@ -78,17 +84,12 @@ class Judge:
             msg = f"record is over {MAX_RECORD} bytes of JSON (at least {size}): not stored"
             return Judged(result(line, None, "rejected", message=msg, field="record"), None, False)
         try:
-            record = wf.parse(text)
+            record = wf.load(text)
         except wf.Malformed as exc:
-            rej = result(line, None, "rejected", message=exc.message, field=exc.field)
-            return Judged(rej, None, exc.field != "line")
-        gid = record.get("game_id")
-        gid = gid if isinstance(gid, str) and _UUID.match(gid) else None
-        try:
-            wf.check(record)
-        except wf.Malformed as exc:
+            gid = _game_id(exc.record)
             rej = result(line, gid, "rejected", message=exc.message, field=exc.field)
-            return Judged(rej, None, True)
+            return Judged(rej, None, exc.field != "line")
+        gid = _game_id(record)
         verdict, facts = self._replay(record)
         if verdict.verdict == V.MALFORMED:  # a shape the schema cannot tie (counts per seat)
             rej = result(line, gid, "rejected", message=verdict.message, field=verdict.field)

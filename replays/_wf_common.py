@@ -17,7 +17,11 @@ MAX_ID = 128  # challenge.id and match.id characters
 
 
 class Malformed(ValueError):
-    """A record that does not follow the upload format: `field` names where, `message` what."""
+    """A record that does not follow the upload format: `field` names where, `message` what.
+    `record`: the parsed object, for a fault of its shape found by `wellformed.load` (not
+    pickled)."""
+
+    record: object = None
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")

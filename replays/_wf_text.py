@@ -65,6 +65,13 @@ def _too_big(size: int) -> Malformed:
 
 def parse(text: str | bytes) -> dict:
     data = to_bytes(text)
+    record = load_object(data)
+    raise_structure_fault(data, record)
+    return record
+
+
+def load_object(data: bytes) -> dict:
+    """orjson's parse of `data`, which must be one JSON object (duplicates and depth unproven)."""
     try:
         record = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
@@ -75,11 +82,23 @@ def parse(text: str | bytes) -> dict:
         raise Malformed("line", f"not JSON: {exc}") from None
     if type(record) is not dict:
         raise Malformed("record", f"a record is a JSON object, got {kind(record)}")
+    return record
+
+
+def raise_structure_fault(data: bytes, record: dict) -> None:
+    """Raise the first duplicate key or too-deep value of the text, if it has one."""
     if not _structure_ok(data, record):
         fault = locate(data)
         if fault is not None:
             raise fault
-    return record
+
+
+def keys_all_kept(data: bytes, record: dict) -> bool:
+    """True: `record` kept every key of its text (no duplicate). Then the text nests exactly as
+    the record does, so for a record of the upload format's shape (5 levels at most) this is
+    the whole structure proof, at a third of `_structure_ok`'s cost. False: look closer.
+    (The colon argument of the module docstring, without a backslash in the text.)"""
+    return b"\\" not in data and data.count(b":") == orjson.dumps(record).count(b":")
 
 
 def _structure_ok(data: bytes, record: dict) -> bool:

@@ -35,12 +35,9 @@ def replay_record(record: dict):
 def check_text(text: str | bytes) -> tuple[dict | None, Verdict]:
     """Parse, check well-formedness, then replay: the whole path of one upload record."""
     try:
-        record = wellformed.parse(text)
+        record = wellformed.load(text)
     except wellformed.Malformed as e:
-        return None, malformed(None, e.field, e.message)
-    try:
-        wellformed.check(record)
-    except wellformed.Malformed as e:
-        gid = record.get("game_id") if isinstance(record.get("game_id"), str) else None
-        return record, malformed(gid, e.field, e.message)
+        record = e.record
+        gid = record.get("game_id") if record is not None else None
+        return record, malformed(gid if isinstance(gid, str) else None, e.field, e.message)
     return record, verify_record(record)

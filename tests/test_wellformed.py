@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 
 from replays import _wf_common, _wf_slide, _wf_slow6, _wf_text
-from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, parse
+from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, load, parse
 
 EXAMPLES = Path("/work/shared/spec/examples")
 if not EXAMPLES.exists():  # a checkout next to the shared folder
@@ -54,18 +54,34 @@ def fault(record) -> str | None:
 
 
 def text_fault(text) -> str | None:
+    """The field parse + check name (None: well-formed); `load`, their one-step form used by
+    the verifier and the server, must say exactly the same."""
     try:
-        check(parse(text))
+        record = parse(text)
+        check(record)
     except Malformed as exc:
+        assert load_outcome(text) == (exc.field, exc.message)
         return exc.field
+    assert load_outcome(text) == record
     return None
+
+
+def load_outcome(text):
+    """What `load` gives: the record, or (field, message)."""
+    try:
+        return load(text)
+    except Malformed as exc:
+        return exc.field, exc.message
 
 
 def parse_fault(text) -> str | None:
     try:
         parse(text)
     except Malformed as exc:
+        # the text's faults come first in `load` too, whatever else the record gets wrong
+        assert load_outcome(text) == (exc.field, exc.message)
         return exc.field
+    text_fault(text)  # (and `load` agrees with parse + check)
     return None
 
 
@@ -591,6 +607,58 @@ def test_nesting_32_levels_parses_33_does_not():
     assert parse_fault(nested(2000)) == "first"  # past orjson's own limit of 1024
 
 
+def test_a_duplicate_key_is_named_even_when_the_record_kept_is_well_formed():
+    # orjson keeps the last of two keys: the record it returns passes check(), so `load`
+    # must still see what the text held, a dropped key and a too-deep dropped value
+    deep = "[" * 40 + "]" * 40
+    for text in [
+        dup_text(SLOW6, "", "mode", "online"),
+        orjson.dumps(SLOW6).replace(b'"client":', f'"client":{deep},"client":'.encode()),
+        orjson.dumps(SLOW6).replace(b'"ai":null', b'"ai":{"side":0},"ai":null'),
+    ]:
+        assert check(orjson.loads(text)) is None
+        with pytest.raises(Malformed) as exc:
+            load(text)
+        assert exc.value.record is None  # a fault of the text, as `parse` raises it
+        assert (exc.value.field, exc.value.message) == load_outcome(text)
+    assert parse_fault(dup_text(SLOW6, "", "mode", "online")) == "mode"
+    assert (
+        parse_fault(
+            orjson.dumps(SLOW6).replace(b'"client":', f'"client":{deep},"client":'.encode())
+        )
+        == "client"
+    )
+    assert (
+        parse_fault(orjson.dumps(SLOW6).replace(b'"ai":null', b'"ai":{"side":0},"ai":null')) == "ai"
+    )
+
+
+def test_a_shape_fault_carries_the_record_parsed():
+    record = edit(SLOW6, "mode", "ranked")
+    with pytest.raises(Malformed) as exc:
+        load(orjson.dumps(record))
+    assert exc.value.field == "mode" and exc.value.record == record
+    with pytest.raises(Malformed) as exc:
+        load(b"{")
+    assert exc.value.field == "line" and exc.value.record is None
+
+
+def depth(value) -> int:
+    if isinstance(value, dict):
+        return 1 + max(map(depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(depth, value), default=0)
+    return 0
+
+
+def test_a_well_formed_record_nests_five_levels_at_most():
+    # what lets `load` skip the depth proof once check() has passed (generated records too)
+    valid = [orjson.loads(line) for name in ["slow6-valid", "slow6-invalid", "slide-valid",
+             "slide-invalid"] for line in lines(f"{name}.ndjson")]  # fmt: skip
+    deepest = max(depth(record) for record in valid)
+    assert 4 <= deepest <= 5 < MAX_DEPTH
+
+
 def test_a_too_deep_value_names_the_field_holding_it():
     deep = {"k": _wrap(33, 1)}  # lists from level 5 (record, turns, turn, x) to 37
     text = orjson.dumps(edit(SLOW6, "turns[2].x", deep))
@@ -948,6 +1016,7 @@ FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 @given(records)
 def test_generated_well_formed_records_are_accepted_by_both(record):
     assert fault(record) is None
+    assert depth(record) <= 5
     assert_agree(record)
 
 
