@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 VALID = "valid"
 INVALID = "invalid"  # well-formed, but breaks a rule: quarantined by ingest
 MALFORMED = "malformed"  # does not follow the upload format: rejected by ingest
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
+class Verdict(NamedTuple):
+    # A named tuple, not a frozen dataclass: as immutable, and made in a third of the time
+    # (one is made per record; a frozen dataclass sets each field through object.__setattr__).
     verdict: str
     game_id: str | None = None
     rule: str | None = None  # "R2.2", "S2.4": the first broken rule (R10 / S4)

@@ -44,9 +44,9 @@ class Position:
     __slots__ = (
         "n", "k", "crown", "limit", "board", "side", "rank", "pos", "start", "orig", "lane",
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
-        "picks", "used", "taken", "ply", "to_move", "winner", "reason", "over",
-        "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters", "_lineups",
-        "alive", "why", "geom", "plain",
+        "picks", "used", "taken0", "first", "points_ply", "ply", "to_move", "winner", "reason",
+        "over", "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters",
+        "_lineups", "alive", "why", "geom", "plain",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -73,7 +73,9 @@ class Position:
         self.trap = [-1, -1]
         self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
         self.used = (set(), set())
-        self.taken = [0, 0]
+        self.taken0 = (0, 0)  # turns taken before ply 0 (a challenge's position, R9.1)
+        self.first = 0  # the side to move at ply 0
+        self.points_ply = 2 * self.limit  # the ply count at which R6.3 ends the game
         self.ply = 0
         self.to_move = 0
         self.winner = None
@@ -114,7 +116,7 @@ class Position:
             p.wounded[pid] = bool(pc["wounded"])
             if pc["stunned"]:
                 stunned.append(pid)
-        p.taken = list(position["turns_taken"])
+        p._set_taken(*position["turns_taken"])
         for pid in stunned:  # R9.3: stunned by the previous turn
             if p.side[pid] == to_move:
                 p._immobilise(pid, 0, "stunned")
@@ -156,8 +158,23 @@ class Position:
         self.revealed_at = [None] * m
         self.stunned_count = [0] * m
         self.home_pid = None
-        self.to_move = first
+        self.to_move = self.first = first
         self.alive = [self.side.count(0), self.side.count(1)]
+
+    def _set_taken(self, t0: int, t1: int) -> None:
+        """Turns taken before ply 0; then both reach the limit (R6.3) after `points_ply` plies:
+        the side to move first takes the odd plies 1, 3, ... of the count, the other the even."""
+        self.taken0 = (t0, t1)
+        mine, theirs = (t0, t1) if self.first == 0 else (t1, t0)
+        self.points_ply = max(2 * (self.limit - mine) - 1, 2 * (self.limit - theirs))
+
+    @property
+    def taken(self) -> tuple[int, int]:
+        """Turns each side has taken (R2.5), counting a challenge's `turns_taken`: turns
+        strictly alternate, so this follows from the ply."""
+        t0, t1 = self.taken0
+        later, sooner = self.ply // 2, (self.ply + 1) // 2
+        return (t0 + sooner, t1 + later) if self.first == 0 else (t0 + later, t1 + sooner)
 
     def copy(self) -> Position:
         c = Position.__new__(Position)
@@ -165,6 +182,7 @@ class Position:
         c.plain = self.plain
         c.winner, c.reason, c.over = self.winner, self.reason, self.over
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
+        c.taken0, c.first, c.points_ply = self.taken0, self.first, self.points_ply
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
         c.board, c.rank, c.pos, c.lane = self.board[:], self.rank[:], self.pos[:], self.lane[:]
         c.wounded, c.stun, c.imm, c.why = self.wounded[:], self.stun[:], self.imm[:], self.why[:]
@@ -174,7 +192,7 @@ class Position:
             self.surge[:],
             self.shield[:],
         )
-        c.removed_at, c.trap, c.taken = self.removed_at[:], self.trap[:], self.taken[:]
+        c.removed_at, c.trap = self.removed_at[:], self.trap[:]
         c.moved, c.promoted_at = self.moved[:], self.promoted_at[:]
         c.revealed_at, c.stunned_count = self.revealed_at[:], self.stunned_count[:]
         c.used = (set(self.used[0]), set(self.used[1]))
@@ -492,20 +510,26 @@ class Position:
         locals, which is most of the replay's time; any other (and every fault, for its message)
         goes to `play`, so the two cannot disagree on what is legal. Raises `RuleBroken` at the
         first broken rule; the turn that broke is then `self.ply` (a turn is a ply, and it only
-        ends once played)."""
+        ends once played).
+
+        The ply and the side to move live in locals `g` and `s` here: they are written back to
+        the position before every call that reads them (and at the end), and read again after
+        one that may change them (`play_turn`). Only calls can end the game, so `over` too."""
         plain, board, side, pos, rank = self.plain, self.board, self.side, self.pos, self.rank
-        imm, trap, lane, start, taken = self.imm, self.trap, self.lane, self.start, self.taken
+        imm, trap, lane, start = self.imm, self.trap, self.lane, self.start
         dash, leap, surge = self.dash, self.leap, self.surge
-        crown, limit, counters = self.crown, self.limit, self.counters
+        crown, points_ply, counters = self.crown, self.points_ply, self.counters
         moved, revealed = self.moved, self.revealed_at
+        s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
             moves = turn["moves"]
-            if len(moves) != 1 or "power" in turn or self.over:
+            if len(moves) != 1 or "power" in turn or over:
+                self.ply, self.to_move = g, s
                 play_turn(self, turn)
+                s, g, over = self.to_move, self.ply, self.over
                 continue
             frm, to, need, mid = plain[moves[0]]
             pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
-            s, g = self.to_move, self.ply
             if (
                 need
                 and pid >= 0
@@ -526,18 +550,26 @@ class Position:
                     board[to] = pid
                     pos[pid] = to
                     if to == lane[pid] or to == start[pid]:
-                        self._arrive(pid, to)  # R5.1 or R6.1
-                elif side[occ] != s:
-                    self._plain_fight(pid, frm, to, occ)
+                        self.ply, self.to_move = g, s
+                        over = self._arrive(pid, to)  # R5.1 or R6.1
                 else:
-                    self.play(moves[0])  # onto an own piece: `play` says why not
+                    self.ply, self.to_move = g, s
+                    if side[occ] != s:
+                        self._plain_fight(pid, frm, to, occ)
+                    else:
+                        self.play(moves[0])  # onto an own piece: `play` says why not
+                    over = self.over
             else:
+                self.ply, self.to_move = g, s
                 self.play(moves[0])
-            taken[s] += 1  # end_turn, inline
-            self.ply = g + 1
-            self.to_move = 1 - s
-            if taken[s] >= limit and taken[1 - s] >= limit and not self.over:
+                over = self.over
+            g += 1  # end_turn, inline
+            s = 1 - s
+            if g == points_ply and not over:
+                self.ply, self.to_move = g, s
                 self._end_by_points()
+                over = True
+        self.ply, self.to_move = g, s
 
     def _plain_fight(self, pid: int, frm: int, to: int, occ: int) -> None:
         """`play`'s effects for a plain move (see `play_log`) onto an enemy: the fight (R3, R4),
@@ -664,11 +696,9 @@ class Position:
 
     def end_turn(self) -> None:
         """Close the turn of the side to move: count it, check points (R6.3), pass the turn."""
-        s = self.to_move
-        self.taken[s] += 1
         self.ply += 1
-        self.to_move = 1 - s
-        if not self.over and self.taken[0] >= self.limit and self.taken[1] >= self.limit:
+        self.to_move = 1 - self.to_move
+        if self.ply == self.points_ply and not self.over:
             self._end_by_points()
 
     def _end_by_points(self) -> None:
