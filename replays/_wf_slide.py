@@ -64,7 +64,7 @@ _ROUNDS_RE = {
 }
 
 
-def check(record: dict) -> None:
+def check(record: dict) -> None:  # (no colon count: see wellformed._check)
     """The Slide part of a record whose keys and common fields are already checked."""
     players = record["players"]
     if not (type(players) is int and 2 <= players <= 6):

@@ -39,6 +39,7 @@ ORDER = (
     "schema", "game_id", "game", "client", "mode", "ended_at", "rules", "ai", "challenge",
     "first", "lineups", "powers", "turns", "result",
 )  # fmt: skip
+_CLIENT_KEYS = ("platform", "version")
 _RULES = frozenset({"board", "powers", "hidden"})
 _RULES_ORDER = ("board", "powers", "hidden")
 _AI = frozenset({"side", "level"})
@@ -107,8 +108,9 @@ _RANKS_AS_1 = bytes.maketrans(b"1234567", b"1111111")
 _TURN_BODIES = _turn_bodies()
 
 
-def check(record: dict) -> None:
-    """The Slow6 part of a record whose keys and common fields are already checked."""
+def check(record: dict) -> int | None:
+    """The Slow6 part of a record whose keys and common fields are already checked. Returns the
+    colons of its orjson text (see `colons`), or None when they did not come cheap."""
     rules = record["rules"]
     if type(rules) is not dict:
         raise Malformed(
@@ -154,8 +156,25 @@ def check(record: dict) -> None:
         raise Malformed("first", f"first is the side 0 or 1, got {show(first)}")
     _check_lineups(record["lineups"], board)
     _check_powers(record["powers"])
-    _check_turns(record["turns"])
+    turns_text = _check_turns(record["turns"])
     _check_result(record["result"])
+    return colons(record, turns_text) if turns_text is not None else None
+
+
+def colons(record: dict, turns_text: bytes) -> int:
+    """The colons `orjson.dumps(record)` writes for a well-formed record, from the text of its
+    turns (a turn's strings hold no colon, so those are its keys): every key once, and the
+    colons inside the only strings that may hold them (version, ended_at, challenge id)."""
+    keys = len(KEYS) + len(_CLIENT_KEYS) + len(_RULES) + len(record["result"])
+    keys += turns_text.count(b":")
+    if record["ai"] is not None:
+        keys += len(_AI)
+    challenge = record["challenge"]
+    if challenge is not None:
+        pieces = challenge["position"]["pieces"]
+        keys += len(_CHALLENGE) + len(_POSITION) + len(_PIECE) * len(pieces)
+        keys += challenge["id"].count(":")
+    return keys + record["client"]["version"].count(":") + record["ended_at"].count(":")
 
 
 def _check_ai(ai: object) -> None:
@@ -268,13 +287,19 @@ def _powers_fast_ok(powers: object) -> bool:
         return False
 
 
-def _check_turns(turns: object) -> None:
+def _check_turns(turns: object) -> bytes | None:
+    """Raises at the first bad turn; returns orjson's text of the turns when the fast path
+    proved them (None when each was checked on its own)."""
     if type(turns) is not list:
         raise Malformed("turns", f"turns must be a list of turn objects, got {show(turns)}")
-    if not turns or _turns_fast_ok(dumps(turns)):
-        return
+    if not turns:
+        return b"[]"
+    text = dumps(turns)
+    if _turns_fast_ok(text):
+        return text
     for i, turn in enumerate(turns):
         _check_turn(turn, i)
+    return None
 
 
 def _turns_fast_ok(text: bytes) -> bool:

@@ -74,12 +74,12 @@ def load(text: str | bytes) -> dict:
     data = to_bytes(text)
     record = load_object(data)
     try:
-        check(record)
+        colons = _check(record)
     except Malformed as shape_fault:
         shape_fault.record = record
         raise_structure_fault(data, record)  # a duplicate or too-deep value is named first
         raise
-    if not keys_all_kept(data, record):
+    if not keys_all_kept(data, record, colons):
         raise_structure_fault(data, record)
     return record
 
@@ -89,6 +89,12 @@ def check(record: dict) -> None:
 
     The record is JSON data (dict, list, str, int, float, bool, None); other Python types, such
     as tuples built by hand, are outside the contract."""
+    _check(record)
+
+
+def _check(record: dict) -> int | None:
+    """`check`, returning the colons orjson would write for the record (its keys and the colons
+    in its strings) when that came cheap on the way, else None (see `keys_all_kept`)."""
     if type(record) is not dict:
         raise Malformed("record", f"a record is a JSON object, got {kind(record)}")
     game = record.get("game", MISSING)
@@ -100,7 +106,7 @@ def check(record: dict) -> None:
     if record.keys() != rules.KEYS:  # (inline: this is the hot path)
         check_keys(record, rules.KEYS, rules.ORDER, "")
     _check_common(record)
-    rules.check(record)
+    return rules.check(record)
 
 
 def _check_common(record: dict) -> None:

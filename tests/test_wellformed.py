@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
 
-from replays import _wf_common, _wf_slide, _wf_slow6, _wf_text
+from replays import _wf_common, _wf_slide, _wf_slow6, _wf_text, wellformed
 from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, load, parse
 
 EXAMPLES = Path("/work/shared/spec/examples")
@@ -633,6 +633,24 @@ def test_a_duplicate_key_is_named_even_when_the_record_kept_is_well_formed():
     )
 
 
+def test_the_colon_count_check_returns_is_the_records_own():
+    # `load` proves "no key dropped" by comparing the text's colons with this count: one too
+    # many would let a duplicate key through, one too few would only cost the slow proof
+    challenge = next(
+        r for name in ["slow6-valid", "slow6-invalid"] for line in lines(f"{name}.ndjson")
+        if (r := orjson.loads(line))["challenge"] is not None
+    )  # fmt: skip
+    samples = [orjson.loads(line) for line in lines("slow6-valid.ndjson")] + [challenge]
+    samples += [
+        edit(edit(challenge, "client.version", "1:2::3"), "challenge.id", "x:y:z:"),
+        edit(SLOW6, "ended_at", "2026-03-01T10:00:00+00:00"),
+        edit(SLOW6, "turns", []),
+    ]
+    for record in samples:
+        assert fault(record) is None
+        assert wellformed._check(record) == orjson.dumps(record).count(b":")
+
+
 def test_a_shape_fault_carries_the_record_parsed():
     record = edit(SLOW6, "mode", "ranked")
     with pytest.raises(Malformed) as exc:
@@ -1017,6 +1035,8 @@ FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 def test_generated_well_formed_records_are_accepted_by_both(record):
     assert fault(record) is None
     assert depth(record) <= 5
+    colons = wellformed._check(record)  # exact, or `load` could miss a duplicate key
+    assert colons is None or colons == orjson.dumps(record).count(b":")
     assert_agree(record)
 
 
