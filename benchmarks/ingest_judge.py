@@ -10,9 +10,11 @@ game. The server's side of the hand-off (unpickling, `rows.tables_of`) is shown 
 is not judge CPU, but a change here must not move cost onto the server process.
 
     PYTHONPATH=. nice -n 15 python benchmarks/ingest_judge.py [--games 5000] [--passes 7]
+    PYTHONPATH=. nice -n 15 python benchmarks/ingest_judge.py --against /tmp/wt-base
 
-For an A/B, run a copy of this file inside a worktree of the other commit (ingest_pool puts
-its own tree first on sys.path), interleaving runs: the machine's speed drifts.
+`--against DIR` loads a second tree's code (a worktree of another commit) into the same
+process and alternates the two chunk by chunk (ABBA), so that the machine's drift (15-40%
+within an hour here) falls on both alike; it prints both, and new / old per stage.
 """
 
 from __future__ import annotations
@@ -23,62 +25,109 @@ import pickle
 import statistics
 import sys
 import time
+from pathlib import Path
+from types import SimpleNamespace
 
 from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402  (puts ROOT on sys.path)
-
-import ingest  # noqa: E402
-from ingest import pipeline, rows  # noqa: E402
-from ingest.pipeline import Judge, utcnow  # noqa: E402
-from ingest.rows import share_block  # noqa: E402
 
 CHUNK = 50  # ingest/workers.py::_CHUNK
 STAGES = (
     "judge", "of which rows", "block", "pickle", "total", "server: unpickle", "server: tables",
 )  # fmt: skip
+PACKAGES = ("ingest", "replays")
 
 
-def one_pass(lines: list[bytes], judge: Judge) -> tuple[dict[str, float], int]:
-    """CPU seconds per stage over all of `lines`, and the pickled bytes."""
-    spent = dict.fromkeys(STAGES, 0.0)
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in PACKAGES
+
+
+def load(root: Path) -> SimpleNamespace:
+    """The code of the tree at `root`: its modules (to put in sys.modules while it runs, so
+    that pickling finds its classes) and a warmed-up Judge."""
+    for name in [n for n in sys.modules if _ours(n)]:
+        del sys.modules[name]
+    sys.path.insert(0, str(root))
+    try:
+        import ingest.pipeline
+        import ingest.rows
+        import replays.slide.verify
+        import replays.slow6.verify  # noqa: F401  (the verifier imports them on first use)
+    finally:
+        sys.path.remove(str(root))
+    tree = SimpleNamespace(
+        root=root,
+        modules={n: m for n, m in sys.modules.items() if _ours(n)},
+        pipeline=ingest.pipeline,
+        rows=ingest.rows,
+        judge=ingest.pipeline.Judge(),
+        spent=[],
+        sizes=[],
+    )
+    print(f"code: {root} (ingest from {ingest.__file__})", file=sys.stderr)
+    return tree
+
+
+def activate(tree: SimpleNamespace) -> None:
+    sys.modules.update(tree.modules)
+
+
+def run_chunk(tree, chunk: list[tuple[int, bytes]], received, spent: dict) -> int:
+    """A judge worker's work on one chunk (and the server's unpickling): pickled bytes."""
     clock = time.process_time
+    rows = tree.rows
     inner = rows.game_rows
-    in_rows = [0.0]
+    in_rows = 0.0
 
     def timed_rows(*args):  # the rows part of judging (inside Judge._pending)
+        nonlocal in_rows
         t = clock()
         try:
             return inner(*args)
         finally:
-            in_rows[0] += clock() - t
+            in_rows += clock() - t
 
-    pipeline.rows.game_rows = timed_rows
-    size = 0
+    rows.game_rows = timed_rows
     try:
-        received = utcnow()
-        for k in range(0, len(lines), CHUNK):
-            chunk = list(enumerate(lines[k : k + CHUNK]))
-            t0 = clock()
-            judged = [judge.judge(number, text, received) for number, text in chunk]
-            t1 = clock()
-            share_block([j.pending for j in judged if j.pending is not None])
-            t2 = clock()
-            data = pickle.dumps(judged, pickle.HIGHEST_PROTOCOL)  # what the pool sends
-            t3 = clock()
-            back = pickle.loads(data)
-            t4 = clock()
-            rows.tables_of([j.pending.rows for j in back if j.pending is not None])
-            t5 = clock()
-            size += len(data)
-            spent["judge"] += t1 - t0
-            spent["block"] += t2 - t1
-            spent["pickle"] += t3 - t2
-            spent["total"] += t3 - t0
-            spent["server: unpickle"] += t4 - t3
-            spent["server: tables"] += t5 - t4
+        judge = tree.judge
+        t0 = clock()
+        judged = [judge.judge(number, text, received) for number, text in chunk]
+        t1 = clock()
+        rows.share_block([j.pending for j in judged if j.pending is not None])
+        t2 = clock()
+        data = pickle.dumps(judged, pickle.HIGHEST_PROTOCOL)  # what the process pool sends
+        t3 = clock()
+        back = pickle.loads(data)
+        t4 = clock()
+        rows.tables_of([j.pending.rows for j in back if j.pending is not None])
+        t5 = clock()
     finally:
-        pipeline.rows.game_rows = inner
-    spent["of which rows"] = in_rows[0]
-    return spent, size
+        rows.game_rows = inner
+    spent["judge"] += t1 - t0
+    spent["of which rows"] += in_rows
+    spent["block"] += t2 - t1
+    spent["pickle"] += t3 - t2
+    spent["total"] += t3 - t0
+    spent["server: unpickle"] += t4 - t3
+    spent["server: tables"] += t5 - t4
+    return len(data)
+
+
+def one_pass(trees: list, lines: list[bytes], flip: int) -> None:
+    received = trees[0].pipeline.utcnow()
+    spent = [dict.fromkeys(STAGES, 0.0) for _ in trees]
+    sizes = [0] * len(trees)
+    gc.collect()
+    for c, k in enumerate(range(0, len(lines), CHUNK)):
+        chunk = list(enumerate(lines[k : k + CHUNK]))
+        order = list(range(len(trees)))
+        if (c + flip) % 2:  # ABBA: neither tree always runs first
+            order.reverse()
+        for i in order:
+            activate(trees[i])
+            sizes[i] += run_chunk(trees[i], chunk, received, spent[i])
+    for tree, s, size in zip(trees, spent, sizes, strict=True):
+        tree.spent.append({stage: secs / len(lines) * 1e6 for stage, secs in s.items()})
+        tree.sizes.append(size / len(lines))
 
 
 def main() -> int:
@@ -86,25 +135,38 @@ def main() -> int:
     ap.add_argument("--games", type=int, default=5000, help="lines per pass")
     ap.add_argument("--passes", type=int, default=7)
     ap.add_argument("--pool", type=int, default=1000, help="as benchmarks/ingest_http.py")
+    ap.add_argument("--against", type=Path, help="another tree's root, run alternately")
     args = ap.parse_args()
-    print(f"code: {ROOT} (ingest from {ingest.__file__})", file=sys.stderr)
     lines = with_fresh_ids(pool("slow6", args.pool), args.games, seed=42)
-    judge = Judge()
-    one_pass(lines[: 10 * CHUNK], judge)  # warm up: imports, caches
-    per_game: dict[str, list[float]] = {s: [] for s in STAGES}
-    sizes = []
-    for _ in range(args.passes):
-        gc.collect()
-        spent, size = one_pass(lines, judge)
-        for stage, secs in spent.items():
-            per_game[stage].append(secs / len(lines) * 1e6)
-        sizes.append(size / len(lines))
+    trees = [load(ROOT)]
+    if args.against:
+        trees.append(load(args.against.resolve()))
+    for tree in trees:  # warm up: imports, caches
+        activate(tree)
+        run_chunk(tree, list(enumerate(lines[: 2 * CHUNK])), tree.pipeline.utcnow(),
+                  dict.fromkeys(STAGES, 0.0))  # fmt: skip
+        tree.spent.clear()
+    for p in range(args.passes):
+        one_pass(trees, lines, p)
     print(f"{args.games} slow6 games a pass, chunks of {CHUNK}, {args.passes} passes")
-    print(f"{'µs CPU per game':<18} {'best':>8} {'median':>8}")
+    head = f"{'µs CPU per game':<18}"
+    for tree in trees:
+        head += f" | {tree.root.name[:17]:>17}"
+    print(head + ("  | new/old median" if len(trees) == 2 else ""))
+    print(f"{'':<18}" + " | {:>8} {:>8}".format("best", "median") * len(trees))
     for stage in STAGES:
-        values = per_game[stage]
-        print(f"{stage:<18} {min(values):8.1f} {statistics.median(values):8.1f}")
-    print(f"pickled bytes per game: {statistics.median(sizes):.0f}")
+        line, medians = f"{stage:<18}", []
+        for tree in trees:
+            values = [s[stage] for s in tree.spent]
+            medians.append(statistics.median(values))
+            line += f" | {min(values):8.1f} {medians[-1]:8.1f}"
+        if len(trees) == 2:
+            line += f"  | {medians[0] / medians[1]:6.3f}"
+        print(line)
+    line = f"{'pickled B/game':<18}"
+    for tree in trees:
+        line += f" | {statistics.median(tree.sizes):17.0f}"
+    print(line)
     return 0
 
 

@@ -16,7 +16,7 @@ import datetime as dt
 import struct
 import uuid
 from collections import defaultdict
-from itertools import chain, compress, count, repeat
+from itertools import chain
 from operator import itemgetter
 
 import pyarrow as pa
@@ -100,6 +100,7 @@ class Cols:
 
 
 Rows = dict[str, list[tuple] | Cols]  # a game's rows, per table
+_first = itemgetter(0)
 
 
 def parse_time(text: str) -> dt.datetime:
@@ -129,13 +130,13 @@ def slow6_rows(gid: bytes | str, record: dict, facts: Slow6Facts, received: dt.d
     t, p = facts.turn_columns, facts.piece_columns
     n = len(t.powers)
     moves = t.moves
-    move_2 = [None] * n
-    for i in compress(count(), map((1).__lt__, map(len, moves))):  # the turns of two moves
-        move_2[i] = moves[i][1]
+    # list comprehensions: faster here than map/compress chains (3.11)
+    move_1 = list(map(_first, moves)) if all(moves) else [m[0] if m else None for m in moves]
+    move_2 = [m[1] if len(m) > 1 else None for m in moves]
     turns = Cols(
         gid, n,
-        [range(n), t.sides(), t.powers, list(map(next, map(iter, moves), repeat(None))), move_2,
-         t.fights, t.removed, t.stuns, t.catches, t.promotions, t.trapped],
+        [range(n), t.sides(), t.powers, move_1, move_2, t.fights, t.removed, t.stuns,
+         t.catches, t.promotions, t.trapped],
     )  # fmt: skip
     powers = []
     if picks:
@@ -208,18 +209,14 @@ def _u16(values: list) -> bytes:
     return struct.pack(f"={len(values)}H", *values)
 
 
-# How an integer column without nulls becomes its Arrow data buffer (native byte order, as
-# Arrow's), 3-4x faster than pa.array; any value they refuse goes through pa.array.
-_PACK = {U8: bytes, U16: _u16}
-
-
 def _array(values: list, typ: pa.DataType) -> pa.Array:
-    """`pa.array(values, type=typ)`, for integer columns without nulls much faster."""
-    pack = _PACK.get(typ)
-    if pack is not None:
+    """`pa.array(values, type=typ)`; an integer column without nulls goes straight to its
+    Arrow data buffer (native byte order, as Arrow's), 3-4x faster. Any value bytes() or
+    struct refuse (a null, out of range) goes through pa.array, which decides as before."""
+    if typ is U8 or typ is U16:
         try:
-            data = pack(values)
-        except (TypeError, ValueError, struct.error):  # a null, out of range: as pa.array says
+            data = bytes(values) if typ is U8 else _u16(values)
+        except (TypeError, ValueError, struct.error):
             pass
         else:
             return pa.Array.from_buffers(typ, len(values), [None, pa.py_buffer(data)])
@@ -281,8 +278,8 @@ class _Table:
                 raise ValueError(f"{self.name}: {len(columns) + 1} columns, not {len(spec)}")
             runs.append(columns)
         arrays = [_ids(ids, self.n)]
-        for k, (_, typ) in enumerate(spec[1:]):
-            arrays.append(_array(list(chain.from_iterable(map(itemgetter(k), runs))), typ))
+        for (_, typ), column in zip(spec[1:], zip(*runs, strict=True), strict=True):
+            arrays.append(_array(list(chain.from_iterable(column)), typ))
         return pa.Table.from_arrays(arrays, names=[name for name, _ in spec])
 
 
