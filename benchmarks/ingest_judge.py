@@ -50,6 +50,7 @@ def load(root: Path) -> SimpleNamespace:
     try:
         import ingest.pipeline
         import ingest.rows
+        import ingest.workers
         import replays.slide.verify
         import replays.slow6.verify  # noqa: F401  (the verifier imports them on first use)
     finally:
@@ -59,6 +60,7 @@ def load(root: Path) -> SimpleNamespace:
         modules={n: m for n, m in sys.modules.items() if _ours(n)},
         pipeline=ingest.pipeline,
         rows=ingest.rows,
+        chunk=getattr(ingest.workers, "_Chunk", list),  # what _judge_chunk returns
         judge=ingest.pipeline.Judge(),
         spent=[],
         sizes=[],
@@ -94,7 +96,7 @@ def run_chunk(tree, chunk: list[tuple[int, bytes]], received, spent: dict) -> in
         t1 = clock()
         rows.share_block([j.pending for j in judged if j.pending is not None])
         t2 = clock()
-        data = pickle.dumps(judged, pickle.HIGHEST_PROTOCOL)  # what the process pool sends
+        data = pickle.dumps(tree.chunk(judged), pickle.HIGHEST_PROTOCOL)  # as the pool does
         t3 = clock()
         back = pickle.loads(data)
         t4 = clock()

@@ -11,8 +11,7 @@ import importlib
 import logging
 import re
 import uuid
-from dataclasses import dataclass, fields
-from operator import attrgetter
+from dataclasses import dataclass
 from types import ModuleType
 
 from replays import verdict as V
@@ -33,12 +32,6 @@ class Judged:
     result: dict  # the answer entry (its verdict may still become duplicate / conflict)
     pending: Pending | None  # None: rejected, nothing to store
     json_ok: bool  # the text was JSON (for "400: no JSON at all")
-
-    def __reduce__(self):  # a judge worker sends it: cheaper than dataclass pickling
-        return Judged, _judged_fields(self)
-
-
-_judged_fields = attrgetter(*(f.name for f in fields(Judged)))  # in __init__'s order
 
 
 class TooLong:

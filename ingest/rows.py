@@ -16,7 +16,6 @@ import datetime as dt
 import struct
 import uuid
 from collections import defaultdict
-from itertools import chain
 from operator import itemgetter
 
 import pyarrow as pa
@@ -278,8 +277,11 @@ class _Table:
                 raise ValueError(f"{self.name}: {len(columns) + 1} columns, not {len(spec)}")
             runs.append(columns)
         arrays = [_ids(ids, self.n)]
-        for (_, typ), column in zip(spec[1:], zip(*runs, strict=True), strict=True):
-            arrays.append(_array(list(chain.from_iterable(column)), typ))
+        for (_, typ), parts in zip(spec[1:], zip(*runs, strict=True), strict=True):
+            values = []
+            for part in parts:  # extend: twice as fast as chain.from_iterable
+                values.extend(part)
+            arrays.append(_array(values, typ))
         return pa.Table.from_arrays(arrays, names=[name for name, _ in spec])
 
 
@@ -287,8 +289,9 @@ class Block:
     """The rows of several games as one Arrow table per table; game `i`'s rows of a table
     end at row `ends[table][i]` of it (None: it has none there).
 
-    It pickles its tables in Arrow's IPC format (a judge worker sends it to the server):
-    half the CPU of pickling the Arrow tables themselves, a column at a time."""
+    It pickles its tables as Arrow IPC record batches (a judge worker sends it to the
+    server): a fifth of the CPU of pickling the Arrow tables themselves, a column at a time,
+    and half of it to unpickle."""
 
     __slots__ = ("size", "tables", "ends")
 
@@ -322,21 +325,27 @@ class Block:
         return out
 
     def __reduce__(self):
-        tables = {name: _ipc(table) for name, table in self.tables.items()}
+        # each table's one record batch, without its schema (known here: SCHEMAS): a third
+        # of the cost of an IPC stream, for blocks of ~50 games
+        tables = {name: _batch_bytes(table) for name, table in self.tables.items()}
         return _unpickle_block, (self.size, tables, self.ends)
 
 
-def _ipc(table: pa.Table) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
-        writer.write_table(table)
-    return sink.getvalue().to_pybytes()
+SCHEMAS = {table: pa.schema(spec) for table, spec in COLUMNS.items()}
+
+
+def _batch_bytes(table: pa.Table) -> bytes:
+    (batch,) = table.to_batches()  # built from one array a column
+    return batch.serialize().to_pybytes()
 
 
 def _unpickle_block(size: int, tables: dict, ends: dict) -> Block:
     block = Block.__new__(Block)
     block.size, block.ends = size, ends
-    block.tables = {t: pa.ipc.open_stream(data).read_all() for t, data in tables.items()}
+    block.tables = {
+        name: pa.Table.from_batches([pa.ipc.read_record_batch(pa.py_buffer(data), SCHEMAS[name])])
+        for name, data in tables.items()
+    }
     return block
 
 

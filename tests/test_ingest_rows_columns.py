@@ -16,8 +16,8 @@ import pyarrow as pa
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import rows
-from ingest.pipeline import Judge, utcnow
+from ingest import rows, workers
+from ingest.pipeline import Judge, Judged, utcnow
 from ingest.store import Pending
 from replays.slide.simulate import simulate_games as simulate_slide
 from replays.slow6 import verify
@@ -204,20 +204,36 @@ def test_a_blocks_games_taken_alone_have_the_rows_their_tuples_made(games, pick)
     assert_same(pickle.loads(pickle.dumps(block)).take(indexes), want)
 
 
+PENDING_FIELDS = ("gid", "key", "game", "content_hash", "codec", "blob", "status", "received")
+
+
+def assert_arrived(back: list, sent: list) -> None:
+    assert type(back) is list and len(back) == len(sent)
+    for got, j in zip(back, sent, strict=True):
+        assert isinstance(got, Judged)
+        assert (got.result, got.json_ok) == (j.result, j.json_ok)
+        if j.pending is None:
+            assert got.pending is None
+            continue
+        assert isinstance(got.pending, Pending)
+        assert [getattr(got.pending, f) for f in PENDING_FIELDS] == [
+            getattr(j.pending, f) for f in PENDING_FIELDS
+        ]
+
+
 def test_what_a_worker_sends_arrives_whole_and_stores_the_same_tables(games):
     judged, references = games
     chunk = copy.deepcopy(judged)
+    rejected = Judge().judge(99, b'{"game": "slow6"', utcnow())  # no pending: not stored
+    chunk.insert(5, rejected)
     rows.share_block([j.pending for j in chunk if j.pending is not None])
-    back = pickle.loads(pickle.dumps(chunk, pickle.HIGHEST_PROTOCOL))
-    assert [j.result for j in back] == [j.result for j in judged]
-    assert [j.json_ok for j in back] == [j.json_ok for j in judged]
-    for got, sent in zip(back, judged, strict=True):
-        assert isinstance(got.pending, Pending) and isinstance(got.pending.rows, rows.Part)
-        fields = ("gid", "key", "game", "content_hash", "codec", "blob", "status", "received")
-        assert [getattr(got.pending, f) for f in fields] == [
-            getattr(sent.pending, f) for f in fields
-        ]
+    back = pickle.loads(pickle.dumps(workers._Chunk(chunk), pickle.HIGHEST_PROTOCOL))
+    assert_arrived(back, chunk)
+    assert back[5].pending is None and not back[5].json_ok
+    del back[5]
+    assert all(isinstance(j.pending.rows, rows.Part) for j in back)
     assert len({id(j.pending.rows.block) for j in back}) == 1  # one block, pickled once
+    assert [j.pending.rows.index for j in back] == list(range(len(back)))
     # the store's mix: some games of the block (a duplicate left out), then rows of its own
     alone = [judged[3].pending.rows, judged[-1].pending.rows]
     parts = [j.pending.rows for i, j in enumerate(back) if i % 5 != 1]
@@ -225,6 +241,20 @@ def test_what_a_worker_sends_arrives_whole_and_stores_the_same_tables(games):
         [references[3], references[-1]] + [r for i, r in enumerate(references) if i % 5 != 1]
     )
     assert_same(rows.tables_of(parts + alone), want)
+
+
+def test_a_chunk_whose_rows_are_not_one_blocks_parts_still_pickles_whole(games):
+    judged, references = games
+    plain = copy.deepcopy(judged[:6])  # rows as the games made them (Cols, tuples)
+    back = pickle.loads(pickle.dumps(workers._Chunk(plain), pickle.HIGHEST_PROTOCOL))
+    assert_arrived(back, plain)
+    assert_same(rows.tables_of([j.pending.rows for j in back]), reference_tables(references[:6]))
+    mixed = copy.deepcopy(judged[:6])
+    rows.share_block([j.pending for j in mixed[2:]])  # two of their own, four of a block
+    back = pickle.loads(pickle.dumps(workers._Chunk(mixed), pickle.HIGHEST_PROTOCOL))
+    assert_arrived(back, mixed)
+    assert_same(rows.tables_of([j.pending.rows for j in back]), reference_tables(references[:6]))
+    assert pickle.loads(pickle.dumps(workers._Chunk([]))) == []
 
 
 def test_rows_that_do_not_fit_the_tables_still_fail_their_insert(games):
