@@ -52,7 +52,7 @@ def reverify(
 
 
 def _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo) -> dict:
-    plan = {"delete_games": [], "delete_quarantine": [], "status": [], "rows": {}}
+    plan = {"delete_games": [], "delete_quarantine": [], "status": [], "rows": []}
     cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
     for gid, _game, status, codec_id, blob, received in zip(*cols, strict=True):
         counts["checked"] += 1
@@ -98,8 +98,7 @@ def _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo) -> dict:
         (plan["delete_games"] if status == VERIFIED else plan["delete_quarantine"]).append(gid)
         if new != status:
             plan["status"].append((gid, new))
-        for table, tuples in table_rows.items():
-            plan["rows"].setdefault(table, []).extend(tuples)
+        plan["rows"].append(table_rows)
     return plan
 
 
@@ -163,4 +162,4 @@ def _apply(con: duckdb.DuckDBPyConnection, plan: dict) -> None:
             )
         finally:
             con.unregister("_reverify_status")
-    insert_tables(con, plan["rows"])
+    insert_tables(con, rows.tables_of(plan["rows"]))

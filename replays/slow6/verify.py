@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from itertools import compress, count, cycle, repeat
+from itertools import compress, count, repeat
 from operator import itemgetter
 
 from ..verdict import Verdict, invalid, valid
 from .board import BOARDS, SQUARE_XY, TURN_LIMIT, back_row, square_name
-from .facts import PieceFacts, Slow6Facts, TurnFacts
+from .facts import PieceColumns, Slow6Facts, TurnColumns
 from .position import Counters, Position, RuleBroken
 
 REASON_RULE = {"home": "R6.1", "wipeout": "R6.2", "points": "R6.3"}
@@ -203,34 +203,34 @@ def _who(winner) -> str:
 
 
 def _facts(pos: Position, record: dict) -> Slow6Facts:
-    """What storage keeps of a valid game. Built column by column with C-level iteration
-    (map, compress): per turn and per piece, only the facts objects cost Python time."""
+    """What storage keeps of a valid game, column by column: the replay's counters and
+    per-pid lists as they are, and C-level iteration (map, compress) for the rest; no object
+    per turn or piece (storage builds its Arrow columns from these lists)."""
     result = record["result"]
     winner = pos.winner if pos.over else result["winner"]
     reason = pos.reason if pos.over else result["reason"]
     turns = record["turns"]
     powers = list(map(dict.get, turns, repeat("power")))
-    moves = map(tuple, map(itemgetter("moves"), turns))
-    sides = cycle((record["first"], 1 - record["first"]))  # turns strictly alternate
+    first = record["first"]  # turns strictly alternate
     c = pos.counters
-    turn_facts = list(
-        map(TurnFacts, sides, powers, moves, c.fights, c.removed, c.stuns, c.catches,
-            c.promotions, c.trapped)
+    columns = TurnColumns(
+        first, powers, list(map(itemgetter("moves"), turns)), c.fights, c.removed, c.stuns,
+        c.catches, c.promotions, c.trapped,
     )  # fmt: skip
     used = {}
     for i in compress(count(), powers):  # the turns with a power
-        used[(turn_facts[i].side, powers[i])] = i
-    return Slow6Facts(winner, reason, pos.points(), turn_facts, _piece_facts(pos), used)
+        used[(first if i % 2 == 0 else 1 - first, powers[i])] = i
+    return Slow6Facts(winner, reason, pos.points(), columns, _piece_columns(pos), used)
 
 
-def _piece_facts(pos: Position) -> list[PieceFacts]:
+def _piece_columns(pos: Position) -> PieceColumns:
     removed = [at if sq < 0 else None for sq, at in zip(pos.pos, pos.removed_at, strict=True)]
     home = [False] * len(removed)
     if pos.home_pid is not None:
         home[pos.home_pid] = True
-    return list(
-        map(PieceFacts, pos.side, map(SQUARE_NAMES[pos.n].__getitem__, pos.start), pos.orig,
-            pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count, home)
+    return PieceColumns(
+        pos.side[:], list(map(SQUARE_NAMES[pos.n].__getitem__, pos.start)), pos.orig,
+        pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count, home,
     )  # fmt: skip
 
 
