@@ -35,7 +35,7 @@ def reference_facts(record: dict):
     """The replay's facts as the tuple path had them: one object per turn and per piece."""
     pos = verify.setup(record)
     turns = record["turns"]
-    pos.counters = Counters(len(turns))
+    pos.counters = Counters(len(turns), len(pos.side))
     pos.play_log(turns, verify.play_turn)
     verify.judge_result(pos, record["result"])
     result = record["result"]
@@ -58,8 +58,7 @@ def reference_facts(record: dict):
         home[pos.home_pid] = True
     pieces = list(
         map(PieceFacts, pos.side, map(verify.SQUARE_NAMES[pos.n].__getitem__, pos.start),
-            pos.orig, pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count,
-            home)
+            pos.orig, c.promoted_at, removed, c.revealed_at, c.moved, c.stunned_count, home)
     )  # fmt: skip
     return winner, reason, pos.points(), turn_facts, pieces, used
 

@@ -39,7 +39,7 @@ def frames(record: dict) -> dict:
         out["error"] = {"rule": e.rule, "turn": None, "message": e.message}
         return out
     out["frames"].append({"turn": None, **snapshot(pos)})
-    pos.counters = c = Counters(len(record["turns"]))
+    pos.counters = c = Counters(len(record["turns"]), len(pos.side))
     for i, turn in enumerate(record["turns"]):
         side = pos.to_move
         try:

@@ -29,15 +29,23 @@ class GameOver(Exception):
 
 
 class Counters:
-    """What each turn of a game did, for storage and analysis (facts): one list per kind of
-    event, indexed by the turn's ply, so a turn with nothing to count costs nothing and the
-    per-turn facts are built in one pass at the end."""
+    """What each turn and each piece of a game did, for storage and analysis (facts): one list
+    per kind of event, indexed by the turn's ply or by pid, so a turn with nothing to count
+    costs nothing and the facts are built in one pass at the end. A position counts only when
+    it has counters (the plain verifier gives it none, and allocates none of this)."""
 
-    __slots__ = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
+    __slots__ = (
+        "fights", "removed", "stuns", "catches", "promotions", "trapped",
+        "moved", "promoted_at", "revealed_at", "stunned_count",
+    )  # fmt: skip
 
-    def __init__(self, turns: int):
+    def __init__(self, turns: int, pieces: int):
         self.fights, self.removed, self.stuns = [0] * turns, [0] * turns, [0] * turns
         self.catches, self.promotions, self.trapped = [0] * turns, [0] * turns, [0] * turns
+        self.moved = [0] * pieces  # moves made
+        self.promoted_at = [None] * pieces  # the turn it became a crown (R5.1)
+        self.revealed_at = [None] * pieces  # the first turn it moved or fought (R7.2)
+        self.stunned_count = [0] * pieces  # times stunned (R4.2)
 
 
 class Position:
@@ -45,7 +53,7 @@ class Position:
         "n", "k", "crown", "limit", "board", "side", "rank", "pos", "start", "orig", "lane",
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken0", "first", "points_ply", "ply", "to_move", "winner", "reason",
-        "over", "moved", "promoted_at", "revealed_at", "stunned_count", "home_pid", "counters",
+        "over", "home_pid", "counters",
         "_lineups", "alive", "why", "geom", "plain",
     )  # fmt: skip
 
@@ -96,8 +104,7 @@ class Position:
         p.board = START_BOARDS[n][:]
         p.orig = l0 + l1
         p.rank = p.orig[:]
-        top = (n - 1) * n
-        p.lane = [top + l1.index(r) for r in l0] + [l0.index(r) for r in l1]
+        p.lane = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
         p._finish_setup(first)
         return p
 
@@ -153,10 +160,6 @@ class Position:
         self.surge = [False] * m
         self.shield = [False] * m
         self.removed_at = [NEVER] * m
-        self.moved = [0] * m
-        self.promoted_at = [None] * m
-        self.revealed_at = [None] * m
-        self.stunned_count = [0] * m
         self.home_pid = None
         self.to_move = self.first = first
         self.alive = [self.side.count(0), self.side.count(1)]
@@ -193,8 +196,6 @@ class Position:
             self.shield[:],
         )
         c.removed_at, c.trap = self.removed_at[:], self.trap[:]
-        c.moved, c.promoted_at = self.moved[:], self.promoted_at[:]
-        c.revealed_at, c.stunned_count = self.revealed_at[:], self.stunned_count[:]
         c.used = (set(self.used[0]), set(self.used[1]))
         c.alive = self.alive[:]
         c.counters = None
@@ -466,9 +467,9 @@ class Position:
         if leap or surged or dash:
             self.dash[pid] = self.leap[pid] = self.surge[pid] = False
         if c:  # facts for storage; the plain verifier does not need them
-            self.moved[pid] += 1
-            if self.revealed_at[pid] is None:
-                self.revealed_at[pid] = g
+            c.moved[pid] += 1
+            if c.revealed_at[pid] is None:
+                c.revealed_at[pid] = g
         trap = self.trap[1 - s]
         end = to
         if trap >= 0 and (trap == to and occ < 0 or trap in passed):
@@ -490,9 +491,9 @@ class Position:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
-                self.promoted_at[pid] = g
                 if c:
                     c.promotions[g] += 1
+                    c.promoted_at[pid] = g
             elif crown and end == self.start[pid]:
                 self._end(s, "home")  # R6.1
                 self.home_pid = pid
@@ -519,7 +520,7 @@ class Position:
         imm, trap, lane, start = self.imm, self.trap, self.lane, self.start
         dash, leap, surge = self.dash, self.leap, self.surge
         crown, points_ply, counters = self.crown, self.points_ply, self.counters
-        moved, revealed = self.moved, self.revealed_at
+        moved, revealed = (counters.moved, counters.revealed_at) if counters else (None, None)
         s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
             moves = turn["moves"]
@@ -583,9 +584,10 @@ class Position:
 
     def _count_move(self, pid: int) -> None:
         """Facts: one more move of `pid`, which reveals it (R7.2)."""
-        self.moved[pid] += 1
-        if self.revealed_at[pid] is None:
-            self.revealed_at[pid] = self.ply
+        c = self.counters
+        c.moved[pid] += 1
+        if c.revealed_at[pid] is None:
+            c.revealed_at[pid] = self.ply
 
     def _arrive(self, pid: int, end: int) -> bool:
         """`play`'s R5.1 and R6.1 for a piece of no power that ended its move on `end` (no trap
@@ -593,13 +595,13 @@ class Position:
         rank = self.rank
         if rank[pid] != self.crown:
             if end == self.lane[pid]:
-                g = self.ply
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
                 self.wounded[pid] = False
                 self.lane[pid] = -1
-                self.promoted_at[pid] = g
-                if self.counters:
-                    self.counters.promotions[g] += 1
+                c = self.counters
+                if c:
+                    c.promotions[self.ply] += 1
+                    c.promoted_at[pid] = self.ply
         elif end == self.start[pid]:
             self._end(self.to_move, "home")  # R6.1
             self.home_pid = pid
@@ -619,8 +621,8 @@ class Position:
         c = self.counters
         if c:
             c.fights[g] += 1
-            if self.revealed_at[d] is None:
-                self.revealed_at[d] = g
+            if c.revealed_at[d] is None:
+                c.revealed_at[d] = g
         rest = False
         if rd == crown and self.stun[d] >= g:
             win = 1  # R4.3: a stunned crown is caught
@@ -633,9 +635,9 @@ class Position:
             self.wounded[d] = True
             self.stun[d] = g + 2
             self._immobilise(d, g + 1, "stunned")
-            self.stunned_count[d] += 1
             if c:
                 c.stuns[g] += 1
+                c.stunned_count[d] += 1
         elif ra == crown:  # crown vs crown, R4.4
             wa, wd = self.wounded[a], self.wounded[d]
             win = 0 if wa == wd else (1 if wd else -1)
@@ -704,6 +706,24 @@ class Position:
     def _end_by_points(self) -> None:
         p0, p1 = self.points()
         self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
+
+
+_LANES: dict[tuple, tuple[int, ...]] = {}
+
+
+def _lanes(n: int, s: int, far: list[int]) -> tuple[int, ...]:
+    """For side `s`, by rank: the square where that rank promotes, on the far row, whose
+    lineup is `far` (R5.1: where the other side's piece of the same rank started). Cached:
+    there are n! lineups."""
+    key = (n, s, *far)
+    lanes = _LANES.get(key)
+    if lanes is None:
+        row = back_row(1 - s, n) * n
+        by_rank = [-1] * (n + 2)  # (a crown, rank n + 1, has no lane)
+        for file, rank in enumerate(far):
+            by_rank[rank] = row + file
+        lanes = _LANES[key] = tuple(by_rank)
+    return lanes
 
 
 def _geometry(n: int):

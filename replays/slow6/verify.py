@@ -36,7 +36,7 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
         return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
     turns = record["turns"]
     if collect:  # facts for storage, counted per turn; the plain verifier does not need them
-        pos.counters = Counters(len(turns))
+        pos.counters = Counters(len(turns), len(pos.side))
     try:
         pos.play_log(turns, play_turn)
     except RuleBroken as e:
@@ -228,9 +228,10 @@ def _piece_columns(pos: Position) -> PieceColumns:
     home = [False] * len(removed)
     if pos.home_pid is not None:
         home[pos.home_pid] = True
+    c = pos.counters
     return PieceColumns(
         pos.side[:], list(map(SQUARE_NAMES[pos.n].__getitem__, pos.start)), pos.orig,
-        pos.promoted_at, removed, pos.revealed_at, pos.moved, pos.stunned_count, home,
+        c.promoted_at, removed, c.revealed_at, c.moved, c.stunned_count, home,
     )  # fmt: skip
 
 
