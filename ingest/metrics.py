@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 
 VERDICTS = ("accepted", "duplicate", "conflict", "quarantined", "rejected")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -13,22 +14,20 @@ COMMIT_BUCKETS = (1, 5, 10, 50, 100, 500, 1000, 2500, 5000)
 class Histogram:
     def __init__(self, buckets: tuple[float, ...]):
         self.buckets = buckets
-        self.counts = [0] * len(buckets)  # per bucket (cumulated at exposition)
+        # per bucket (cumulated at exposition), plus one past the last bound (+Inf only)
+        self.counts = [0] * (len(buckets) + 1)
         self.count = 0
         self.sum = 0.0
 
     def observe(self, value: float) -> None:
-        for i, bound in enumerate(self.buckets):
-            if value <= bound:
-                self.counts[i] += 1
-                break
+        self.counts[bisect_left(self.buckets, value)] += 1  # the first bound >= value
         self.count += 1
         self.sum += value
 
     def lines(self, name: str, labels: str = "") -> list[str]:
         sep = "," if labels else ""
         out, running = [], 0
-        for bound, n in zip(self.buckets, self.counts, strict=True):
+        for bound, n in zip(self.buckets, self.counts[:-1], strict=True):
             running += n
             out.append(f'{name}_bucket{{{labels}{sep}le="{_num(bound)}"}} {running}')
         out.append(f'{name}_bucket{{{labels}{sep}le="+Inf"}} {self.count}')
