@@ -12,7 +12,16 @@ Every mutating method validates first and raises `RuleBroken(rule, message)` nam
 
 from __future__ import annotations
 
-from .board import BOARDS, DIRECTIONS, MOVE_XY, TURN_LIMIT, back_row, parse_square, square_name
+from .board import (
+    BOARDS,
+    DIRECTIONS,
+    MOVE_XY,
+    SQUARE_XY,
+    TURN_LIMIT,
+    back_row,
+    parse_square,
+    square_name,
+)
 
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
 
@@ -281,6 +290,18 @@ class Position:
 
     # ------------------------------------------------------------------ powers (R8)
 
+    def use_turn_power(self, turn: dict) -> None:
+        """Use the power of `turn` (a record's turn, which names one), before its move."""
+        power = turn["power"]
+        if power == "double":
+            self.use_power(power, None)
+            return
+        target, index = turn["target"], SQUARE_INDEX[self.n]
+        if power == "swap":
+            self.use_power(power, (index[target[0]], index[target[1]]))
+        else:
+            self.use_power(power, index[target])
+
     def use_power(self, power: str, target) -> None:
         """Use `power` for the side to move, before its move. `target` is a square int, a pair
         of square ints (swap), or None (double); -1 means off the board."""
@@ -524,11 +545,18 @@ class Position:
         s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
             moves = turn["moves"]
-            if len(moves) != 1 or "power" in turn or over:
+            if len(moves) != 1 or over:
                 self.ply, self.to_move = g, s
                 play_turn(self, turn)
                 s, g, over = self.to_move, self.ply, self.over
                 continue
+            if "power" in turn:  # then one move, as a turn without one, unless a double
+                self.ply, self.to_move = g, s
+                if turn["power"] == "double":
+                    play_turn(self, turn)
+                    s, g, over = self.to_move, self.ply, self.over
+                    continue
+                self.use_turn_power(turn)
             frm, to, need, mid = plain[moves[0]]
             pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
             if (
@@ -755,6 +783,9 @@ def _plain(geometry: dict) -> dict:
 
 
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
+# "c3" -> its square on each board, -1 when off it (R2.6)
+SQUARE_INDEX = {n: {text: r * n + f if f < n and r < n else -1
+                    for text, (f, r) in SQUARE_XY.items()} for n in BOARDS}  # fmt: skip
 PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}

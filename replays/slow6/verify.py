@@ -117,13 +117,7 @@ def play_turn(pos: Position, turn: dict) -> None:
     power = turn.get("power")
     s = pos.to_move
     if power is not None:
-        n = pos.n
-        target = turn.get("target")
-        if power == "swap":
-            target = (_square(target[0], n), _square(target[1], n))
-        elif power != "double":
-            target = _square(target, n)
-        pos.use_power(power, target)
+        pos.use_turn_power(turn)
     if not moves:
         if pos.has_legal_move(s):
             example = _example_move(pos, s)
