@@ -88,6 +88,7 @@ class Position:
         self.geom = GEOMETRY[n]
         self.plain = PLAIN[n]
         self.trap = [-1, -1]
+        # (frozenset() hands back a frozenset as it is: the verifier passes its own)
         self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
         self.used = (set(), set())
         self.taken0 = (0, 0)  # turns taken before ply 0 (a challenge's position, R9.1)

@@ -57,9 +57,11 @@ def setup(record: dict) -> Position:
     if rules["powers"]:
         if picks is None:
             raise RecordFault("R8.1", "a game with powers must give both sides' picks")
+        sets = frozenset(picks[0]), frozenset(picks[1])  # (the position keeps these)
         for s, p in enumerate(picks):
-            if len(set(p)) != len(p):
+            if len(sets[s]) != len(p):
                 raise RecordFault("R8.1", f"side {s} picked the same power twice: {p}")
+        picks = sets
     elif picks is not None:
         raise RecordFault("R8.1", "powers picked in a game without powers")
     lineups = record["lineups"]
