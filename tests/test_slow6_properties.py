@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from replays.slow6.board import MOVE_XY, SQUARE_XY, square_name
 from replays.slow6.position import Position, RuleBroken
 from replays.slow6.simulate import random_game_settings, simulate_game
-from replays.slow6.verify import judge_result, setup, verify
+from replays.slow6.verify import judge_result, play_turn, setup, verify
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -174,3 +174,25 @@ def spec_examples():
     return {
         "slow6-valid": [json.loads(line) for line in open(root / "slow6-valid.ndjson")],
     }
+
+
+def plain_reach(pos: Position, pid: int) -> int:
+    """What `Position.reach` must say of an on-board piece: the reach of a move `play_log` may
+    play on its plain path (R2.2: 2, a crown 1), 0 while dash, leap or surge is on it (R8)."""
+    if pos.dash[pid] or pos.leap[pid] or pos.surge[pid]:
+        return 0
+    return 1 if pos.rank[pid] == pos.crown else 2
+
+
+@SETTINGS
+@given(seed=st.integers(0, 10**9), board=st.sampled_from([5, 7]))
+def test_the_plain_paths_reach_follows_every_promotion_and_power(seed, board):
+    # play_log trusts `reach` to send a crown's or a powered piece's move through `play`
+    record = _game(seed, board, powers=True)
+    pos = setup(record)
+    for i, turn in enumerate(record["turns"]):
+        pos.play_log([turn], play_turn)
+        for pid, square in enumerate(pos.pos):
+            if square >= 0:
+                assert pos.reach[pid] == plain_reach(pos, pid), (i, pid, turn)
+    assert verify(record).ok

@@ -63,7 +63,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken0", "first", "points_ply", "ply", "to_move", "winner", "reason",
         "over", "home_pid", "counters",
-        "_lineups", "alive", "why", "geom", "plain",
+        "_lineups", "alive", "why", "geom", "plain", "reach",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -170,6 +170,10 @@ class Position:
         self.surge = [False] * m
         self.shield = [False] * m
         self.removed_at = [NEVER] * m
+        crown = self.crown
+        # per pid, the reach of a move `play_log` may play on its plain path: 2, a crown 1,
+        # 0 while it holds dash, leap or surge (their moves go through `play`)
+        self.reach = [1 if rank == crown else 2 for rank in self.rank]
         self.home_pid = None
         self.to_move = self.first = first
         self.alive = [self.side.count(0), self.side.count(1)]
@@ -205,7 +209,7 @@ class Position:
             self.surge[:],
             self.shield[:],
         )
-        c.removed_at, c.trap = self.removed_at[:], self.trap[:]
+        c.removed_at, c.trap, c.reach = self.removed_at[:], self.trap[:], self.reach[:]
         c.used = (set(self.used[0]), set(self.used[1]))
         c.alive = self.alive[:]
         c.counters = None
@@ -362,6 +366,8 @@ class Position:
             if power != "shield" and self.imm[pid] >= g:
                 raise RuleBroken("R2.3", f"{power} on {self.sq(target)}, which is immobile")
             getattr(self, power)[pid] = True
+            if power != "shield":
+                self.reach[pid] = 0
         self.used[s].add(power)
 
     def _recall(self, target: int, s: int, g: int) -> None:
@@ -385,6 +391,7 @@ class Position:
             raise RuleBroken("R8.7", f"recall: start square {name} is taken")
         rank = self.orig[pid]
         self.rank[pid] = rank
+        self.reach[pid] = 2  # (rank: its original, never a crown)
         self.lane[pid] = self._lane_square(s, rank)
         self.wounded[pid] = False
         self.stun[pid] = NEVER
@@ -488,6 +495,7 @@ class Position:
         surged = self.surge[pid]
         if leap or surged or dash:
             self.dash[pid] = self.leap[pid] = self.surge[pid] = False
+            self.reach[pid] = 1 if crown else 2
         if c:  # facts for storage; the plain verifier does not need them
             c.moved[pid] += 1
             if c.revealed_at[pid] is None:
@@ -511,6 +519,7 @@ class Position:
                     c.trapped[g] += 1
             if not crown and end == self.lane[pid]:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
+                self.reach[pid] = 1
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 if c:
@@ -538,10 +547,9 @@ class Position:
         The ply and the side to move live in locals `g` and `s` here: they are written back to
         the position before every call that reads them (and at the end), and read again after
         one that may change them (`play_turn`). Only calls can end the game, so `over` too."""
-        plain, board, side, pos, rank = self.plain, self.board, self.side, self.pos, self.rank
+        plain, board, side, pos = self.plain, self.board, self.side, self.pos
         imm, trap, lane, start = self.imm, self.trap, self.lane, self.start
-        dash, leap, surge = self.dash, self.leap, self.surge
-        crown, points_ply, counters = self.crown, self.points_ply, self.counters
+        reach, points_ply, counters = self.reach, self.points_ply, self.counters
         moved, revealed = (counters.moved, counters.revealed_at) if counters else (None, None)
         s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
@@ -563,12 +571,11 @@ class Position:
             if (
                 need
                 and pid >= 0
+                and need <= reach[pid]
                 and side[pid] == s
                 and imm[pid] < g
-                and need <= (1 if rank[pid] == crown else 2)
                 and (mid < 0 or board[mid] < 0)
                 and trap[1 - s] < 0
-                and not (dash[pid] or leap[pid] or surge[pid])
             ):
                 occ = board[to]
                 if occ < 0:  # onto an empty square: the most common move of all
@@ -625,6 +632,7 @@ class Position:
         if rank[pid] != self.crown:
             if end == self.lane[pid]:
                 rank[pid] = self.crown  # R5.1: a fresh crown at once
+                self.reach[pid] = 1
                 self.wounded[pid] = False
                 self.lane[pid] = -1
                 c = self.counters
