@@ -173,7 +173,8 @@ class Position:
         crown = self.crown
         # per pid, the reach of a move `play_log` may play on its plain path: 2, a crown 1,
         # 0 while it holds dash, leap or surge (their moves go through `play`)
-        self.reach = [1 if rank == crown else 2 for rank in self.rank]
+        rank = self.rank
+        self.reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
         self.home_pid = None
         self.to_move = self.first = first
         self.alive = [self.side.count(0), self.side.count(1)]
