@@ -112,12 +112,13 @@ def parse_time(text: str) -> dt.datetime:
         return stamp.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else stamp
 
 
-def slow6_rows(gid: bytes | str, record: dict, facts: Slow6Facts, received: dt.datetime) -> Rows:
+def slow6_game_row(gid: bytes | str, record: dict, facts: Slow6Facts, received) -> tuple:
+    """The game's row of `games`."""
     rules, client = record["rules"], record["client"]
     ai, challenge, picks = record["ai"], record["challenge"], record["powers"]
     variant = "hidden" if rules["hidden"] else "powers" if rules["powers"] else "classic"
     lineups = ["".join(map(str, lineup)) for lineup in record["lineups"]]
-    game = (
+    return (
         gid, "slow6", rules["board"], rules["powers"], rules["hidden"], variant, record["mode"],
         ai["side"] if ai else None, ai["level"] if ai else None,
         challenge["id"] if challenge else None, client["platform"], client["version"],
@@ -126,6 +127,11 @@ def slow6_rows(gid: bytes | str, record: dict, facts: Slow6Facts, received: dt.d
         facts.winner, facts.reason, facts.points[0], facts.points[1], len(record["turns"]),
         parse_time(record["ended_at"]), received,
     )  # fmt: skip
+
+
+def slow6_rows(gid: bytes | str, record: dict, facts: Slow6Facts, received: dt.datetime) -> Rows:
+    game = slow6_game_row(gid, record, facts, received)
+    picks = record["powers"]
     t, p = facts.turn_columns, facts.piece_columns
     n = len(t.powers)
     moves = t.moves
