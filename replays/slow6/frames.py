@@ -51,7 +51,7 @@ def frames(record: dict) -> dict:
                 "message": f"turn {i}: {e.message} ({e.rule})",
             }
             return out
-        events = {k: getattr(c, k)[i] for k in Counters.__slots__ if getattr(c, k)[i]}
+        events = {k: getattr(c, k)[i] for k in Counters.TURN_EVENTS if getattr(c, k)[i]}
         out["frames"].append({
             "turn": i, "side": side, "power": turn.get("power"), "target": turn.get("target"),
             "moves": turn["moves"], "events": events, **snapshot(pos),

@@ -43,10 +43,8 @@ class Counters:
     costs nothing and the facts are built in one pass at the end. A position counts only when
     it has counters (the plain verifier gives it none, and allocates none of this)."""
 
-    __slots__ = (
-        "fights", "removed", "stuns", "catches", "promotions", "trapped",
-        "moved", "promoted_at", "revealed_at", "stunned_count",
-    )  # fmt: skip
+    TURN_EVENTS = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
+    __slots__ = (*TURN_EVENTS, "moved", "promoted_at", "revealed_at", "stunned_count")
 
     def __init__(self, turns: int, pieces: int):
         self.fights, self.removed, self.stuns = [0] * turns, [0] * turns, [0] * turns
