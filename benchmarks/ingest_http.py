@@ -233,6 +233,11 @@ def main() -> int:
             f"batch p50 {stats['p50'] * 1000:.0f} ms, p99 {stats['p99'] * 1000:.0f} ms"
         )
         print(f"  {_cpu_line(client, cpu, srv, ok, secs)}; {stats['commits']}")
+        # The answers come once a game is journaled; its rows reach DuckDB a moment later (the
+        # rows thread). Start the next phase on an idle server: /healthz reads the store,
+        # which first waits for every journaled game to be in DuckDB.
+        lag = wait_for_rows(port)
+        print(f"  every game of the phase in DuckDB {lag:.2f} s after its last answer")
         stats, cpu, srv = run_phase(client, port, proc.pid, single_lines, "application/json", 8)
         ok, secs = stats["accepted"], stats["seconds"]
         assert ok == len(single_lines), (ok, len(single_lines))
@@ -250,6 +255,19 @@ def main() -> int:
     load = os.getloadavg()
     print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} (other work shares them)")
     return 0
+
+
+def wait_for_rows(port: int) -> float:
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    try:
+        conn.request("GET", "/healthz")
+        answer = conn.getresponse()
+        answer.read()
+        assert answer.status == 200, answer.status
+    finally:
+        conn.close()
+    return time.perf_counter() - started
 
 
 def _cpu_line(client: str, cpu: float, srv: float, games: int, secs: float) -> str:
