@@ -32,12 +32,16 @@ def move_name(frm: int, to: int, n: int) -> str:
     return f"{square_name(frm, n)}-{square_name(to, n)}"
 
 
+# "c3" -> its square on each board, -1 when off it (R2.6)
+SQUARE_INDEX: dict[int, dict[str, int]] = {
+    n: {text: r * n + f if f < n and r < n else -1 for text, (f, r) in SQUARE_XY.items()}
+    for n in BOARDS
+}
+
+
 def parse_square(text: str, n: int) -> int:
     """The square index of `text`, or -1 when it is off this board (R2.6)."""
-    f, r = SQUARE_XY[text]
-    if f >= n or r >= n:
-        return -1
-    return r * n + f
+    return SQUARE_INDEX[n][text]
 
 
 def back_row(side: int, n: int) -> int:

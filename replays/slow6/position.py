@@ -16,7 +16,7 @@ from .board import (
     BOARDS,
     DIRECTIONS,
     MOVE_XY,
-    SQUARE_XY,
+    SQUARE_INDEX,
     TURN_LIMIT,
     back_row,
     parse_square,
@@ -152,10 +152,7 @@ class Position:
         return pid
 
     def _lane_square(self, s: int, rank: int) -> int:
-        if rank > self.n:
-            return -1
-        n = self.n
-        return back_row(1 - s, n) * n + self._lineups[1 - s].index(rank)
+        return _lanes(self.n, s, self._lineups[1 - s])[rank]  # (-1 for a crown)
 
     def _finish_setup(self, first: int) -> None:
         m = len(self.side)
@@ -791,9 +788,6 @@ def _plain(geometry: dict) -> dict:
 
 
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
-# "c3" -> its square on each board, -1 when off it (R2.6)
-SQUARE_INDEX = {n: {text: r * n + f if f < n and r < n else -1
-                    for text, (f, r) in SQUARE_XY.items()} for n in BOARDS}  # fmt: skip
 PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}

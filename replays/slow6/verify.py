@@ -6,7 +6,7 @@ from itertools import compress, count, repeat
 from operator import itemgetter
 
 from ..verdict import Verdict, invalid, valid
-from .board import BOARDS, SQUARE_XY, TURN_LIMIT, back_row, square_name
+from .board import BOARDS, TURN_LIMIT, back_row, parse_square, square_name
 from .facts import PieceColumns, Slow6Facts, TurnColumns
 from .position import Counters, Position, RuleBroken
 
@@ -86,7 +86,7 @@ def check_position(position: dict, n: int, first: int) -> None:
     for pc in position["pieces"]:
         s, rank = pc["side"], pc["rank"]
         sides.add(s)
-        sq, st = _square(pc["square"], n), _square(pc["start"], n)
+        sq, st = parse_square(pc["square"], n), parse_square(pc["start"], n)
         if sq < 0:
             fault(f"{pc['square']} is off the {n}x{n} board")
         if sq in squares:
@@ -144,11 +144,6 @@ def play_turn(pos: Position, turn: dict) -> None:
                         "R8.3", f"double with one move, but a second was possible ({example})"
                     )
     pos.end_turn()
-
-
-def _square(text: str, n: int) -> int:
-    f, r = SQUARE_XY[text]
-    return r * n + f if f < n and r < n else -1
 
 
 def _example_move(pos: Position, s: int, exclude: int = -1) -> str:
