@@ -28,7 +28,7 @@ STR, BOOL, TS = pa.string(), pa.bool_(), pa.timestamp("us")
 UUID = pa.uuid()  # DuckDB reads the arrow.uuid extension type as UUID
 
 # table -> ((column, arrow type), ...) in the exact order of ingest/schema.sql (the insert is
-# positional); game_id values are the UUID's 16 bytes (or its text, converted in to_arrow).
+# positional); game_id values are the UUID's 16 bytes (or its text, converted on the way).
 COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
     "raw_records": (
         ("game_id", UUID), ("game", STR), ("status", STR), ("content_hash", U64),
@@ -199,13 +199,9 @@ def quarantine_row(gid: bytes | str, record: dict, verdict, received: dt.datetim
 
 def to_arrow(table: str, rows: list[tuple]) -> pa.Table:
     """One Arrow table from row tuples (columns in COLUMNS order)."""
-    spec = COLUMNS[table]
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(spec)
-    if columns[0] and isinstance(columns[0][0], str):  # ids as text (reverify, raw rows)
-        columns[0] = [uuid.UUID(g).bytes for g in columns[0]]
-    return pa.table(
-        {name: pa.array(col, type=typ) for (name, typ), col in zip(spec, columns, strict=True)}
-    )
+    part = _Table(table, 1)
+    part.add(0, rows)
+    return part.arrow()
 
 
 def _u16(values: list) -> bytes:
@@ -265,6 +261,8 @@ class _Table:
         self.ends[i] = self.n
 
     def arrow(self) -> pa.Table:
+        if not self.n:
+            return SCHEMAS[self.name].empty_table()
         spec = COLUMNS[self.name]
         ids, runs = [], []  # the game_id column's bytes; the other columns' values, per part
         for part in self.parts:
