@@ -1,8 +1,11 @@
 """Well-formedness of a Slow6 record (upload-format.md, "Well-formed means").
 
-The turn list is the hot part: it is matched as one piece against a regex over its orjson
-serialization (exact for JSON types: 5.0, true and 5 serialize differently), and only when that
-misses is every turn checked on its own, which also covers other key orders and names the fault.
+Fastest first: a record written compactly in the format's field order (as orjson writes what
+the bots and clients build) is proved well-formed from its text alone, by one regex over the
+whole line (`text_proves`). Otherwise the parsed record is checked field by field (`check`),
+which also names the fault. There the turn list is the hot part: it is matched as one piece
+against its orjson serialization (exact for JSON types: 5.0, true and 5 serialize differently),
+and only when that misses is every turn checked on its own, which also covers other key orders.
 """
 
 from __future__ import annotations
@@ -13,13 +16,17 @@ import re
 import orjson
 
 from replays._wf_common import (
+    ENDED_AT_PATTERN,
     MAX_ID,
+    MAX_VERSION,
     MISSING,
     MOVES,
     ONE_SQUARE_POWERS,
+    PLATFORMS,
     POWERS,
     REASONS,
     SQUARES,
+    UUID_PATTERN,
     Malformed,
     check_int_list,
     check_keys,
@@ -106,6 +113,56 @@ def _turn_bodies() -> frozenset:
 # _TURN_BODIES means the original body is the same turn with some ranks 1-7, also valid.
 _RANKS_AS_1 = bytes.maketrans(b"1234567", b"1111111")
 _TURN_BODIES = _turn_bodies()
+
+
+def _record_pattern() -> re.Pattern:
+    """The text of a well-formed record outside challenge mode, as orjson writes it: no space,
+    fields in the format's order, strings without escapes. Built from the same vocabularies and
+    patterns as `check`; each part admits only values `check` accepts, and the key sequence is
+    fixed, so no key repeats and the nesting is the format's own. Two ties between fields are
+    left to `text_proves`: ai is an object exactly in computer mode, and each lineup is a
+    permutation of the board's ranks."""
+
+    def one_of(words) -> str:
+        return "(?:" + "|".join(sorted(words)) + ")"
+
+    integer = "-?(?:0|[1-9][0-9]*)"
+    points = rf"\[{integer},{integer}\]"
+    power = f'"{one_of(POWERS)}"'
+    picks = rf"\[{power},{power},{power}\]"
+    lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
+    turn = rf"\{{(?:{_TURN_BODY_RE.pattern.decode()})\}}"
+    version = rf'"[ !#-\[\]-~]{{0,{MAX_VERSION}}}"'  # printable ASCII, no quote or backslash
+    text = (
+        rf'\{{"schema":1,"game_id":"{UUID_PATTERN[1:-1]}","game":"slow6",'
+        rf'"client":\{{"platform":"{one_of(PLATFORMS)}","version":{version}\}},'
+        r'"mode":"(?P<mode>online|friend|computer|tutorial)",'
+        rf'"ended_at":"{ENDED_AT_PATTERN[1:-1]}",'
+        r'"rules":\{"board":(?P<board>[57]),'
+        r'"powers":(?:true,"hidden":false|false,"hidden":(?:true|false))\},'
+        r'"ai":(?P<ai>null|\{"side":[01],"level":[1-4]\}),"challenge":null,"first":[01],'
+        rf'"lineups":\[(?P<lineup0>{lineup}),(?P<lineup1>{lineup})\],'
+        rf'"powers":(?:null|\[{picks},{picks}\]),'
+        rf'"turns":\[(?:{turn}(?:,{turn})*)?\],'
+        r'"result":\{"winner":(?:[01]|null),'
+        rf'(?:"reason":"{one_of(REASONS - {"points"})}"(?:,"points":(?:null|{points}))?'
+        rf'|"reason":"points","points":{points})\}}\}}'
+    )
+    return re.compile(text.encode())
+
+
+_RECORD_RE = _record_pattern()
+
+
+def text_proves(data: bytes) -> bool:
+    """True: the JSON text `data` is a well-formed Slow6 record, proved from the text alone
+    (then `check` of its parse passes, and the text has no duplicate key and nests as the
+    format does). False: it may still be well-formed (another layout, a challenge): check it."""
+    match = _RECORD_RE.fullmatch(data)
+    if match is None or (match["mode"] == b"computer") == (match["ai"] == b"null"):
+        return False
+    valid = _LINEUPS[int(match["board"])]  # (the text of a lineup is orjson's own)
+    return match["lineup0"] in valid and match["lineup1"] in valid
 
 
 def check(record: dict) -> int | None:

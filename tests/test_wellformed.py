@@ -1007,8 +1007,8 @@ def slots(node, out: list) -> list:
 
 
 @st.composite
-def mutated(draw):
-    record = copy.deepcopy(draw(records))
+def mutated(draw, base=records):
+    record = copy.deepcopy(draw(base))
     for _ in range(draw(st.integers(1, 3))):
         where = slots(record, [])
         container, key = draw(st.sampled_from(where))
@@ -1058,6 +1058,7 @@ def test_text_and_dict_paths_agree(record):
 def slow_paths(monkeypatch) -> None:
     """Turn off every fast path, leaving the step-by-step checks and the exact text scan."""
     never = re.compile(b"(?!)")
+    monkeypatch.setattr(_wf_slow6, "text_proves", lambda data: False)
     monkeypatch.setattr(_wf_text, "_structure_ok", lambda data, record: False)
     monkeypatch.setattr(_wf_slow6, "_turns_fast_ok", lambda text: False)
     monkeypatch.setattr(_wf_slow6, "_LINEUPS", {5: frozenset(), 7: frozenset()})
@@ -1229,3 +1230,116 @@ def test_records_with_the_right_keys_and_random_values_raise_nothing_but_malform
         check(record)
     except Malformed:
         pass
+
+
+# --- the text proof: a record in the format's own layout, proved by one regex ---------------------
+
+_NESTED_ORDER = {
+    "client": ("platform", "version"),
+    "rules": ("board", "powers", "hidden"),
+    "ai": ("side", "level"),
+    "result": ("winner", "reason", "points"),
+}
+
+
+def in_format_order(record: dict) -> dict:
+    """The record as a client following the format's tables writes it: fields in their order
+    (at the top and inside client, rules, ai, result), a turn's power and target first."""
+
+    def ordered(obj: dict, order) -> dict:
+        return {k: obj[k] for k in order if k in obj} | {k: obj[k] for k in obj if k not in order}
+
+    out = ordered(record, _wf_slow6.ORDER)
+    for key, order in _NESTED_ORDER.items():
+        if isinstance(out.get(key), dict):
+            out[key] = ordered(out[key], order)
+    if isinstance(out.get("turns"), list):
+        out["turns"] = [
+            ordered(t, ("power", "target", "moves")) if isinstance(t, dict) else t
+            for t in out["turns"]
+        ]
+    return out
+
+
+def plain_ascii(text: str) -> bool:
+    return all(" " <= c <= "~" and c not in '"\\' for c in text)
+
+
+ordered_slow6 = slow6_records().map(in_format_order)
+
+
+@FUZZ
+@given(ordered_slow6)
+def test_a_record_in_the_formats_layout_is_proved_by_its_text(record):
+    # the fast path takes every such record but a challenge (and a version it would escape)
+    text = orjson.dumps(record)
+    expected = record["mode"] != "challenge" and plain_ascii(record["client"]["version"])
+    assert _wf_slow6.text_proves(text) == expected
+    assert text_fault(text) is None
+
+
+@FUZZ
+@given(mutated(ordered_slow6))
+def test_the_text_proof_accepts_only_well_formed_records(record):
+    text = orjson.dumps(record)
+    if _wf_slow6.text_proves(text):
+        assert fault(record) is None, record
+    text_fault(text)  # and `load` says what parse + check say
+
+
+def test_bot_records_are_proved_by_their_text():
+    from replays.slow6.simulate import simulate_games
+
+    games = list(simulate_games(40, board=5, powers=True, hidden=False, seed=3, max_level=1))
+    games += simulate_games(20, board=7, powers=False, hidden=True, seed=4, max_level=1)
+    for record in games:
+        text = orjson.dumps(record)
+        assert _wf_slow6.text_proves(text) == (record["mode"] != "challenge")
+        assert load(text) == record
+
+
+@pytest.mark.parametrize(
+    "path, value, field",
+    [
+        ("schema", 1.0, "schema"),
+        ("game_id", "3f2b8c1e-6a0d-4c59-9d4e-0b7f6f1a2c3", "game_id"),
+        ("client.platform", "iOS", "client"),
+        ("client.version", "x" * 65, "client.version"),
+        ("mode", "computer", "ai"),  # computer mode with ai null
+        ("ai", {"side": 0, "level": 1}, "ai"),  # ai outside computer mode
+        ("ended_at", "2027-02-29T10:00:00Z", "ended_at"),
+        ("rules.board", 6, "rules.board"),
+        ("rules.hidden", True, "rules"),  # hidden with powers
+        ("first", 2, "first"),
+        ("lineups", [[3, 1, 5, 2, 2], [2, 5, 1, 4, 3]], "lineups"),
+        ("lineups", [[3, 1, 5, 2, 4, 6, 7], [2, 5, 1, 4, 3]], "lineups"),
+        ("powers", [["dash", "shield", "fly"], ["trap", "freeze", "surge"]], "powers"),
+        ("turns[0]", {"target": "c3", "moves": ["c1-c3"]}, "turns[0]"),
+        ("turns[0]", {"moves": ["c1-c3", "c3-c4", "c4-c5"]}, "turns[0]"),
+        ("turns[1].target", "c8", "turns[1]"),
+        ("result.points", None, "result"),  # the reason is points
+        ("result.points", DELETE, "result.points"),
+        ("result.points", [9, 12.0], "result"),
+        ("result.winner", 2, "result"),
+        ("result.x", 1, "result.x"),
+    ],
+)
+def test_the_text_proof_refuses_every_near_miss(path, value, field):
+    record = in_format_order(edit(SLOW6, path, value))
+    text = orjson.dumps(record)
+    assert not _wf_slow6.text_proves(text)
+    assert text_fault(text) == field
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        orjson.dumps(SLOW6, option=orjson.OPT_INDENT_2),  # spaces
+        json.dumps(in_format_order(edit(SLOW6, "client.version", "2.4\u00e9"))).encode(),
+        orjson.dumps(in_format_order(edit(SLOW6, "client.version", "é"))),  # not ASCII
+        orjson.dumps(dict(reversed(list(SLOW6.items())))),  # another order
+    ],
+)
+def test_other_layouts_of_a_well_formed_record_go_the_long_way(text):
+    assert not _wf_slow6.text_proves(text)
+    assert text_fault(text) is None
