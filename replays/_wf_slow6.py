@@ -116,12 +116,13 @@ _TURN_BODIES = _turn_bodies()
 
 
 def _record_pattern() -> re.Pattern:
-    """The text of a well-formed record outside challenge mode, as orjson writes it: no space,
-    fields in the format's order, strings without escapes. Built from the same vocabularies and
+    """The text of a well-formed record as orjson writes it: no space, fields in the format's
+    order, strings printable ASCII without escapes. Built from the same vocabularies and
     patterns as `check`; each part admits only values `check` accepts, and the key sequence is
-    fixed, so no key repeats and the nesting is the format's own. Two ties between fields are
-    left to `text_proves`: ai is an object exactly in computer mode, and each lineup is a
-    permutation of the board's ranks."""
+    fixed, so no key repeats and the nesting is the format's own. The ties between fields are
+    left to `text_proves`: ai and challenge are objects exactly in their modes, a challenge
+    piece's rank is at most the board's crown, and each lineup is a permutation of the
+    board's ranks."""
 
     def one_of(words) -> str:
         return "(?:" + "|".join(sorted(words)) + ")"
@@ -132,15 +133,26 @@ def _record_pattern() -> re.Pattern:
     picks = rf"\[{power},{power},{power}\]"
     lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
     turn = rf"\{{(?:{_TURN_BODY_RE.pattern.decode()})\}}"
-    version = rf'"[ !#-\[\]-~]{{0,{MAX_VERSION}}}"'  # printable ASCII, no quote or backslash
+    ascii_ = r"[ !#-\[\]-~]"  # printable ASCII but quote and backslash
+    square = '"[a-g][1-7]"'
+    piece = (
+        rf'\{{"side":[01],"rank":[1-8],"square":{square},"start":{square},'
+        r'"wounded":(?:true|false),"stunned":(?:true|false)\}'
+    )
+    challenge = (
+        rf'\{{"id":"{ascii_}{{0,{MAX_ID}}}","position":\{{"to_move":[01],'
+        rf'"turns_taken":\[{integer},{integer}\],"pieces":\[(?:{piece}(?:,{piece})*)?\]\}}\}}'
+    )
     text = (
         rf'\{{"schema":1,"game_id":"{UUID_PATTERN[1:-1]}","game":"slow6",'
-        rf'"client":\{{"platform":"{one_of(PLATFORMS)}","version":{version}\}},'
-        r'"mode":"(?P<mode>online|friend|computer|tutorial)",'
+        rf'"client":\{{"platform":"{one_of(PLATFORMS)}",'
+        rf'"version":"{ascii_}{{0,{MAX_VERSION}}}"\}},'
+        r'"mode":"(?P<mode>online|friend|computer|challenge|tutorial)",'
         rf'"ended_at":"{ENDED_AT_PATTERN[1:-1]}",'
         r'"rules":\{"board":(?P<board>[57]),'
         r'"powers":(?:true,"hidden":false|false,"hidden":(?:true|false))\},'
-        r'"ai":(?P<ai>null|\{"side":[01],"level":[1-4]\}),"challenge":null,"first":[01],'
+        r'"ai":(?P<ai>null|\{"side":[01],"level":[1-4]\}),'
+        rf'"challenge":(?P<challenge>null|{challenge}),"first":[01],'
         rf'"lineups":\[(?P<lineup0>{lineup}),(?P<lineup1>{lineup})\],'
         rf'"powers":(?:null|\[{picks},{picks}\]),'
         rf'"turns":\[(?:{turn}(?:,{turn})*)?\],'
@@ -152,6 +164,7 @@ def _record_pattern() -> re.Pattern:
 
 
 _RECORD_RE = _record_pattern()
+_CROWN_7 = re.compile(b'"rank":[78]')  # a rank past the crown of a 5x5 board
 
 
 def text_proves(data: bytes) -> bool:
@@ -159,9 +172,17 @@ def text_proves(data: bytes) -> bool:
     (then `check` of its parse passes, and the text has no duplicate key and nests as the
     format does). False: it may still be well-formed (another layout, a challenge): check it."""
     match = _RECORD_RE.fullmatch(data)
-    if match is None or (match["mode"] == b"computer") == (match["ai"] == b"null"):
+    if match is None:
         return False
-    valid = _LINEUPS[int(match["board"])]  # (the text of a lineup is orjson's own)
+    mode, challenge, board = match["mode"], match["challenge"], int(match["board"])
+    if (mode == b"computer") == (match["ai"] == b"null"):
+        return False
+    if challenge != b"null":
+        if mode != b"challenge" or board == 5 and _CROWN_7.search(challenge):
+            return False
+    elif mode == b"challenge":
+        return False
+    valid = _LINEUPS[board]  # (the text of a lineup is orjson's own)
     return match["lineup0"] in valid and match["lineup1"] in valid
 
 
