@@ -24,6 +24,7 @@ from .board import (
 )
 
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
+_OWN_PIECE_RULES = {"dash": "R8.4", "leap": "R8.11", "surge": "R8.10", "shield": "R8.12"}
 
 
 class RuleBroken(Exception):
@@ -351,7 +352,7 @@ class Position:
             else:
                 self._shove(pid, target, s, g)
         else:  # dash, leap, surge, shield: one own piece
-            rule = {"dash": "R8.4", "leap": "R8.11", "surge": "R8.10", "shield": "R8.12"}[power]
+            rule = _OWN_PIECE_RULES[power]
             if target < 0:
                 raise RuleBroken(rule, f"{power} target is off the board")
             pid = board[target]
@@ -563,10 +564,9 @@ class Position:
                     continue
                 self.use_turn_power(turn)
             frm, to, need, mid = plain[moves[0]]
-            pid = board[frm]  # frm is -1 only when need is 0: then this value is not used
+            pid = board[frm]  # frm is -1 only when need is _OFF_PLAIN: this value is not used
             if (
-                need
-                and pid >= 0
+                pid >= 0
                 and need <= reach[pid]
                 and side[pid] == s
                 and imm[pid] < g
@@ -777,13 +777,17 @@ def _geometry(n: int):
     return table
 
 
+_OFF_PLAIN = 3  # more than any plain reach (2; a crown 1; 0 under dash, leap or surge)
+
+
 def _plain(geometry: dict) -> dict:
     """Per move text: (from, to, reach needed, square passed over or -1) for the moves `play_log`
-    may take inline: straight, on the board, one or two squares; reach needed 0 otherwise."""
+    may take inline: straight, on the board, one or two squares; for any other, a reach needed
+    that no piece has (`_OFF_PLAIN`), so that one comparison sends it to `play`."""
     table = {}
     for text, (frm, to, dist, passed, straight, _near) in geometry.items():
         fast = frm >= 0 and straight and 1 <= dist <= 2
-        table[text] = (frm, to, dist if fast else 0, passed[0] if fast and passed else -1)
+        table[text] = (frm, to, dist if fast else _OFF_PLAIN, passed[0] if fast and passed else -1)
     return table
 
 
