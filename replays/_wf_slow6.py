@@ -172,7 +172,7 @@ _CROWN_7 = re.compile(b'"rank":[78]')  # a rank past the crown of a 5x5 board
 def text_proves(data: bytes) -> bool:
     """True: the JSON text `data` is a well-formed Slow6 record, proved from the text alone
     (then `check` of its parse passes, and the text has no duplicate key and nests as the
-    format does). False: it may still be well-formed (another layout, a challenge): check it."""
+    format does). False: it may still be well-formed (another layout, an escape): check it."""
     match = _RECORD_RE.fullmatch(data)
     if match is None:
         return False
