@@ -1,4 +1,6 @@
-"""Upload records checked for well-formedness per second on one core: `parse` + `check`.
+"""Upload records checked for well-formedness per second on one core: `parse` + `check`, and
+`load`, their one-step form that the verifier and the server use (it proves a Slow6 record in
+the format's own layout from its text; `proved` is the share of the corpus it proved so).
 
 Budget: about 15-20 us per typical 1 KB 5x5 record (the verify pipeline aims at 10,000
 games/s per core end to end). Corpora: the 5x5 and all slow6-valid examples, the slide-valid
@@ -18,7 +20,8 @@ from pathlib import Path
 
 import orjson
 
-from replays.wellformed import MAX_BYTES, check, parse
+from replays._wf_slow6 import text_proves
+from replays.wellformed import MAX_BYTES, check, load, parse
 
 EXAMPLES = Path("/work/shared/spec/examples")
 if not EXAMPLES.exists():
@@ -108,7 +111,8 @@ def main() -> int:
         "generated 7x7, ~64 KiB": [near_limit(rng) for _ in range(5)],
     }
     print(f"{'corpus':26} {'n':>4} {'bytes':>6} {'parse+check':>12} {'records/s':>10}"
-          f" {'cpu us':>7} {'parse us':>9} {'check us':>9}")  # fmt: skip
+          f" {'cpu us':>7} {'parse us':>9} {'check us':>9} {'load us':>8}"
+          f" {'proved':>7}")  # fmt: skip
     for name, texts in corpora.items():
         records = [parse(t) for t in texts]
         for r in records:
@@ -116,9 +120,11 @@ def main() -> int:
         both, both_cpu = best(lambda t: check(parse(t)), texts, args.seconds)
         p, _ = best(parse, texts, args.seconds / 2)
         c, _ = best(check, records, args.seconds / 2)
+        one_step, _ = best(load, texts, args.seconds / 2)
+        proved = sum(map(text_proves, texts)) / len(texts)
         size = sum(map(len, texts)) // len(texts)
         print(f"{name:26} {len(texts):>4} {size:>6} {both:>9.1f} us {1e6 / both:>10,.0f}"
-              f" {both_cpu:>7.1f} {p:>9.1f} {c:>9.1f}")  # fmt: skip
+              f" {both_cpu:>7.1f} {p:>9.1f} {c:>9.1f} {one_step:>8.1f} {proved:>7.0%}")  # fmt: skip
     return 0
 
 

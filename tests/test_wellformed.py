@@ -1384,3 +1384,13 @@ def test_the_text_proof_refuses_every_near_miss_of_a_challenge(path, value, fiel
 def test_other_layouts_of_a_well_formed_record_go_the_long_way(text):
     assert not _wf_slow6.text_proves(text)
     assert text_fault(text) is None
+
+
+def test_a_record_past_16_kib_goes_the_long_way():
+    # hundreds of turns (no real game has them): the field-by-field check is the faster there
+    record = in_format_order({**SLOW6, "turns": SLOW6["turns"] * 100})
+    text = orjson.dumps(record)
+    assert 16 * 1024 < len(text) <= MAX_BYTES
+    assert not _wf_slow6.text_proves(text)
+    assert _wf_slow6.text_proves(orjson.dumps({**record, "turns": SLOW6["turns"] * 10}))
+    assert text_fault(text) is None
