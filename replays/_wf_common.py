@@ -46,6 +46,7 @@ ONE_SQUARE_POWERS = frozenset(
     {"dash", "leap", "surge", "shield", "freeze", "shove", "recall", "trap"}
 )
 EDGES = frozenset({"left", "right", "top", "bottom"})
+CLIENT_KEYS = ("platform", "version")  # the client object, in the format's order
 
 SQUARES = frozenset(f + r for f in "abcdefg" for r in "1234567")
 MOVES = frozenset(a + "-" + b for a in SQUARES for b in SQUARES)

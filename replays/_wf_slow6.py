@@ -16,6 +16,7 @@ import re
 import orjson
 
 from replays._wf_common import (
+    CLIENT_KEYS,
     ENDED_AT_PATTERN,
     MAX_ID,
     MAX_VERSION,
@@ -46,7 +47,6 @@ ORDER = (
     "schema", "game_id", "game", "client", "mode", "ended_at", "rules", "ai", "challenge",
     "first", "lineups", "powers", "turns", "result",
 )  # fmt: skip
-_CLIENT_KEYS = ("platform", "version")
 _RULES = frozenset({"board", "powers", "hidden"})
 _RULES_ORDER = ("board", "powers", "hidden")
 _AI = frozenset({"side", "level"})
@@ -134,7 +134,7 @@ def _record_pattern() -> re.Pattern:
     lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
     turn = rf"\{{(?:{_TURN_BODY_RE.pattern.decode()})\}}"
     ascii_ = r"[ !#-\[\]-~]"  # printable ASCII but quote and backslash
-    square = '"[a-g][1-7]"'
+    square = f'"{_SQ}"'
     piece = (
         rf'\{{"side":[01],"rank":[1-8],"square":{square},"start":{square},'
         r'"wounded":(?:true|false),"stunned":(?:true|false)\}'
@@ -250,7 +250,7 @@ def colons(record: dict, turns_text: bytes) -> int:
     """The colons `orjson.dumps(record)` writes for a well-formed record, from the text of its
     turns (a turn's strings hold no colon, so those are its keys): every key once, and the
     colons inside the only strings that may hold them (version, ended_at, challenge id)."""
-    keys = len(KEYS) + len(_CLIENT_KEYS) + len(_RULES) + len(record["result"])
+    keys = len(KEYS) + len(CLIENT_KEYS) + len(_RULES) + len(record["result"])
     keys += turns_text.count(b":")
     if record["ai"] is not None:
         keys += len(_AI)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from replays import _wf_slide, _wf_slow6
 from replays._wf_common import (
+    CLIENT_KEYS,
     ENDED_AT_RE,
     ENDED_AT_SHAPE_RE,
     MAX_BYTES,
@@ -61,8 +62,7 @@ from replays._wf_text import (
 __all__ = ["Malformed", "parse", "check", "load", "MAX_BYTES", "MAX_DEPTH", "MAX_VERSION", "MAX_ID"]
 
 _GAMES = {"slow6": _wf_slow6, "slide": _wf_slide}
-_CLIENT_ORDER = ("platform", "version")
-_CLIENT = frozenset(_CLIENT_ORDER)
+_CLIENT = frozenset(CLIENT_KEYS)
 
 
 def load(text: str | bytes) -> dict:
@@ -126,7 +126,7 @@ def _check_common(record: dict) -> None:
     if type(client) is not dict:
         raise Malformed("client", f"client is an object {{platform, version}}, got {show(client)}")
     if client.keys() != _CLIENT:
-        check_keys(client, _CLIENT, _CLIENT_ORDER, "client.")
+        check_keys(client, _CLIENT, CLIENT_KEYS, "client.")
     platform = client["platform"]
     if not (type(platform) is str and platform in PLATFORMS):
         raise Malformed(

@@ -10,7 +10,6 @@ access. The lists are the facts' own: read them, do not change them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import cycle
 
 
 @dataclass(slots=True)
@@ -85,9 +84,8 @@ class Slow6Facts:
     @property
     def turns(self) -> list[TurnFacts]:
         t = self.turn_columns
-        sides = cycle((t.first, 1 - t.first))
         return list(
-            map(TurnFacts, sides, t.powers, map(tuple, t.moves), t.fights, t.removed, t.stuns,
+            map(TurnFacts, t.sides(), t.powers, map(tuple, t.moves), t.fights, t.removed, t.stuns,
                 t.catches, t.promotions, t.trapped)
         )  # fmt: skip
 

@@ -461,8 +461,7 @@ class Position:
             )
         if not dist:
             raise RuleBroken("R2.2", f"{text} does not move")
-        rank = self.rank
-        crown = rank[pid] == self.crown
+        crown = self.rank[pid] == self.crown
         occ = board[to]
         if occ >= 0 and side[occ] == s:
             raise RuleBroken("R2.2", f"{text} lands on an own piece")
@@ -514,18 +513,8 @@ class Position:
                 self._immobilise(pid, g + 4, "trapped")
                 if c:
                     c.trapped[g] += 1
-            if not crown and end == self.lane[pid]:
-                rank[pid] = self.crown  # R5.1: a fresh crown at once
-                self.reach[pid] = 1
-                self.wounded[pid] = False
-                self.lane[pid] = -1
-                if c:
-                    c.promotions[g] += 1
-                    c.promoted_at[pid] = g
-            elif crown and end == self.start[pid]:
-                self._end(s, "home")  # R6.1
-                self.home_pid = pid
-                return pid
+            if self._arrive(pid, end):
+                return pid  # home: the game is over, before any wipeout check
         if occ >= 0:
             self._check_wipeout()
         return pid
@@ -622,8 +611,8 @@ class Position:
             c.revealed_at[pid] = self.ply
 
     def _arrive(self, pid: int, end: int) -> bool:
-        """`play`'s R5.1 and R6.1 for a piece of no power that ended its move on `end` (no trap
-        involved): promote it, or end the game when a crown came home (then True)."""
+        """R5.1 and R6.1 for a piece that ended its move on `end`: promote it, or end the game
+        when a crown came home (then True)."""
         rank = self.rank
         if rank[pid] != self.crown:
             if end == self.lane[pid]:
