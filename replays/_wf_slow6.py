@@ -73,7 +73,8 @@ _LINEUPS = {
 
 _SQ = "[a-g][1-7]"
 _MOVE = f'"{_SQ}-{_SQ}"'
-_MOVES_PART = f'"moves":\\[(?:{_MOVE}(?:,{_MOVE})?)?\\]'
+# (list alternatives, not optional groups: sre runs a `(...)?` as a repeat, which costs)
+_MOVES_PART = f'"moves":\\[(?:\\]|{_MOVE}(?:\\]|,{_MOVE}\\]))'
 _POWER_PART = (
     f'"power":"(?:{"|".join(sorted(ONE_SQUARE_POWERS))})","target":"{_SQ}"'
     f'|"power":"swap","target":\\["{_SQ}","{_SQ}"\\]'
@@ -132,7 +133,8 @@ def _record_pattern() -> re.Pattern:
     power = f'"{one_of(POWERS)}"'
     picks = rf"\[{power},{power},{power}\]"
     lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
-    turn = rf"\{{(?:{_TURN_BODY_RE.pattern.decode()})\}}"
+    # the most common turn first, on its own: one move, no power (the rest: any turn)
+    turn = rf'\{{(?:"moves":\[{_MOVE}\]\}}|(?:{_TURN_BODY_RE.pattern.decode()})\}})'
     ascii_ = r"[ !#-\[\]-~]"  # printable ASCII but quote and backslash
     square = f'"{_SQ}"'
     piece = (
@@ -141,7 +143,7 @@ def _record_pattern() -> re.Pattern:
     )
     challenge = (
         rf'\{{"id":"{ascii_}{{0,{MAX_ID}}}","position":\{{"to_move":[01],'
-        rf'"turns_taken":\[{integer},{integer}\],"pieces":\[(?:{piece}(?:,{piece})*+)?\]\}}\}}'
+        rf'"turns_taken":\[{integer},{integer}\],"pieces":\[(?:\]|{piece}(?:,{piece})*+\])\}}\}}'
     )
     text = (
         rf'\{{"schema":1,"game_id":"{UUID_PATTERN[1:-1]}","game":"slow6",'
@@ -155,7 +157,7 @@ def _record_pattern() -> re.Pattern:
         rf'"challenge":(?P<challenge>null|{challenge}),"first":[01],'
         rf'"lineups":\[(?P<lineup0>{lineup}),(?P<lineup1>{lineup})\],'
         rf'"powers":(?:null|\[{picks},{picks}\]),'
-        rf'"turns":\[(?:{turn}(?:,{turn})*+)?\],'
+        rf'"turns":\[(?:\]|{turn}(?:,{turn})*+\]),'
         r'"result":\{"winner":(?:[01]|null),'
         rf'(?:"reason":"{one_of(REASONS - {"points"})}"(?:,"points":(?:null|{points}))?'
         rf'|"reason":"points","points":{points})\}}\}}'
