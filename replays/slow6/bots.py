@@ -179,10 +179,10 @@ class Bot(Player):
             r = pos.rank[pid]
             v = r + (3.0 if r == crown else 0.0)
             if self.progress:
-                if r == crown:
-                    v += 2.0 - 0.5 * _dist(sq, pos.start[pid], n)
-                else:
-                    v += 1.5 - 0.3 * _dist(sq, pos.lane[pid], n)
+                if r == crown:  # (its goal: home)
+                    v += 2.0 - 0.5 * _dist(sq, pos.goal[pid], n)
+                else:  # (its goal: where it promotes)
+                    v += 1.5 - 0.3 * _dist(sq, pos.goal[pid], n)
             score += v if pos.side[pid] == s else -v
         if self.safety:
             mine, theirs = hanging(pos) if s == 0 else hanging(pos)[::-1]

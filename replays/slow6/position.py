@@ -58,7 +58,7 @@ class Counters:
 
 class Position:
     __slots__ = (
-        "n", "k", "crown", "limit", "board", "side", "rank", "pos", "start", "orig", "lane",
+        "n", "k", "crown", "limit", "board", "side", "rank", "pos", "start", "orig", "goal",
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken0", "first", "points_ply", "ply", "to_move", "winner", "reason",
         "over", "home_pid", "counters",
@@ -76,7 +76,9 @@ class Position:
         self.pos = []
         self.start = []
         self.orig = []
-        self.lane = []  # per pid: the far-row square where its rank promotes (R5.1)
+        # per pid, the square where arriving ends something: for a crown its start square
+        # (home, R6.1), for any other piece the far-row square where its rank promotes (R5.1)
+        self.goal = []
 
     def _begin(self, n: int, lineups, picks) -> None:
         """Everything but the pieces."""
@@ -113,7 +115,7 @@ class Position:
         p.board = START_BOARDS[n][:]
         p.orig = l0 + l1
         p.rank = p.orig[:]
-        p.lane = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
+        p.goal = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
         p._finish_setup(first)
         return p
 
@@ -148,12 +150,12 @@ class Position:
         self.pos.append(sq)
         self.start.append(start)
         self.orig.append(self._lineups[s][start % self.n])
-        self.lane.append(self._lane_square(s, rank))
+        self.goal.append(start if rank == self.crown else self._lane_square(s, rank))
         self.board[sq] = pid
         return pid
 
     def _lane_square(self, s: int, rank: int) -> int:
-        return _lanes(self.n, s, self._lineups[1 - s])[rank]  # (-1 for a crown)
+        return _lanes(self.n, s, self._lineups[1 - s])[rank]
 
     def _finish_setup(self, first: int) -> None:
         m = len(self.side)
@@ -168,9 +170,12 @@ class Position:
         self.removed_at = [NEVER] * m
         crown = self.crown
         # per pid, the reach of a move `play_log` may play on its plain path: 2, a crown 1,
-        # 0 while it holds dash, leap or surge (their moves go through `play`)
+        # 0 while it holds dash, leap or surge (their moves go through `play`); and one more
+        # entry, -1, which an empty square's pid (-1) reads: no move from there is plain
         rank = self.rank
-        self.reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
+        reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
+        reach.append(-1)
+        self.reach = reach
         self.home_pid = None
         self.to_move = self.first = first
         self.alive = [self.side.count(0), self.side.count(1)]
@@ -198,7 +203,7 @@ class Position:
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.taken0, c.first, c.points_ply = self.taken0, self.first, self.points_ply
         c.side, c.start, c.orig, c._lineups = self.side, self.start, self.orig, self._lineups
-        c.board, c.rank, c.pos, c.lane = self.board[:], self.rank[:], self.pos[:], self.lane[:]
+        c.board, c.rank, c.pos, c.goal = self.board[:], self.rank[:], self.pos[:], self.goal[:]
         c.wounded, c.stun, c.imm, c.why = self.wounded[:], self.stun[:], self.imm[:], self.why[:]
         c.dash, c.leap, c.surge, c.shield = (
             self.dash[:],
@@ -389,7 +394,7 @@ class Position:
         rank = self.orig[pid]
         self.rank[pid] = rank
         self.reach[pid] = 2  # (rank: its original, never a crown)
-        self.lane[pid] = self._lane_square(s, rank)
+        self.goal[pid] = self._lane_square(s, rank)
         self.wounded[pid] = False
         self.stun[pid] = NEVER
         self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False
@@ -534,29 +539,34 @@ class Position:
         the position before every call that reads them (and at the end), and read again after
         one that may change them (`play_turn`). Only calls can end the game, so `over` too."""
         plain, board, side, pos = self.plain, self.board, self.side, self.pos
-        imm, trap, lane, start = self.imm, self.trap, self.lane, self.start
+        imm, trap, goal = self.imm, self.trap, self.goal
         reach, points_ply, counters = self.reach, self.points_ply, self.counters
         moved, revealed = (counters.moved, counters.revealed_at) if counters else (None, None)
         s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
-            moves = turn["moves"]
-            if len(moves) != 1 or over:
+            if over or "power" in turn:  # a turn past the end, or one with a power, which then
+                # goes on as a turn without one unless it is a double or not one move
                 self.ply, self.to_move = g, s
-                play_turn(self, turn)
-                s, g, over = self.to_move, self.ply, self.over
-                continue
-            if "power" in turn:  # then one move, as a turn without one, unless a double
-                self.ply, self.to_move = g, s
-                if turn["power"] == "double":
+                if over or turn["power"] == "double" or len(turn["moves"]) != 1:
                     play_turn(self, turn)
                     s, g, over = self.to_move, self.ply, self.over
                     continue
                 self.use_turn_power(turn)
-            frm, to, need, mid = plain[moves[0]]
-            pid = board[frm]  # frm is -1 only when need is _OFF_PLAIN: this value is not used
+            try:
+                (move,) = turn["moves"]
+            except ValueError:  # a pass, or two moves without a double: rare, and no check
+                move = None
+            if move is None:
+                self.ply, self.to_move = g, s
+                play_turn(self, turn)
+                s, g, over = self.to_move, self.ply, self.over
+                continue
+            frm, to, need, mid = plain[move]
+            # (frm is -1 only when need is _OFF_PLAIN, and an empty square's pid is -1: both
+            # read the last entry of `reach`, which is -1 and sends the move to `play`)
+            pid = board[frm]
             if (
-                pid >= 0
-                and need <= reach[pid]
+                need <= reach[pid]
                 and side[pid] == s
                 and imm[pid] < g
                 and (mid < 0 or board[mid] < 0)
@@ -571,7 +581,7 @@ class Position:
                     board[frm] = -1
                     board[to] = pid
                     pos[pid] = to
-                    if to == lane[pid] or to == start[pid]:
+                    if to == goal[pid]:
                         self.ply, self.to_move = g, s
                         over = self._arrive(pid, to)  # R5.1 or R6.1
                 else:
@@ -579,11 +589,11 @@ class Position:
                     if side[occ] != s:
                         self._plain_fight(pid, frm, to, occ)
                     else:
-                        self.play(moves[0])  # onto an own piece: `play` says why not
+                        self.play(move)  # onto an own piece: `play` says why not
                     over = self.over
             else:
                 self.ply, self.to_move = g, s
-                self.play(moves[0])
+                self.play(move)
                 over = self.over
             g += 1  # end_turn, inline
             s = 1 - s
@@ -613,21 +623,21 @@ class Position:
     def _arrive(self, pid: int, end: int) -> bool:
         """R5.1 and R6.1 for a piece that ended its move on `end`: promote it, or end the game
         when a crown came home (then True)."""
+        if end != self.goal[pid]:
+            return False
         rank = self.rank
-        if rank[pid] != self.crown:
-            if end == self.lane[pid]:
-                rank[pid] = self.crown  # R5.1: a fresh crown at once
-                self.reach[pid] = 1
-                self.wounded[pid] = False
-                self.lane[pid] = -1
-                c = self.counters
-                if c:
-                    c.promotions[self.ply] += 1
-                    c.promoted_at[pid] = self.ply
-        elif end == self.start[pid]:
+        if rank[pid] == self.crown:
             self._end(self.to_move, "home")  # R6.1
             self.home_pid = pid
             return True
+        rank[pid] = self.crown  # R5.1: a fresh crown at once
+        self.reach[pid] = 1
+        self.wounded[pid] = False
+        self.goal[pid] = self.start[pid]
+        c = self.counters
+        if c:
+            c.promotions[self.ply] += 1
+            c.promoted_at[pid] = self.ply
         return False
 
     def _immobilise(self, pid: int, through: int, why: str) -> None:
