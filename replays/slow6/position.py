@@ -62,7 +62,7 @@ class Position:
         "wounded", "stun", "imm", "dash", "leap", "surge", "shield", "removed_at", "trap",
         "picks", "used", "taken0", "first", "points_ply", "ply", "to_move", "winner", "reason",
         "over", "home_pid", "counters",
-        "_lineups", "alive", "why", "geom", "plain", "reach",
+        "_lineups", "alive", "why", "geom", "plain", "reach", "outcome",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ construction
@@ -88,6 +88,7 @@ class Position:
         self.limit = TURN_LIMIT[n]
         self.geom = GEOMETRY[n]
         self.plain = PLAIN[n]
+        self.outcome = OUTCOMES[n]
         self.trap = [-1, -1]
         # (frozenset() hands back a frozenset as it is: the verifier passes its own)
         self.picks = (frozenset(picks[0]), frozenset(picks[1])) if picks else None
@@ -198,7 +199,7 @@ class Position:
     def copy(self) -> Position:
         c = Position.__new__(Position)
         c.n, c.k, c.crown, c.limit, c.geom = self.n, self.k, self.crown, self.limit, self.geom
-        c.plain = self.plain
+        c.plain, c.outcome = self.plain, self.outcome
         c.winner, c.reason, c.over = self.winner, self.reason, self.over
         c.ply, c.to_move, c.picks, c.home_pid = self.ply, self.to_move, self.picks, self.home_pid
         c.taken0, c.first, c.points_ply = self.taken0, self.first, self.points_ply
@@ -648,44 +649,35 @@ class Position:
     def _fight(self, a: int, d: int, frm: int, to: int, surged: bool, g: int) -> int:
         """Attacker `a` from `frm` onto defender `d` on `to` (R3, R4, R8.10, R8.12).
         Returns where the attacker ends, or -1 when it is removed."""
-        rank, crown = self.rank, self.crown
-        ra, rd = rank[a], rank[d]
+        rank = self.rank
+        win = self.outcome[rank[a]][rank[d]]  # (R3, R4.1; `_outcomes` says what more means)
         c = self.counters
         if c:
             c.fights[g] += 1
             if c.revealed_at[d] is None:
                 c.revealed_at[d] = g
-        rest = False
-        if rd == crown and self.stun[d] >= g:
-            win = 1  # R4.3: a stunned crown is caught
-            if c:
-                c.catches[g] += 1
-        elif ra == crown and rd != crown:
-            win = 1  # R4.1
-        elif rd == crown and ra != crown:
-            win = -1  # R4.2: the attacker loses, the crown is stunned and wounded
-            self.wounded[d] = True
-            self.stun[d] = g + 2
-            self._immobilise(d, g + 1, "stunned")
-            if c:
-                c.stuns[g] += 1
-                c.stunned_count[d] += 1
-        elif ra == crown:  # crown vs crown, R4.4
-            wa, wd = self.wounded[a], self.wounded[d]
-            win = 0 if wa == wd else (1 if wd else -1)
-        else:
-            diff = (ra - rd) % self.n
-            if diff == 0:
-                win = 0
-            elif diff <= self.k:
-                win = 1
-            elif surged and diff == self.k + 1:
-                win = 1
-                rest = True  # won only because of the surge
-            else:
-                win = -1
-        if rest:
-            self._immobilise(a, g + 2, "resting after a surge")
+        if win > 1:
+            if win == _SURGE_WINS:
+                if surged:
+                    win = 1
+                    self._immobilise(a, g + 2, "resting after a surge")  # won by the surge
+                else:
+                    win = -1
+            elif self.stun[d] >= g:
+                win = 1  # R4.3: a stunned crown is caught
+                if c:
+                    c.catches[g] += 1
+            elif rank[a] != self.crown:
+                win = -1  # R4.2: the attacker loses, the crown is stunned and wounded
+                self.wounded[d] = True
+                self.stun[d] = g + 2
+                self._immobilise(d, g + 1, "stunned")
+                if c:
+                    c.stuns[g] += 1
+                    c.stunned_count[d] += 1
+            else:  # crown vs crown, R4.4
+                wa, wd = self.wounded[a], self.wounded[d]
+                win = 0 if wa == wd else (1 if wd else -1)
         shield = self.shield  # (looked up here: most fights involve no shield)
         a_survives = win == 1 or shield[a] and self._shielded(a)
         d_survives = win == -1 or shield[d] and self._shielded(d)
@@ -713,7 +705,9 @@ class Position:
         self.board[self.pos[pid]] = -1
         self.pos[pid] = -1
         self.removed_at[pid] = g
-        self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False  # R8.13
+        if not self.reach[pid]:  # it holds dash, leap or surge: lost with it (R8.13)
+            self.dash[pid] = self.leap[pid] = self.surge[pid] = False
+        self.shield[pid] = False  # (R8.13)
         if self.counters:
             self.counters.removed[g] += 1
 
@@ -776,6 +770,28 @@ def _geometry(n: int):
     return table
 
 
+_CROWN_DEFENDS = 2  # the fight depends on the crown's stun and wounds (R4.2-R4.4)
+_SURGE_WINS = 3  # the attacker loses (R3.3) unless surged (R8.10)
+
+
+def _outcomes(n: int) -> list[list[int]]:
+    """By attacker's rank, then defender's (crown n + 1): 1 the attacker wins, -1 it loses,
+    0 both are removed (R3, R4.1), or one of the two cases above."""
+    crown, k = n + 1, (n - 1) // 2
+    table = [[0] * (crown + 1) for _ in range(crown + 1)]
+    for ra in range(1, crown + 1):
+        for rd in range(1, crown + 1):
+            if rd == crown:
+                win = _CROWN_DEFENDS
+            elif ra == crown:
+                win = 1  # R4.1
+            else:
+                diff = (ra - rd) % n
+                win = 0 if diff == 0 else 1 if diff <= k else _SURGE_WINS if diff == k + 1 else -1
+            table[ra][rd] = win
+    return table
+
+
 _OFF_PLAIN = 3  # more than any plain reach (2; a crown 1; 0 under dash, leap or surge)
 
 
@@ -792,6 +808,7 @@ def _plain(geometry: dict) -> dict:
 
 GEOMETRY = {n: _geometry(n) for n in BOARDS}
 PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
+OUTCOMES = {n: _outcomes(n) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
 START_BOARDS = {
