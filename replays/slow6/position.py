@@ -117,7 +117,7 @@ class Position:
         p.orig = l0 + l1
         p.rank = p.orig[:]
         p.goal = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
-        p._finish_setup(first)
+        p._finish_setup(first, START_REACH[n][:], [n, n])  # (no crown yet, n pieces a side)
         return p
 
     @classmethod
@@ -158,7 +158,8 @@ class Position:
     def _lane_square(self, s: int, rank: int) -> int:
         return _lanes(self.n, s, self._lineups[1 - s])[rank]
 
-    def _finish_setup(self, first: int) -> None:
+    def _finish_setup(self, first: int, reach: list[int] | None = None, alive=None) -> None:
+        """The rest of the state, from the pieces; `reach` and `alive` when the caller knows."""
         m = len(self.side)
         self.wounded = [False] * m
         self.stun = [NEVER] * m  # last ply through which the crown is catchable (R4.2)
@@ -169,17 +170,17 @@ class Position:
         self.surge = [False] * m
         self.shield = [False] * m
         self.removed_at = [NEVER] * m
-        crown = self.crown
         # per pid, the reach of a move `play_log` may play on its plain path: 2, a crown 1,
         # 0 while it holds dash, leap or surge (their moves go through `play`); and one more
         # entry, -1, which an empty square's pid (-1) reads: no move from there is plain
-        rank = self.rank
-        reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
-        reach.append(-1)
+        if reach is None:
+            rank, crown = self.rank, self.crown
+            reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
+            reach.append(-1)
         self.reach = reach
         self.home_pid = None
         self.to_move = self.first = first
-        self.alive = [self.side.count(0), self.side.count(1)]
+        self.alive = alive or [self.side.count(0), self.side.count(1)]
 
     def _set_taken(self, t0: int, t1: int) -> None:
         """Turns taken before ply 0; then both reach the limit (R6.3) after `points_ply` plies:
@@ -811,6 +812,7 @@ PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 OUTCOMES = {n: _outcomes(n) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
+START_REACH = {n: [2] * (2 * n) + [-1] for n in BOARDS}  # (see `_finish_setup`)
 START_BOARDS = {
     n: [START_SQUARES[n].index(q) if q in START_SQUARES[n] else -1 for q in range(n * n)]
     for n in BOARDS

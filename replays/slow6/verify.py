@@ -58,9 +58,9 @@ def setup(record: dict) -> Position:
         if picks is None:
             raise RecordFault("R8.1", "a game with powers must give both sides' picks")
         sets = frozenset(picks[0]), frozenset(picks[1])  # (the position keeps these)
-        for s, p in enumerate(picks):
-            if len(sets[s]) != len(p):
-                raise RecordFault("R8.1", f"side {s} picked the same power twice: {p}")
+        if len(sets[0]) != len(picks[0]) or len(sets[1]) != len(picks[1]):
+            s = 0 if len(sets[0]) != len(picks[0]) else 1
+            raise RecordFault("R8.1", f"side {s} picked the same power twice: {picks[s]}")
         picks = sets
     elif picks is not None:
         raise RecordFault("R8.1", "powers picked in a game without powers")
