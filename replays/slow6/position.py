@@ -227,9 +227,9 @@ class Position:
 
     def points(self) -> tuple[int, int]:
         tot = [0, 0]
-        for pid, sq in enumerate(self.pos):
+        for sq, s, rank in zip(self.pos, self.side, self.rank, strict=True):
             if sq >= 0:
-                tot[self.side[pid]] += self.rank[pid]
+                tot[s] += rank
         return tot[0], tot[1]
 
     def is_crown(self, pid: int) -> bool:
@@ -378,10 +378,8 @@ class Position:
         if target < 0:
             raise RuleBroken("R8.7", "recall target is off the board")
         name = self.sq(target)
-        pid = next(
-            (p for p in range(len(self.side)) if self.side[p] == s and self.start[p] == target), -1
-        )
-        if pid < 0:
+        pid = self.start.index(target) if target in self.start else -1  # (a start is one pid's)
+        if pid < 0 or self.side[pid] != s:
             raise RuleBroken("R8.7", f"recall: no piece of side {s} started on {name}")
         if self.pos[pid] >= 0:
             raise RuleBroken("R8.7", f"recall: the piece that started on {name} is on the board")
