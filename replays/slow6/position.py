@@ -227,9 +227,9 @@ class Position:
 
     def points(self) -> tuple[int, int]:
         tot = [0, 0]
-        for sq, s, rank in zip(self.pos, self.side, self.rank, strict=True):
+        for pid, sq in enumerate(self.pos):
             if sq >= 0:
-                tot[s] += rank
+                tot[self.side[pid]] += self.rank[pid]
         return tot[0], tot[1]
 
     def is_crown(self, pid: int) -> bool:
