@@ -8,8 +8,8 @@ Levels differ in what they see:
      with a lot of noise in its judgement
   2  one ply, plus progress towards promotion and home, less noise
   3  two plies (its move, the best reply), safety at the leaves
-  4  three plies (alpha-beta, captures only on the third), almost no noise, and two plies
-     deep when weighing a power
+  4  four plies (alpha-beta; captures only on the third and fourth, so a capture is seen
+     with its recapture), almost no noise, and two plies deep when weighing a power
 """
 
 from __future__ import annotations
@@ -67,8 +67,8 @@ class Bot(Player):
     def __init__(self, rng: random.Random, level: int):
         super().__init__(rng)
         self.level = level
-        self.depth = {1: 1, 2: 1, 3: 2, 4: 3}[level]
-        self.quiesce = level == 4
+        self.depth = {1: 1, 2: 1, 3: 2, 4: 4}[level]
+        self.quiet = 2 if level == 4 else 0  # the last plies look at captures only
         self.progress = level >= 2
         self.safety = True
         self.power_rate = (0.0, 0.25, 0.35, 0.45, 0.6)[level]
@@ -144,8 +144,10 @@ class Bot(Player):
             return self.evaluate(pos, s)
         maximize = mover == s
         best = -1e9 if maximize else 1e9
-        if plies == 1 and self.quiesce:
-            # The last ply looks at captures only; not capturing ("standing pat") is allowed.
+        if plies <= self.quiet:
+            # The last plies look at captures only (a quiescence search, so that the horizon
+            # does not fall between a capture and its recapture); not capturing ("standing
+            # pat") is allowed.
             moves = [mv for mv in moves if board[mv[1]] >= 0]
             best = self.evaluate(pos, s)
         for mv in moves:
