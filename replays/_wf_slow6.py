@@ -21,6 +21,7 @@ from replays._wf_common import (
     MAX_ID,
     MAX_VERSION,
     MISSING,
+    MODES,
     MOVES,
     ONE_SQUARE_POWERS,
     PLATFORMS,
@@ -149,7 +150,7 @@ def _record_pattern() -> re.Pattern:
         rf'\{{"schema":1,"game_id":"{UUID_PATTERN[1:-1]}","game":"slow6",'
         rf'"client":\{{"platform":"{one_of(PLATFORMS)}",'
         rf'"version":"{ascii_}{{0,{MAX_VERSION}}}"\}},'
-        r'"mode":"(?P<mode>online|friend|computer|challenge|tutorial)",'
+        rf'"mode":"(?P<mode>{one_of(MODES)})",'
         rf'"ended_at":"{ENDED_AT_PATTERN[1:-1]}",'
         r'"rules":\{"board":(?P<board>[57]),'
         r'"powers":(?:true,"hidden":false|false,"hidden":(?:true|false))\},'

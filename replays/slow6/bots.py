@@ -181,10 +181,8 @@ class Bot(Player):
             r = pos.rank[pid]
             v = r + (3.0 if r == crown else 0.0)
             if self.progress:
-                if r == crown:  # (its goal: home)
-                    v += 2.0 - 0.5 * _dist(sq, pos.goal[pid], n)
-                else:  # (its goal: where it promotes)
-                    v += 1.5 - 0.3 * _dist(sq, pos.goal[pid], n)
+                away = _dist(sq, pos.goal[pid], n)  # from home, or from where it promotes
+                v += 2.0 - 0.5 * away if r == crown else 1.5 - 0.3 * away
             score += v if pos.side[pid] == s else -v
         if self.safety:
             mine, theirs = hanging(pos) if s == 0 else hanging(pos)[::-1]
@@ -221,7 +219,7 @@ def hanging(pos: Position) -> tuple[float, float]:
     """Per side, the ranks of its pieces that an enemy piece could take next move (roughly:
     the first piece along each line, within the attacker's reach)."""
     n, board, side, rank, crown = pos.n, pos.board, pos.side, pos.rank, pos.crown
-    rays, stun, ply, k = RAYS[n], pos.stun, pos.ply, pos.k
+    rays, stun, ply, outcome = RAYS[n], pos.stun, pos.ply, pos.outcome
     total = [0.0, 0.0]
     for a, sq in enumerate(pos.pos):
         if sq < 0:
@@ -237,23 +235,12 @@ def hanging(pos: Position) -> tuple[float, float]:
                     continue
                 if side[d] != sa:
                     rd = rank[d]
-                    if rd == crown:
-                        hit = stun[d] >= ply
-                    else:
-                        hit = ra == crown or 1 <= (ra - rd) % n <= k
+                    # a crown is taken only while stunned (R4.3); else the engine's table
+                    hit = stun[d] >= ply if rd == crown else outcome[ra][rd] == 1
                     if hit:
                         total[1 - sa] += rd
                 break
     return total[0], total[1]
-
-
-def _beats(pos: Position, a: int, d: int) -> bool:
-    ra, rd, crown = pos.rank[a], pos.rank[d], pos.crown
-    if rd == crown:
-        return pos.stun[d] >= pos.ply
-    if ra == crown:
-        return True
-    return 1 <= (ra - rd) % pos.n <= pos.k
 
 
 def power_options(pos: Position, s: int, rng: random.Random, limit: int = 4):
