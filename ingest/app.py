@@ -12,6 +12,7 @@ from flask import Flask, g, request
 
 from . import admin, api, ops
 from . import config as settings
+from .gather import Gatherer
 from .jobs import JobScheduler
 from .metrics import Metrics
 from .pipeline import Judge
@@ -34,6 +35,7 @@ class IngestState:
     pool: JudgePool
     limiter: RateLimiter
     metrics: Metrics
+    gather: Gatherer | None = None  # small uploads (None: judged on the request threads)
     jobs: JobScheduler | None = None
     commit_timeout: float = 60.0
     started: float = field(default_factory=time.monotonic)
@@ -51,21 +53,24 @@ def create_app(config: dict | None = None) -> Flask:
     store = conf.get("STORE") or Store(
         conf["BALANCE_DB"],
         commit_max=conf["BALANCE_COMMIT_MAX"],
-        commit_wait=conf["BALANCE_COMMIT_WAIT"],
         on_commit=metrics.observe_commit,
         checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
         defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
         judge=judge,
         threads=conf["BALANCE_DB_THREADS"],
     )
+    workers = _workers(conf)
     state = IngestState(
         config=conf,
         store=store,
         judge=judge,
-        pool=JudgePool(_workers(conf), judge),
+        pool=JudgePool(workers, judge),
         limiter=RateLimiter(conf["BALANCE_RATE_LIMIT"], conf["BALANCE_RATE_BURST"] or None),
         metrics=metrics,
     )
+    if workers > 0:
+        state.gather = Gatherer(store, judge, state.commit_timeout)
+        store.rebuild = state.pool.judge_many
     app.extensions["store"] = store
     app.extensions["ingest"] = state
     for bp in (api.bp, ops.bp, admin.bp):
@@ -83,6 +88,8 @@ def close_app(app: Flask) -> None:
     state = app.extensions["ingest"]
     if state.jobs is not None:
         state.jobs.stop()
+    if state.gather is not None:
+        state.gather.close()
     state.pool.close()
     state.store.close()
 

@@ -17,7 +17,6 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_JOBS_INTERVAL": (300.0, float),  # seconds between analysis runs; 0 = never
     "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
     "BALANCE_COMMIT_MAX": (5000, int),  # games in one group commit at most
-    "BALANCE_COMMIT_WAIT": (0.004, float),  # seconds a commit may wait for uploads on their way
     "BALANCE_CHECKPOINT": ("256MB", str),  # WAL size that triggers a DuckDB checkpoint
     "BALANCE_DB_THREADS": (1, int),  # DuckDB worker threads of the server's store (see store.py)
     "BALANCE_DEFER_ROWS": (1, int),  # 1: derived rows in a second transaction (see store.py)

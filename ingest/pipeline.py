@@ -77,7 +77,11 @@ class Judge:
         self.verifier = verifier or importlib.import_module("replays.verifier")
         self.wellformed = wellformed or importlib.import_module("replays.wellformed")
 
-    def judge(self, line: int, text: bytes | TooLong, received: dt.datetime) -> Judged:
+    def judge(
+        self, line: int, text: bytes | TooLong, received: dt.datetime, with_rows: bool = True
+    ) -> Judged:
+        """`with_rows=False`: a verified game's Pending has no rows (None), for the store to
+        rebuild later (gather.py); a quarantined game's row is always there."""
         wf = self.wellformed
         if isinstance(text, TooLong) or len(text) > MAX_RECORD:
             size = text.size if isinstance(text, TooLong) else len(text)
@@ -94,7 +98,7 @@ class Judge:
         if verdict.verdict == V.MALFORMED:  # a shape the schema cannot tie (counts per seat)
             rej = result(line, gid, "rejected", message=verdict.message, field=verdict.field)
             return Judged(rej, None, True)
-        return Judged(*self._pending(line, gid, record, verdict, facts, received), True)
+        return Judged(*self._pending(line, gid, record, verdict, facts, received, with_rows), True)
 
     def _replay(self, record: dict):
         try:
@@ -107,14 +111,15 @@ class Judge:
             )
             return V.invalid(record["game_id"], "internal", None, msg), None
 
-    def _pending(self, line, gid, record, verdict, facts, received):
+    def _pending(self, line, gid, record, verdict, facts, received, with_rows=True):
         canonical = codec.canonical(record)
         codec_id, blob = codec.encode(canonical, record["game"])
         key = uuid.UUID(gid)
         text_id = str(key)
         if verdict.verdict == V.VALID and facts is None:
             verdict = V.invalid(gid, "internal", None, "the verifier gave no replay facts")
-        if verdict.verdict == V.VALID:
+        table_rows = None
+        if verdict.verdict == V.VALID and with_rows:
             try:
                 table_rows = rows.game_rows(key.bytes, record, facts, received)
             except Exception as exc:  # facts that do not fit the tables: keep the record

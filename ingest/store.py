@@ -1,11 +1,16 @@
-"""The store: the server's single DuckDB connection, its group-commit writer and loader threads.
+"""The store: the server's single DuckDB connection, its group commit and its rows thread.
 
-DuckDB allows one writing process per file, so every write goes through one thread: requests
-enqueue their games and wait; the writer takes everything queued (up to `commit_max` games,
-holding a moment for uploads on their way), decides duplicate / conflict for each game against
-every stored id and the games ahead of it in the same group, makes the group's new raw records
-durable, and only then wakes the waiters. A 2xx is sent after that commit, so an acknowledged
-game survives a crash of the process.
+DuckDB allows one writing process per file, and one writer at a time in it: whoever holds the
+commit lock. Uploads commit in groups, leader and followers (as LevelDB's writers do): a
+request queues its games; the request at the head of the queue leads: it takes everything
+queued (up to `commit_max` games), decides duplicate / conflict for each game against every
+stored id and the games ahead of it in the group, makes the group's new raw records durable,
+answers its followers and hands the head to the next request waiting. Uploads that arrive
+during a commit make the next group, so concurrent uploads share commits without anyone
+waiting for them. A 2xx is sent after that commit, so an acknowledged game survives a crash.
+Each follower is woken once, and nobody else is: on this VM a thread's wake-up costs ~50 µs of
+CPU, as much as the rest of a commit (a writer thread woken for each group, which then woke
+every request, cost ~250 µs of CPU a single-record upload).
 
 With `defer_rows` (the default) the commit is an append + fdatasync of the upload journal
 (ingest/journal.py): a DuckDB commit costs 2-3 ms of CPU whatever its size, and committing
@@ -14,8 +19,9 @@ then writes journaled games into DuckDB in batches, each game's raw record and d
 (games, game_turns, ..., quarantine) in one transaction, and deletes a journal segment once
 all its games are there. On open, segments left by a crash are loaded first, and `recover`
 rebuilds any derived rows missing for a stored raw record. Readers (`reader`) and writes
-through `submit` (jobs, reverify) first wait for every journaled game to reach DuckDB.
-Without `defer_rows`, a group's raw and derived rows share one DuckDB transaction.
+through `submit` (jobs, reverify: run by the calls thread under the commit lock) first wait
+for every journaled game to reach DuckDB. Without `defer_rows`, a group's raw and derived
+rows share one DuckDB transaction.
 """
 
 from __future__ import annotations
@@ -26,8 +32,10 @@ import logging
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as CommitTimeout
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -56,14 +64,29 @@ class Pending:
     codec: int
     blob: bytes
     status: str  # VERIFIED | QUARANTINED
-    rows: rows.Rows | rows.Part  # its rows in the game tables (or its quarantine row)
+    # its rows in the game tables, or its quarantine row; None: a verified game's rows are
+    # built by the store (gather.py)
+    rows: rows.Rows | rows.Part | None
     received: dt.datetime
 
 
-@dataclass(slots=True)
+def _held_lock() -> threading.Lock:
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
+@dataclass(slots=True, eq=False)
 class _Ingest:
+    """One request's games in the commit queue. `wake` is released once: when the task is
+    done (by the leader that committed it), or when it becomes the head and leads."""
+
     items: list[Pending]
-    future: Future = field(default_factory=Future)
+    deadline: float  # monotonic: the leader waits for the commit lock until then
+    wake: threading.Lock = field(default_factory=_held_lock)
+    outcomes: list[str] | None = None
+    error: BaseException | None = None
+    done: bool = False
 
 
 @dataclass(slots=True)
@@ -72,7 +95,7 @@ class _Rows:
 
     gid: str
     raw: tuple
-    rows: rows.Rows | rows.Part
+    rows: rows.Rows | rows.Part | None
 
 
 @dataclass(slots=True)
@@ -92,29 +115,6 @@ class _Call:
 _STOP = object()
 
 
-class Arrival:
-    """An upload on its way to `Store.ingest` (see `Store.arriving`); a context manager."""
-
-    __slots__ = ("_store", "_open")
-
-    def __init__(self, store: Store):
-        self._store = store
-        self._open = False
-
-    def __enter__(self) -> Arrival:
-        self._open = True
-        self._store._arrive(1)
-        return self
-
-    def done(self) -> None:
-        if self._open:
-            self._open = False
-            self._store._arrive(-1)
-
-    def __exit__(self, *exc) -> None:
-        self.done()
-
-
 def schema_sql() -> str:
     return resources.files("ingest").joinpath("schema.sql").read_text(encoding="utf-8")
 
@@ -129,7 +129,7 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
 
 
 class Store:
-    """The single DuckDB connection of the server process and its writer thread."""
+    """The single DuckDB connection of the server process, its group commit and rows thread."""
 
     def __init__(
         self,
@@ -142,7 +142,6 @@ class Store:
         judge=None,
         threads: int = 0,
         rows_interval: float = 1.0,
-        commit_wait: float = 0.004,
         segment_seconds: float = 1.0,
     ):
         self.path = str(path)
@@ -150,7 +149,6 @@ class Store:
         self.commit_max = commit_max
         self.defer_rows = defer_rows
         self.rows_interval = rows_interval
-        self.commit_wait = commit_wait
         self._on_commit = on_commit
         self._con = open_db(self.path)
         # Fewer, larger checkpoints: each one rewrites the tables' last row groups, and the
@@ -161,59 +159,66 @@ class Store:
             # each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost
             # (benchmarks/ingest_http.py). The server's readers share the setting.
             self._con.execute(f"SET threads = {int(threads)}")
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        # uploads on their way to ingest(): the writer holds a commit a moment for them
-        self._arriving = 0
-        self._arrivals = threading.Condition()
         self._closed = False
-        # game_id (as int) -> content hash of every stored record: the writer decides
+        # The commit queue (its head leads) and the lock of whoever writes: a leader's
+        # group, a call, a journal rotation.
+        self._writers: deque[_Ingest] = deque()
+        self._gate = threading.Lock()  # guards _writers and _closed
+        self._commit_lock = threading.Lock()
+        # game_id (as int) -> content hash of every stored record: the leader decides
         # duplicate / conflict from this without a query (a lookup by id in DuckDB is a scan).
         self._known: dict[int, int] = self._load_known()
+        self._judge = judge
+        # judges (lines, receive times) -> Judged, to rebuild the rows of verified games that
+        # came without them; the app sets its judge processes' (None: judged on this thread)
+        self.rebuild: Callable[[list, list], list] | None = None
         self.journaled = load_journal(self._con, self.path, self._known)
         self.recovered = recover(self._con, judge)
         self._journal = journal.Journal(self.path) if defer_rows else None
         self._segment_started = 0.0
         self._rows_queue: queue.SimpleQueue = queue.SimpleQueue()
+        self._rows_wake = threading.Event()
         self._rows_con = self._con.cursor()
         self._rows_thread = threading.Thread(target=self._rows_run, name="store-rows", daemon=True)
         self._rows_thread.start()
-        self._thread = threading.Thread(target=self._run, name="store-writer", daemon=True)
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # calls (submit) and _STOP
+        self._thread = threading.Thread(target=self._run, name="store-calls", daemon=True)
         self._thread.start()
 
     # -- public interface -------------------------------------------------------------------
 
-    def ingest(
-        self, items: list[Pending], timeout: float | None = 60.0, arrival: Arrival | None = None
-    ) -> list[str]:
+    def ingest(self, items: list[Pending], timeout: float | None = 60.0) -> list[str]:
         """Store `items` (in order); returns accepted/quarantined/duplicate/conflict per item,
-        after the transaction that holds them has committed. `arrival`: the request's
-        `arriving()` mark, ended once its items are queued."""
-        task = _Ingest(items) if items else None
-        if task is not None:
-            self._put(task)
-        if arrival is not None:
-            arrival.done()
-        return task.future.result(timeout) if task is not None else []
-
-    def arriving(self) -> Arrival:
-        """Around an upload from its start to `ingest()`: while any is on its way, the writer
-        holds its commit up to `commit_wait` so that concurrent uploads share one commit."""
-        return Arrival(self)
-
-    def _arrive(self, step: int) -> None:
-        with self._arrivals:
-            self._arriving += step
-            if self._arriving == 0:
-                self._arrivals.notify()
+        after the commit that holds them. Raises concurrent.futures.TimeoutError when the
+        store stayed busy (a long call: reverify, jobs) for `timeout` seconds: nothing of
+        `items` was stored then."""
+        if not items:
+            return []
+        wait = 1e9 if timeout is None else timeout
+        task = _Ingest(items, time.monotonic() + wait)
+        with self._gate:
+            if self._closed:
+                raise RuntimeError("store is closed")
+            self._writers.append(task)
+            leads = len(self._writers) == 1
+        if not leads:
+            task.wake.acquire()  # until a leader committed it, or made it the head
+        if not task.done:
+            self._lead(task)
+        if task.error is not None:
+            raise task.error
+        return task.outcomes
 
     def submit(
         self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction: bool = True
     ) -> Future:
-        """Run `fn(con)` on the writer thread, inside its own transaction unless `transaction`
-        is False (for statements DuckDB runs outside one, e.g. ATTACH); the Future holds its
-        result (or exception, after a rollback)."""
+        """Run `fn(con)` on the calls thread, holding the commit lock (uploads wait), inside
+        its own transaction unless `transaction` is False (for statements DuckDB runs outside
+        one, e.g. ATTACH); the Future holds its result (or exception, after a rollback)."""
+        if self._closed:
+            raise RuntimeError("store is closed")
         task = _Call(fn, transaction)
-        self._put(task)
+        self._queue.put(task)
         return task.future
 
     def reader(self) -> duckdb.DuckDBPyConnection:
@@ -231,16 +236,26 @@ class Store:
         """Wait until every derived row handed to the rows thread so far is committed."""
         done = threading.Event()
         self._rows_queue.put(done)
+        self._rows_wake.set()
         if not done.wait(timeout):
             raise TimeoutError("derived rows not written in time")
 
     def close(self, checkpoint: bool = True) -> None:
-        if self._closed:
-            return
-        self._closed = True
+        with self._gate:
+            if self._closed:
+                return
+            self._closed = True  # no new uploads or calls
+        while True:  # the uploads queued before are committed and answered
+            with self._commit_lock, self._gate:
+                if not self._writers:
+                    break
+            time.sleep(0.005)
         self._queue.put(_STOP)
         self._thread.join()
+        with self._commit_lock:
+            self._end_segment()
         self._rows_queue.put(_STOP)
+        self._rows_wake.set()
         self._rows_thread.join()
         self._rows_con.close()
         if checkpoint:
@@ -256,98 +271,50 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- writer thread ----------------------------------------------------------------------
+    # -- group commit: the leader ------------------------------------------------------------
 
-    def _put(self, task) -> None:
-        if self._closed:
-            raise RuntimeError("store is closed")
-        self._queue.put(task)
-        with self._arrivals:
-            self._arrivals.notify()
-
-    def _load_known(self) -> dict[int, int]:
-        table = self._con.sql("SELECT game_id::VARCHAR AS g, content_hash AS h FROM raw_records")
-        known: dict[int, int] = {}
-        for batch in table.to_arrow_reader(100_000):
-            ids, hashes = batch.column(0).to_pylist(), batch.column(1).to_pylist()
-            known.update(zip((int(g.replace("-", ""), 16) for g in ids), hashes, strict=True))
-        return known
-
-    def _run(self) -> None:
-        stopping = False
-        while not stopping:
-            try:
-                tasks = [self._queue.get(timeout=self.segment_seconds)]
-            except queue.Empty:
-                self._end_segment()  # idle: let the rows thread delete the loaded segment
-                continue
-            size = len(tasks[0].items) if isinstance(tasks[0], _Ingest) else 0
-            # A commit costs ~3 ms of CPU however few games it holds. While other uploads are
-            # on their way (read, judged: here in a moment), wait up to `commit_wait` for them:
-            # 8 single-record clients then share one commit. One client alone never waits.
-            deadline = time.monotonic() + self.commit_wait
-            while size < self.commit_max:
-                try:
-                    task = self._queue.get_nowait()
-                except queue.Empty:
-                    if not self._wait_for_arrivals(deadline):
-                        break
-                    continue
-                tasks.append(task)
-                size += len(task.items) if isinstance(task, _Ingest) else 0
-                if not isinstance(task, _Ingest):
-                    break  # a call or a stop: no reason to delay it
-            group: list[_Ingest] = []
-            for task in tasks:
-                if isinstance(task, _Ingest):
-                    group.append(task)
-                    continue
-                if group:
-                    self._commit_group(group)
-                    group = []
-                if task is _STOP:
-                    stopping = True
-                else:
-                    self._call(task)
-            if group:
-                self._commit_group(group)
-            if time.monotonic() - self._segment_started > self.segment_seconds:
-                self._end_segment()
-        self._end_segment()
-
-    def _end_segment(self) -> None:
-        if self._journal is not None:
-            path = self._journal.rotate()
-            if path is not None:
-                self._rows_queue.put(_SegmentDone(path))
-        self._segment_started = time.monotonic()
-
-    def _wait_for_arrivals(self, deadline: float) -> bool:
-        """Wait while uploads are on their way and the queue is empty; False: commit now."""
-        with self._arrivals:
-            while self._queue.empty():
-                left = deadline - time.monotonic()
-                if self._arriving <= 0 or left <= 0:
-                    return False
-                self._arrivals.wait(left)
-        return True
-
-    def _call(self, task: _Call) -> None:
-        if not task.future.set_running_or_notify_cancel():
-            return
-        con = self._con
+    def _lead(self, me: _Ingest) -> None:
+        """Commit the group at the head of the queue (`me` first), answer it, and hand the
+        head on. Run by the request at the head; `me` alone fails if the commit lock stays
+        taken (a long call) until its deadline."""
+        group = [me]
         try:
-            self.flush_rows(None)  # fn sees (and may rewrite) every stored game's rows
-            if not task.transaction:
-                result = task.fn(con)
+            if self._commit_lock.acquire(timeout=max(0.0, me.deadline - time.monotonic())):
+                try:
+                    with self._gate:  # taken now: what arrived while the lock was busy joins
+                        group = self._head_group()
+                    self._commit_group(group)
+                    if time.monotonic() - self._segment_started > self.segment_seconds:
+                        self._end_segment()
+                finally:
+                    self._commit_lock.release()
             else:
-                with transaction(con):
-                    result = task.fn(con)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            _rollback(con)
-            task.future.set_exception(exc)
-        else:
-            task.future.set_result(result)
+                me.error = CommitTimeout()
+        finally:
+            self._answer(me, group)
+
+    def _head_group(self) -> list[_Ingest]:
+        group, size = [], 0
+        for task in self._writers:
+            if group and size + len(task.items) > self.commit_max:
+                break
+            group.append(task)
+            size += len(task.items)
+        return group
+
+    def _answer(self, me: _Ingest, group: list[_Ingest]) -> None:
+        with self._gate:
+            for _ in group:
+                self._writers.popleft()
+            head = self._writers[0] if self._writers else None
+        for task in group:
+            if task.outcomes is None and task.error is None:
+                task.error = RuntimeError("the commit was interrupted; nothing was stored")
+            task.done = True
+            if task is not me:
+                task.wake.release()
+        if head is not None:
+            head.wake.release()  # it leads the next group
 
     def _commit_group(self, group: list[_Ingest]) -> None:
         try:
@@ -355,7 +322,7 @@ class Store:
         except Exception as exc:
             if len(group) == 1:
                 log.error("store write failed: %s", type(exc).__name__)
-                group[0].future.set_exception(exc)
+                group[0].error = exc
                 return
             # one bad request must not fail its neighbours: retry each on its own
             for task in group:
@@ -403,23 +370,76 @@ class Store:
         if self._on_commit is not None:
             self._on_commit(sum(len(t.items) for t in group), elapsed)
         for task, out in zip(group, outcomes, strict=True):
-            task.future.set_result(out)
+            task.outcomes = out
+
+    def _end_segment(self) -> None:
+        """Close the journal's open segment (under the commit lock): once the rows thread has
+        its games in DuckDB, it deletes it."""
+        if self._journal is not None:
+            path = self._journal.rotate()
+            if path is not None:
+                self._rows_queue.put(_SegmentDone(path))
+        self._segment_started = time.monotonic()
+
+    # -- calls thread ------------------------------------------------------------------------
+
+    def _load_known(self) -> dict[int, int]:
+        table = self._con.sql("SELECT game_id::VARCHAR AS g, content_hash AS h FROM raw_records")
+        known: dict[int, int] = {}
+        for batch in table.to_arrow_reader(100_000):
+            ids, hashes = batch.column(0).to_pylist(), batch.column(1).to_pylist()
+            known.update(zip((int(g.replace("-", ""), 16) for g in ids), hashes, strict=True))
+        return known
+
+    def _run(self) -> None:
+        while True:
+            try:
+                task = self._queue.get(timeout=self.segment_seconds)
+            except queue.Empty:
+                with self._commit_lock:
+                    self._end_segment()  # quiet a while: let the rows thread delete it
+                continue
+            if task is _STOP:
+                return
+            with self._commit_lock:
+                self._call(task)
+
+    def _call(self, task: _Call) -> None:
+        if not task.future.set_running_or_notify_cancel():
+            return
+        con = self._con
+        try:
+            self.flush_rows(None)  # fn sees (and may rewrite) every stored game's rows
+            if not task.transaction:
+                result = task.fn(con)
+            else:
+                with transaction(con):
+                    result = task.fn(con)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
+            _rollback(con)
+            task.future.set_exception(exc)
+        else:
+            task.future.set_result(result)
 
     # -- rows thread ------------------------------------------------------------------------
 
     def _rows_run(self) -> None:
-        last = 0.0
         while True:
-            item = self._rows_queue.get()
-            batch, waiters, done, stop = [], [], [], False
             # A derived-rows commit costs ~2 ms a table whatever its row count: gather games
-            # for `rows_interval` after the last one rather than commit each raw group's few
-            # games again (with 8 single-record clients that was 2-3 ms of CPU a game; at
-            # 50 ms still ~0.7 ms; 1 s instead of 0.2 s took the server's CPU a game from
-            # 1,234 to 1,135 us, means of 6 alternating runs). No reader waits for it.
-            # A waiter (flush_rows: a reader, a job) or a full batch ends the wait at once.
-            deadline = last + self.rows_interval
-            while True:
+            # for `rows_interval` rather than commit each raw group's few games again (with 8
+            # single-record clients that was 2-3 ms of CPU a game; at 50 ms still ~0.7 ms;
+            # 1 s instead of 0.2 s took the server's CPU a game from 1,234 to 1,135 us, means
+            # of 6 alternating runs). No reader waits for it: a waiter (flush_rows: a reader,
+            # a job) or close wakes the thread at once. The leaders' puts wake nobody (a
+            # thread blocked on the queue was woken for every game, ~40 us of CPU each).
+            self._rows_wake.wait(self.rows_interval)
+            self._rows_wake.clear()
+            batch, waiters, done, stop = [], [], [], False
+            while not stop:
+                try:
+                    item = self._rows_queue.get_nowait()
+                except queue.Empty:
+                    break
                 if item is _STOP:
                     stop = True
                 elif isinstance(item, threading.Event):
@@ -428,31 +448,42 @@ class Store:
                     done.append(item.path)
                 else:
                     batch.append(item)
-                if stop or waiters or len(batch) >= self.commit_max:
-                    break
-                left = deadline - time.monotonic()
-                try:
-                    if left > 0:
-                        item = self._rows_queue.get(timeout=left)
-                    else:
-                        item = self._rows_queue.get_nowait()
-                except queue.Empty:
-                    break
             stored = True
-            if batch:
+            for start in range(0, len(batch), self.commit_max):
                 try:
-                    stored = self._write_rows(batch)
+                    chunk = batch[start : start + self.commit_max]
+                    self._fill_rows(chunk)
+                    stored = self._write_rows(chunk) and stored
                 except Exception as exc:  # keep serving; the journal keeps them for next open
                     log.error("journaled games not written to DuckDB: %s", exc)
                     stored = False
             if stored:
                 for path in done:  # each of its games is in DuckDB now
                     journal.remove(path)
-            last = time.monotonic()
             for event in waiters:
                 event.set()
             if stop:
                 return
+
+    def _fill_rows(self, batch: list[_Rows]) -> None:
+        """Rebuild the rows of verified games that came without them (gather.py) from their
+        raw records: judged again, in the judge processes, as a batch upload is. A game whose
+        verdict changed keeps no rows: `_write_rows` then quarantines it as 'internal'."""
+        missing = [item for item in batch if item.rows is None]
+        if not missing:
+            return
+        lines = [(i, codec.decode(item.raw[5], item.raw[4])) for i, item in enumerate(missing)]
+        times = [item.raw[6] for item in missing]
+        if self.rebuild is not None:
+            judged = self.rebuild(lines, times)
+        else:
+            judge = self._judge or _default_judge()
+            judged = [judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
+        for item, again in zip(missing, judged, strict=True):
+            if again.pending is None or again.pending.status != item.raw[2]:
+                log.error("game %s: judged again, its verdict changed; rows not built", item.gid)
+                continue
+            item.rows = again.pending.rows
 
     def _write_rows(self, batch: list[_Rows]) -> bool:
         """Commit the batch's raw records and derived rows; False if a raw record could not
@@ -549,10 +580,7 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:
     missing = con.execute(_MISSING_ROWS).fetchall()
     if not missing:
         return 0
-    if judge is None:
-        from .pipeline import Judge
-
-        judge = Judge()
+    judge = judge or _default_judge()
     games, moved = [], []
     for gid, status, codec_id, blob, received in missing:
         judged = judge.judge(0, codec.decode(codec_id, blob), received)
@@ -569,6 +597,12 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:
             con.execute("UPDATE raw_records SET status = ? WHERE game_id = ?", [status, gid])
     log.info("rebuilt the rows of %d stored games", len(missing))
     return len(missing)
+
+
+def _default_judge():
+    from .pipeline import Judge  # pipeline imports this module
+
+    return Judge()
 
 
 @contextlib.contextmanager

@@ -17,7 +17,7 @@ import orjson
 from werkzeug.wsgi import get_input_stream
 
 from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
-from .pipeline import MAX_RECORD, settle, utcnow
+from .pipeline import MAX_RECORD, TooLong, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
 
@@ -26,6 +26,9 @@ access_log = logging.getLogger("ingest.access")
 
 JSON, NDJSON = "application/json", "application/x-ndjson"
 ROUTE = "/v1/games"
+# Requests of this many records at most are judged with other requests' (gather.py); larger
+# ones have worker processes to themselves (workers.py).
+GATHERED = 2
 
 Answer = tuple[int, dict, dict]  # status, JSON payload, extra headers
 
@@ -44,13 +47,12 @@ def handle(state, client: str, mimetype: str, encoding: str, length: int | None,
                 "too many requests from this address; retry later",
                 {"Retry-After": retry_after(wait)},
             )
-        with state.store.arriving() as arrival:
-            return _upload(state, arrival, mimetype, encoding, length, stream)
+        return _upload(state, mimetype, encoding, length, stream)
     finally:  # beyond twice the batch limit, a client still sending sees the connection close
         drain(stream, 2 * state.config["BALANCE_MAX_BODY"] + 1024 * 1024)
 
 
-def _upload(state, arrival, kind, encoding, length, stream) -> Answer:
+def _upload(state, kind, encoding, length, stream) -> Answer:
     if kind not in (JSON, NDJSON):
         return error(415, f"send {JSON} (one record) or {NDJSON} (one record a line)")
     if encoding.lower() not in ("identity", ""):
@@ -81,10 +83,8 @@ def _upload(state, arrival, kind, encoding, length, stream) -> Answer:
         return _too_large(kind, limit)
     if not lines:
         return error(400, "the body holds no record")
-    judged = state.pool.judge_many(lines, received)
-    pending = [j.pending for j in judged if j.pending is not None]
     try:
-        outcomes = state.store.ingest(pending, timeout=state.commit_timeout, arrival=arrival)
+        judged, outcomes = _judge_and_store(state, lines, received)
     except FutureTimeout:
         return error(
             503,
@@ -99,6 +99,18 @@ def _upload(state, arrival, kind, encoding, length, stream) -> Answer:
         return error(400, "no record in the body is JSON", results=results)
     status = 422 if kind == JSON and results[0]["verdict"] == "rejected" else 200
     return status, {"results": results}, {}
+
+
+def _judge_and_store(state, lines: list, received) -> tuple[list, list[str]]:
+    if (
+        state.gather is not None
+        and len(lines) <= GATHERED
+        and not any(isinstance(text, TooLong) for _, text in lines)
+    ):
+        return state.gather.judge_and_store(lines, received)
+    judged = state.pool.judge_many(lines, received)
+    pending = [j.pending for j in judged if j.pending is not None]
+    return judged, state.store.ingest(pending, timeout=state.commit_timeout)
 
 
 def _too_large(kind: str, limit: int) -> Answer:

@@ -51,12 +51,39 @@ def _exit_with(parent: int) -> None:
     os._exit(0)
 
 
-def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
-    judged = [_worker_judge.judge(number, text, received) for number, text in lines]
+def _judge_chunk(
+    lines: list[tuple[int, bytes]], received: dt.datetime | list[dt.datetime]
+) -> list[Judged]:
+    """`received`: one time for every line, or a time per line (lines of several requests)."""
+    if not isinstance(received, list):
+        received = [received] * len(lines)
+    judged = [
+        _worker_judge.judge(number, text, at)
+        for (number, text), at in zip(lines, received, strict=True)
+    ]
     # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
     # game took a third of the server process's time (its GIL bounds batch uploads).
     share_block([j.pending for j in judged if j.pending is not None])
     return _Chunk(judged)
+
+
+def _judge_light(
+    lines: list[tuple[int, bytes]], received: list[dt.datetime]
+) -> list[tuple[dict, tuple | None, bool]]:
+    """Judged lines without a verified game's rows (the store rebuilds them in a batch, see
+    gather.py), as plain tuples: a few µs to unpickle, where Judged objects with their rows
+    took ~110 µs a game and a chunk's Arrow block ~750 µs to build for one game."""
+    out = []
+    for (number, text), at in zip(lines, received, strict=True):
+        judged = _worker_judge.judge(number, text, at, with_rows=False)
+        pending = judged.pending
+        fields_ = None if pending is None else tuple(map(pending.__getattribute__, _PENDING))
+        out.append((judged.result, fields_, judged.json_ok))
+    return out
+
+
+def unlight(light: list[tuple[dict, tuple | None, bool]]) -> list[Judged]:
+    return [Judged(res, None if p is None else Pending(*p), ok) for res, p, ok in light]
 
 
 _PENDING = tuple(f.name for f in fields(Pending))
@@ -113,21 +140,24 @@ class JudgePool:
             future.result()  # start them now, not on the first upload
         return pool
 
-    def judge_many(self, lines: list, received: dt.datetime) -> list[Judged]:
+    def judge_many(self, lines: list, received: dt.datetime | list[dt.datetime]) -> list[Judged]:
+        """Judged `lines` in order; `received`: one time for all, or one a line."""
         pool = self._pool
+        times = received if isinstance(received, list) else [received] * len(lines)
         if pool is None or len(lines) <= _LOCAL_MAX:
-            return [self.judge.judge(n, text, received) for n, text in lines]
+            return self._judge_here(lines, times)
         out: list[Judged | None] = [None] * len(lines)
         remote = [
             (i, n, text) for i, (n, text) in enumerate(lines) if not isinstance(text, TooLong)
         ]
         for i, (n, text) in enumerate(lines):
             if isinstance(text, TooLong):  # nothing to parse: judged here
-                out[i] = self.judge.judge(n, text, received)
+                out[i] = self.judge.judge(n, text, times[i])
         chunks = [remote[k : k + _CHUNK] for k in range(0, len(remote), _CHUNK)]
         try:
             futures = [
-                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], received) for c in chunks
+                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], [times[i] for i, _, _ in c])
+                for c in chunks
             ]
             for chunk, future in zip(chunks, futures, strict=True):
                 for (i, _, _), judged in zip(chunk, future.result(), strict=True):
@@ -135,8 +165,11 @@ class JudgePool:
         except BrokenProcessPool:
             log.error("a judge worker died; restarting the pool, judging this request here")
             self._restart(pool)
-            return [self.judge.judge(n, text, received) for n, text in lines]
+            return self._judge_here(lines, times)
         return out
+
+    def _judge_here(self, lines: list, times: list[dt.datetime]) -> list[Judged]:
+        return [self.judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
 
     def _restart(self, broken: ProcessPoolExecutor) -> None:
         with self._lock:

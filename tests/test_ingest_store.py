@@ -29,7 +29,7 @@ commits: list[int] = []
 
 
 def hold_writer(store) -> threading.Event:
-    """Keep the writer thread busy until the returned event is set."""
+    """Hold the commit lock (a call that waits) until the returned event is set."""
     gate, running = threading.Event(), threading.Event()
 
     def block(con):
@@ -43,7 +43,7 @@ def hold_writer(store) -> threading.Event:
 
 def wait_queued(store, n: int) -> None:
     for _ in range(2000):
-        if store._queue.qsize() >= n:
+        if len(store._writers) >= n:
             return
         threading.Event().wait(0.005)
     raise AssertionError("requests were not queued")

@@ -1,0 +1,209 @@
+"""Small uploads from concurrent requests, judged as one chunk and committed as one group.
+
+A single-record upload judged on its own request thread held the server's GIL ~300 µs
+(replay, rows, compression), and handing its commit to another thread and back cost wake-ups,
+~50 µs of CPU each on this VM. Here a request queues its lines and waits. One thread, the
+gatherer, takes everything queued, sends it to its judge process as one chunk (the rows come
+back as Arrow, as a batch's do), commits the chunk's games as one group and wakes each request
+once. While a chunk is judged and committed, the next requests queue, so under load chunks
+grow and every fixed cost is shared; one request alone is judged and committed at once.
+The next chunk goes out before the previous one is committed: judging overlaps the fdatasync.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import multiprocessing
+import os
+import threading
+from collections import deque
+from multiprocessing.connection import Connection
+
+from . import workers
+from .pipeline import Judge, Judged
+from .store import Store
+
+log = logging.getLogger("ingest.gather")
+
+_STOP = object()
+
+
+class _Request:
+    """One request's lines in the gatherer's queue; `wake` is released once it is answered."""
+
+    __slots__ = ("lines", "received", "wake", "judged", "outcomes", "error")
+
+    def __init__(self, lines: list[tuple[int, bytes]], received: dt.datetime):
+        self.lines = lines
+        self.received = received
+        self.wake = threading.Lock()
+        self.wake.acquire()
+        self.judged: list[Judged] = []
+        self.outcomes: list[str] = []
+        self.error: BaseException | None = None
+
+
+def _serve(conn: Connection, parent: int) -> None:
+    """The judge process: chunks of (lines, received) in, judged chunks out, until EOF."""
+    workers._init(parent)
+    while True:
+        try:
+            message = conn.recv()
+        except EOFError:
+            return
+        if message is None:
+            return
+        conn.send(workers._judge_light(*message))
+
+
+class Gatherer:
+    """Judges and stores small uploads (see the module docstring); `judge` is the fallback
+    when the judge process fails, and judges on this process's threads meanwhile."""
+
+    def __init__(self, store: Store, judge: Judge, commit_timeout: float = 60.0):
+        self.store = store
+        self.judge = judge
+        self.commit_timeout = commit_timeout
+        self._queue: deque[_Request] = deque()
+        self._gate = threading.Lock()  # guards _queue, _sleeping, _closed
+        self._doorbell = threading.Lock()  # released to wake the gatherer when it sleeps
+        self._doorbell.acquire()
+        self._sleeping = False
+        self._closed = False
+        self._ctx = multiprocessing.get_context("spawn")  # the server has threads: no fork
+        self._process, self._conn = self._start_judge()
+        self._thread = threading.Thread(target=self._run, name="store-gather", daemon=True)
+        self._thread.start()
+
+    def judge_and_store(
+        self, lines: list[tuple[int, bytes]], received: dt.datetime
+    ) -> tuple[list[Judged], list[str]]:
+        """Judged lines and the store's outcome for each well-formed one, after the commit.
+        Raises what Store.ingest raises (busy: TimeoutError; closed: RuntimeError)."""
+        request = _Request(lines, received)
+        with self._gate:
+            if self._closed:
+                raise RuntimeError("the server is shutting down")
+            self._queue.append(request)
+            if self._sleeping:
+                self._sleeping = False
+                self._doorbell.release()
+        request.wake.acquire()
+        if request.error is not None:
+            raise request.error
+        return request.judged, request.outcomes
+
+    def close(self) -> None:
+        with self._gate:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.append(_STOP)
+            if self._sleeping:
+                self._sleeping = False
+                self._doorbell.release()
+        self._thread.join()
+        self._stop_judge()
+
+    # -- the gatherer thread ----------------------------------------------------------------
+
+    def _take(self, wait: bool) -> list:
+        """Everything queued; when `wait`, sleep until something is."""
+        while True:
+            with self._gate:
+                if self._queue or not wait:
+                    taken = list(self._queue)
+                    self._queue.clear()
+                    return taken
+                self._sleeping = True
+            self._doorbell.acquire()
+
+    def _run(self) -> None:
+        in_flight: list[_Request] = []  # sent to the judge process, not answered yet
+        stopping = False
+        while True:
+            taken = self._take(wait=not in_flight and not stopping)
+            if _STOP in taken:
+                stopping = True
+                taken = [r for r in taken if r is not _STOP]
+            if taken and not self._send(taken):
+                self._judge_failed(in_flight + taken)
+                in_flight, taken = [], []
+            if in_flight:
+                judged = self._receive()
+                if judged is None:
+                    self._judge_failed(in_flight + taken)
+                    taken = []
+                else:
+                    self._store_and_answer(in_flight, judged)
+            in_flight = taken
+            if stopping and not in_flight:
+                return
+
+    def _send(self, requests: list[_Request]) -> bool:
+        lines = [line for r in requests for line in r.lines]
+        received = [r.received for r in requests for _ in r.lines]
+        try:
+            self._conn.send((lines, received))
+            return True
+        except (OSError, ValueError):
+            return False
+
+    def _receive(self) -> list[Judged] | None:
+        try:
+            return workers.unlight(self._conn.recv())
+        except (OSError, EOFError, ValueError):
+            return None
+
+    def _judge_failed(self, requests: list[_Request]) -> None:
+        """Judge the requests sent to a failed judge process here, and start a new one."""
+        log.error("the gatherer's judge process failed; judging here and restarting it")
+        for request in requests:
+            received = request.received
+            judged = [self.judge.judge(n, text, received, False) for n, text in request.lines]
+            self._store_and_answer([request], judged)
+        self._stop_judge()
+        try:
+            self._process, self._conn = self._start_judge()
+        except Exception as exc:  # the next chunk fails too, and is judged here
+            log.error("could not restart the judge process: %s", type(exc).__name__)
+
+    def _store_and_answer(self, requests: list[_Request], judged: list[Judged]) -> None:
+        try:
+            pending = [j.pending for j in judged if j.pending is not None]
+            outcomes = self.store.ingest(pending, timeout=self.commit_timeout)
+        except Exception as exc:  # busy, closed, a failed write: each request answers it
+            for request in requests:
+                request.error = exc
+                request.wake.release()
+            return
+        at, stored = 0, iter(outcomes)
+        for request in requests:
+            mine = judged[at : at + len(request.lines)]
+            at += len(request.lines)
+            request.judged = mine
+            request.outcomes = [next(stored) for j in mine if j.pending is not None]
+            request.wake.release()
+
+    # -- the judge process ------------------------------------------------------------------
+
+    def _start_judge(self):
+        mine, theirs = self._ctx.Pipe()
+        process = self._ctx.Process(
+            target=_serve, args=(theirs, os.getpid()), name="balance-judge", daemon=True
+        )
+        process.start()
+        theirs.close()
+        return process, mine
+
+    def _stop_judge(self) -> None:
+        try:
+            self._conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self._conn.close()
+        self._process.join(5)
+        if self._process.is_alive():
+            self._process.kill()
+            self._process.join()
