@@ -164,7 +164,7 @@ def run_phase(client: str, port: int, server: int, bodies: list[bytes], ctype: s
         stats = dict(
             seconds=secs, accepted=ok, **{f"p{p}": pct(lat, p / 100) for p in (50, 95, 99)}
         )
-    srv = server_cpu(server) - srv
+    srv = tuple(after - before for after, before in zip(server_cpu(server), srv, strict=True))
     stats["commits"] = commit_line(commits, commit_totals(port))
     used = resource.getrusage(
         resource.RUSAGE_SELF if client == "python" else resource.RUSAGE_CHILDREN
@@ -174,23 +174,24 @@ def run_phase(client: str, port: int, server: int, bodies: list[bytes], ctype: s
     return stats, cpu, srv
 
 
-def server_cpu(pid: int) -> float:
-    """CPU seconds of the server and every process under it (its worker, the judges), from
-    Linux /proc."""
+def server_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds of (the server's own processes: `balance serve` and the worker that runs
+    the app, their judge processes under them), from Linux /proc."""
     tick = os.sysconf("SC_CLK_TCK")
+    own = [0.0, 0.0]
 
-    def tree(p: int) -> float:
+    def tree(p: int, depth: int) -> None:
         fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        total = (int(fields[11]) + int(fields[12])) / tick
+        own[depth >= 2] += (int(fields[11]) + int(fields[12])) / tick
         for task in os.listdir(f"/proc/{p}/task"):
             for child in Path(f"/proc/{p}/task/{task}/children").read_text().split():
-                total += tree(int(child))
-        return total
+                tree(int(child), depth + 1)
 
     try:
-        return tree(pid)
+        tree(pid, 0)
     except OSError:
-        return float("nan")
+        return float("nan"), float("nan")
+    return own[0], own[1]
 
 
 def pct(sorted_values: list[float], p: float) -> float:
@@ -202,7 +203,7 @@ def main() -> int:
     ap.add_argument("--batch-games", type=int, default=20_000)
     ap.add_argument("--single-games", type=int, default=8_000)
     ap.add_argument("--pool", type=int, default=1000)
-    ap.add_argument("--threads", type=int, default=3, help="balance serve --threads")
+    ap.add_argument("--threads", type=int, default=8, help="balance serve --threads")
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = ap.parse_args()
     client = args.client
@@ -270,10 +271,12 @@ def wait_for_rows(port: int) -> float:
     return time.perf_counter() - started
 
 
-def _cpu_line(client: str, cpu: float, srv: float, games: int, secs: float) -> str:
+def _cpu_line(client: str, cpu: float, srv: tuple[float, float], games: int, secs: float) -> str:
+    app, judges = srv
     return (
         f"client {client}: {cpu / secs * 100:.0f}% of a core ({cpu / games * 1e6:.0f} us/game); "
-        f"server + judges: {srv / secs * 100:.0f}% ({srv / games * 1e6:.0f} us/game)"
+        f"server: {app / secs * 100:.0f}% ({app / games * 1e6:.0f} us/game), judge processes: "
+        f"{judges / secs * 100:.0f}% ({judges / games * 1e6:.0f} us/game)"
     )
 
 

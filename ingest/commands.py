@@ -19,7 +19,7 @@ def register(sub) -> None:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument(
-        "--threads", type=int, default=3, help="Python threads answering requests (default 3)"
+        "--threads", type=int, default=8, help="Python threads answering requests (default 8)"
     )
     p.add_argument(
         "--demo",

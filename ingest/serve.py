@@ -26,10 +26,13 @@ def configure_logging(access_log: bool = True) -> None:
     logging.getLogger("ingest.access").setLevel(logging.INFO if access_log else logging.WARNING)
 
 
-def run(settings: dict[str, str], host: str, port: int, threads: int = 3) -> int:
+def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int:
     """Serve until SIGTERM or SIGINT; `settings` (BALANCE_* values) reach the worker through
-    its environment. `threads`: Python threads calling the app (a request waiting on a commit
-    holds one; many more only add GIL contention: 8 and 16 lost to 2-4 with 8 clients)."""
+    its environment. `threads`: Python threads calling the app. A small upload waiting for its
+    chunk to be judged and committed (gather.py) holds one and little GIL: with 8 clients, 3
+    threads gave 1,412 and 1,449 games/s, 5 gave 1,616 and 1,730, 8 gave 1,592 and 1,784
+    (benchmarks/ingest_http.py, alternating). (When requests judged on their own thread, 8
+    and 16 lost to 2-4.)"""
     from granian import Granian
     from granian.constants import Interfaces
     from granian.log import LogLevels
