@@ -340,3 +340,53 @@ def test_an_acknowledged_game_is_in_the_journal_until_duckdb_has_it(tmp_path):
     assert journal.segments(path) == []
     with Store(path) as s:
         assert count(s, "SELECT count(*) FROM games") == 2
+
+
+def test_an_upload_that_waits_out_its_timeout_stores_nothing_and_the_next_one_leads(store):
+    gate = hold_writer(store)  # a long call (reverify, jobs) holds the commit lock
+    early, late = pending([fresh(SLOW6[7])]), pending([fresh(SLOW6[8])])
+    out = {}
+
+    def send(name, items, timeout):
+        try:
+            out[name] = store.ingest(items, timeout=timeout)
+        except TimeoutError as exc:
+            out[name] = exc
+
+    first = threading.Thread(target=send, args=("early", early, 0.3))
+    first.start()
+    wait_queued(store, 1)
+    second = threading.Thread(target=send, args=("late", late, 60))
+    second.start()
+    first.join(10)
+    assert isinstance(out["early"], TimeoutError)  # answered 503: retry
+    assert "late" not in out  # it took the head and waits for the lock
+    gate.set()
+    second.join(10)
+    assert out["late"] == ["accepted"]
+    assert count(store, "SELECT count(*) FROM raw_records") == 1
+    assert store.ingest(early) == ["accepted"]  # the retry: nothing was stored the first time
+
+
+def test_close_commits_the_uploads_queued_before_it(tmp_path):
+    store = Store(tmp_path / "c.duckdb")
+    gate = hold_writer(store)
+    items = [pending([fresh(SLOW6[i])]) for i in range(4)]
+    answers = []
+    threads = [threading.Thread(target=lambda i=i: answers.append(store.ingest(i))) for i in items]
+    for t in threads:
+        t.start()
+    wait_queued(store, 4)
+    closing = threading.Thread(target=store.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive() and answers == []
+    gate.set()
+    closing.join(30)
+    for t in threads:
+        t.join()
+    assert answers == [["accepted"]] * 4
+    with pytest.raises(RuntimeError):
+        store.ingest(pending([fresh(SLOW6[5])]))
+    with Store(tmp_path / "c.duckdb") as again:
+        assert count(again, "SELECT count(*) FROM games") == 4

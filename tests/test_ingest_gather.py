@@ -1,0 +1,209 @@
+"""Small uploads through the gatherer (ingest/gather.py): judged in a judge process with other
+requests', committed as one group; their verified games' rows rebuilt by the store. In-process,
+with a real judge process and a real DuckDB file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+
+import pytest
+from conftest import SLIDE, SLOW6, dumps, example_records, fresh
+
+from ingest import rows
+from ingest.gather import Gatherer
+from ingest.pipeline import Judge, settle
+from ingest.store import QUARANTINED, Store
+from ingest.workers import JudgePool
+
+T0 = dt.datetime(2026, 11, 30, 12, 0, 0)
+TABLES = ("raw_records", *rows.ALL_GAME_TABLES)
+INVALID = example_records("slow6-invalid") + example_records("slide-invalid")
+
+
+def mixed_records() -> list[dict]:
+    """Verified Slow6 and Slide games, and games that break a rule (quarantined)."""
+    return [fresh(r) for r in SLOW6[:12] + SLIDE[:6] + INVALID[:8]]
+
+
+def dump(store: Store) -> dict[str, list[tuple]]:
+    cur = store.reader()
+    try:
+        return {t: cur.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in TABLES}
+    finally:
+        cur.close()
+
+
+@pytest.fixture
+def gathered(tmp_path):
+    """A store, its judge pool rebuilding rows, and a gatherer: as create_app wires them."""
+    judge = Judge()
+    store = Store(tmp_path / "g.duckdb", judge=judge)
+    pool = JudgePool(1, judge)
+    store.rebuild = pool.judge_many
+    gather = Gatherer(store, judge)
+    yield store, gather
+    gather.close()
+    pool.close()
+    store.close()
+
+
+def upload(gather: Gatherer, record: dict, received: dt.datetime = T0) -> dict:
+    judged, outcomes = gather.judge_and_store([(0, dumps(record))], received)
+    (answer,) = settle(judged, outcomes)
+    return answer
+
+
+def test_gathered_games_store_the_same_rows_as_games_judged_on_their_own(gathered, tmp_path):
+    store, gather = gathered
+    records = mixed_records()
+    for record in records:
+        upload(gather, record)
+    judge = Judge()
+    with Store(tmp_path / "alone.duckdb") as alone:  # each judged here, with its rows
+        for record in records:
+            alone.ingest([judge.judge(0, dumps(record), T0).pending])
+        want = dump(alone)
+    got = dump(store)
+    assert len(got["games"]) == 12 and len(got["slide_games"]) == 6
+    assert len(got["quarantine"]) == 8
+    assert got == want  # every table, every column: the rebuilt rows are the same rows
+
+
+def test_concurrent_uploads_each_get_the_answer_for_their_own_record(gathered):
+    store, gather = gathered
+    records = mixed_records() * 2  # each record twice: one accepted, one duplicate
+    twin = fresh(SLOW6[20], game_id=records[0]["game_id"])  # same id, other content
+    bad = b'{"game": "slow6", "game_id": 7}'
+    answers: dict[int, list] = {}
+    expected = {}
+    for i, record in enumerate(records):
+        verdict = Judge().judge(0, dumps(record), T0).result
+        expected[i] = (record["game_id"], verdict["verdict"], verdict["rule"], verdict["turn"])
+
+    def client(k: int) -> None:
+        for i in range(k, len(records), 8):
+            judged, outcomes = gather.judge_and_store([(0, dumps(records[i]))], T0)
+            answers[i] = settle(judged, outcomes)
+        if k == 0:
+            answers["twin"] = settle(*gather.judge_and_store([(0, dumps(twin))], T0))
+            answers["bad"] = settle(*gather.judge_and_store([(0, bad), (1, bad)], T0))
+
+    threads = [threading.Thread(target=client, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    half = len(records) // 2
+    for i in range(len(records)):
+        (answer,) = answers[i]
+        got = (answer["game_id"], answer["verdict"], answer["rule"], answer["turn"])
+        if answer["verdict"] == "duplicate":
+            assert answer["game_id"] == expected[i][0]
+        else:
+            assert got == expected[i]
+    for i in range(half):  # the two uploads of a record: exactly one is stored
+        pair = [answers[i][0]["verdict"], answers[i + half][0]["verdict"]]
+        assert pair.count("duplicate") == 1, pair
+    assert answers["twin"][0]["verdict"] == "conflict"
+    assert [a["verdict"] for a in answers["bad"]] == ["rejected", "rejected"]
+    assert [a["line"] for a in answers["bad"]] == [0, 1]
+    tables = dump(store)
+    assert len(tables["raw_records"]) == half
+    assert len(tables["games"]) + len(tables["slide_games"]) + len(tables["quarantine"]) == half
+
+
+def test_requests_judged_in_one_chunk_keep_their_own_receive_times(gathered, tmp_path):
+    store, gather = gathered
+    gate, running = threading.Event(), threading.Event()
+    store.submit(lambda con: running.set() or gate.wait(10))  # holds the commit lock
+    assert running.wait(10)
+    records = [fresh(SLOW6[i]) for i in range(4)]
+    times = [T0 + dt.timedelta(seconds=i) for i in range(4)]
+    threads = [
+        threading.Thread(target=upload, args=(gather, r, at))
+        for r, at in zip(records, times, strict=True)
+    ]
+    for t in threads:  # the first waits for the lock; the others queue behind it as one chunk
+        t.start()
+    for _ in range(500):
+        if len(gather._queue) == 3:
+            break
+        threading.Event().wait(0.01)
+    assert len(gather._queue) == 3
+    gate.set()
+    for t in threads:
+        t.join()
+    cur = store.reader()
+    got = dict(cur.execute("SELECT game_id::VARCHAR, received_at FROM games").fetchall())
+    raw = dict(cur.execute("SELECT game_id::VARCHAR, received_at FROM raw_records").fetchall())
+    cur.close()
+    want = {r["game_id"]: at for r, at in zip(records, times, strict=True)}
+    assert got == want and raw == want
+
+
+def test_a_killed_judge_process_is_replaced_and_no_upload_is_lost(gathered):
+    store, gather = gathered
+    first = gather._process.pid
+    assert upload(gather, fresh(SLOW6[0]))["verdict"] == "accepted"
+    os.kill(first, signal.SIGKILL)
+    gather._process.join(10)
+    records = [fresh(SLOW6[i]) for i in range(1, 6)]
+    assert [upload(gather, r)["verdict"] for r in records] == ["accepted"] * 5
+    assert gather._process.pid != first and gather._process.is_alive()
+    assert len(dump(store)["games"]) == 6
+
+
+def test_a_game_whose_verdict_changes_when_its_rows_are_rebuilt_is_quarantined(tmp_path):
+    store = Store(tmp_path / "v.duckdb")
+    judge = Judge()
+
+    def changed(lines, times):  # an engine that no longer verifies these games
+        out = [judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
+        for j in out:
+            j.pending.status = QUARANTINED
+        return out
+
+    store.rebuild = changed
+    record = fresh(SLOW6[0])
+    light = judge.judge(0, dumps(record), T0, with_rows=False)
+    assert light.pending.rows is None
+    assert store.ingest([light.pending]) == ["accepted"]
+    cur = store.reader()
+    assert cur.execute("SELECT count(*) FROM games").fetchone() == (0,)
+    assert cur.execute("SELECT rule FROM quarantine").fetchall() == [("internal",)]
+    assert cur.execute("SELECT status FROM raw_records").fetchall() == [("quarantined",)]
+    cur.close()
+    store.close()
+
+
+def test_close_answers_what_was_queued_then_refuses(gathered):
+    store, gather = gathered
+    gate, running = threading.Event(), threading.Event()
+    store.submit(lambda con: running.set() or gate.wait(10))  # holds the commit lock
+    assert running.wait(10)
+    records = [fresh(SLOW6[i]) for i in range(6)]
+    answers: list[dict] = []
+    threads = [
+        threading.Thread(target=lambda r=r: answers.append(upload(gather, r))) for r in records
+    ]
+    for t in threads:
+        t.start()
+    for _ in range(500):
+        if len(gather._queue) == 5:  # one chunk waits for the lock, the rest queue
+            break
+        threading.Event().wait(0.01)
+    closing = threading.Thread(target=gather.close)
+    closing.start()
+    closing.join(0.2)
+    assert closing.is_alive() and answers == []  # close waits for them
+    gate.set()
+    closing.join(30)
+    for t in threads:
+        t.join()
+    assert sorted(a["verdict"] for a in answers) == ["accepted"] * 6
+    with pytest.raises(RuntimeError):
+        upload(gather, fresh(SLOW6[7]))
+    assert len(dump(store)["games"]) == 6
