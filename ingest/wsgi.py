@@ -35,9 +35,9 @@ def create() -> Flask:
     # The worker leaves through multiprocessing, which joins its child processes (the judge
     # pool's) before atexit hooks run: close (and stop the pool) in its exit finalizers.
     Finalize(None, _close, args=(app,), exitpriority=10)
-    # The writer thread gives up the GIL inside every write and fdatasync; with request
-    # threads busy judging, the default 5 ms switch interval would make it wait that long to
-    # get it back each time.
+    # The gatherer and the commit's leader give up the GIL inside every pipe send, receive,
+    # write and fdatasync; with request threads busy, the default 5 ms switch interval would
+    # make them wait that long to get it back each time.
     sys.setswitchinterval(0.0005)
     # Everything imported and built so far lives as long as the server: keep it out of the
     # cyclic collector, whose full passes over the dashboard's imports (~200,000 objects) took
