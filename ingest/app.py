@@ -70,7 +70,7 @@ def create_app(config: dict | None = None) -> Flask:
     )
     if workers > 0:
         state.gather = Gatherer(store, judge, state.commit_timeout)
-        store.rebuild = state.pool.judge_many
+        store.rebuild = state.pool.rows_many
     app.extensions["store"] = store
     app.extensions["ingest"] = state
     for bp in (api.bp, ops.bp, admin.bp):

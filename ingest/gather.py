@@ -16,6 +16,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import os
+import queue
 import threading
 from collections import deque
 from multiprocessing.connection import Connection
@@ -45,15 +46,26 @@ class _Request:
 
 
 def _serve(conn: Connection, parent: int) -> None:
-    """The judge process: chunks of (lines, received) in, judged chunks out, until EOF."""
+    """The judge process: chunks of (lines, received) in, judged chunks out, until EOF.
+
+    A thread of its own reads the chunks, so that the gatherer's send of the next chunk never
+    waits on this process: with both sides sending more than a socket buffer holds (large
+    records), each would wait for the other to read."""
     workers._init(parent)
-    while True:
-        try:
-            message = conn.recv()
-        except EOFError:
-            return
-        if message is None:
-            return
+    inbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def read() -> None:
+        while True:
+            try:
+                message = conn.recv()
+            except (EOFError, OSError):
+                message = None
+            inbox.put(message)
+            if message is None:
+                return
+
+    threading.Thread(target=read, name="judge-inbox", daemon=True).start()
+    while (message := inbox.get()) is not None:
         conn.send(workers._judge_light(*message))
 
 

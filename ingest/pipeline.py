@@ -100,6 +100,24 @@ class Judge:
             return Judged(rej, None, True)
         return Judged(*self._pending(line, gid, record, verdict, facts, received, with_rows), True)
 
+    def rows_of(self, text: bytes, received: dt.datetime) -> tuple[str | None, object]:
+        """(status, rows) of a stored record judged again, for rows it was stored without
+        (gather.py): a verified game's rows; a game that no longer verifies gives its status
+        and no rows. Only what the rows need: no canonical form, hash or compression."""
+        try:
+            record = self.wellformed.load(text)
+        except self.wellformed.Malformed:
+            return None, None
+        verdict, facts = self._replay(record)
+        if verdict.verdict != V.VALID or facts is None:
+            return QUARANTINED, None
+        gid = uuid.UUID(record["game_id"])
+        try:
+            return VERIFIED, rows.game_rows(gid.bytes, record, facts, received)
+        except Exception as exc:
+            log.error("rows for a verified %s game failed: %r", record["game"], exc)
+            return VERIFIED, None
+
     def _replay(self, record: dict):
         try:
             return self.verifier.replay_record(record)

@@ -169,8 +169,9 @@ class Store:
         # duplicate / conflict from this without a query (a lookup by id in DuckDB is a scan).
         self._known: dict[int, int] = self._load_known()
         self._judge = judge
-        # judges (lines, receive times) -> Judged, to rebuild the rows of verified games that
-        # came without them; the app sets its judge processes' (None: judged on this thread)
+        # (lines, receive times) -> (status, rows) a line (Judge.rows_of), to build the rows of
+        # verified games that came without them; the app sets its judge processes' (None:
+        # built on the rows thread)
         self.rebuild: Callable[[list, list], list] | None = None
         self.journaled = load_journal(self._con, self.path, self._known)
         self.recovered = recover(self._con, judge)
@@ -466,24 +467,28 @@ class Store:
                 return
 
     def _fill_rows(self, batch: list[_Rows]) -> None:
-        """Rebuild the rows of verified games that came without them (gather.py) from their
-        raw records: judged again, in the judge processes, as a batch upload is. A game whose
-        verdict changed keeps no rows: `_write_rows` then quarantines it as 'internal'."""
+        """Build the rows of verified games that came without them (gather.py) from their raw
+        records, replayed again in the judge processes, 50 to a chunk. A game whose verdict
+        changed gets no rows: `_write_rows` then quarantines it as 'internal'."""
         missing = [item for item in batch if item.rows is None]
         if not missing:
             return
         lines = [(i, codec.decode(item.raw[5], item.raw[4])) for i, item in enumerate(missing)]
         times = [item.raw[6] for item in missing]
+        built = None
         if self.rebuild is not None:
-            judged = self.rebuild(lines, times)
-        else:
+            try:
+                built = self.rebuild(lines, times)
+            except Exception as exc:  # the judge processes stopping (close): built here
+                log.warning("rows built here: the judge processes failed (%s)", exc)
+        if built is None:
             judge = self._judge or _default_judge()
-            judged = [judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
-        for item, again in zip(missing, judged, strict=True):
-            if again.pending is None or again.pending.status != item.raw[2]:
+            built = [judge.rows_of(text, at) for (_, text), at in zip(lines, times, strict=True)]
+        for item, (status, game_rows) in zip(missing, built, strict=True):
+            if status != item.raw[2] or game_rows is None:
                 log.error("game %s: judged again, its verdict changed; rows not built", item.gid)
                 continue
-            item.rows = again.pending.rows
+            item.rows = game_rows
 
     def _write_rows(self, batch: list[_Rows]) -> bool:
         """Commit the batch's raw records and derived rows; False if a raw record could not

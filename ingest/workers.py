@@ -82,6 +82,22 @@ def _judge_light(
     return out
 
 
+def _rows_chunk(lines: list[tuple[int, bytes]], received: list[dt.datetime]) -> list[tuple]:
+    """(status, rows) a line (Judge.rows_of), the rows as Parts of one Block."""
+    out = [_worker_judge.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
+    games = [_Rowed(rows) for _, rows in out if rows is not None]
+    share_block(games)
+    parts = iter(games)
+    return [(status, None if rows is None else next(parts).rows) for status, rows in out]
+
+
+class _Rowed:
+    __slots__ = ("rows",)
+
+    def __init__(self, rows):
+        self.rows = rows
+
+
 def unlight(light: list[tuple[dict, tuple | None, bool]]) -> list[Judged]:
     return [Judged(res, None if p is None else Pending(*p), ok) for res, p, ok in light]
 
@@ -167,6 +183,23 @@ class JudgePool:
             self._restart(pool)
             return self._judge_here(lines, times)
         return out
+
+    def rows_many(self, lines: list, received: list[dt.datetime]) -> list[tuple]:
+        """(status, rows) for each line (Judge.rows_of), in chunks on the judge processes."""
+        pool = self._pool
+        if pool is not None and len(lines) > _LOCAL_MAX:
+            chunks = [
+                (lines[k : k + _CHUNK], received[k : k + _CHUNK])
+                for k in range(0, len(lines), _CHUNK)
+            ]
+            try:
+                futures = [pool.submit(_rows_chunk, *chunk) for chunk in chunks]
+                return [got for future in futures for got in future.result()]
+            except BrokenProcessPool:
+                log.error("a judge worker died; restarting the pool, building rows here")
+                self._restart(pool)
+        judge = self.judge
+        return [judge.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
 
     def _judge_here(self, lines: list, times: list[dt.datetime]) -> list[Judged]:
         return [self.judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]

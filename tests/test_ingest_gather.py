@@ -42,7 +42,7 @@ def gathered(tmp_path):
     judge = Judge()
     store = Store(tmp_path / "g.duckdb", judge=judge)
     pool = JudgePool(1, judge)
-    store.rebuild = pool.judge_many
+    store.rebuild = pool.rows_many
     gather = Gatherer(store, judge)
     yield store, gather
     gather.close()
@@ -161,10 +161,7 @@ def test_a_game_whose_verdict_changes_when_its_rows_are_rebuilt_is_quarantined(t
     judge = Judge()
 
     def changed(lines, times):  # an engine that no longer verifies these games
-        out = [judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
-        for j in out:
-            j.pending.status = QUARANTINED
-        return out
+        return [(QUARANTINED, None) for _ in lines]
 
     store.rebuild = changed
     record = fresh(SLOW6[0])
@@ -207,3 +204,15 @@ def test_close_answers_what_was_queued_then_refuses(gathered):
     with pytest.raises(RuntimeError):
         upload(gather, fresh(SLOW6[7]))
     assert len(dump(store)["games"]) == 6
+
+
+def test_rows_of_gives_a_verified_games_rows_and_nothing_for_one_that_breaks_a_rule():
+    judge = Judge()
+    for record in (fresh(SLOW6[3]), fresh(SLIDE[2])):
+        status, built = judge.rows_of(dumps(record), T0)
+        full = judge.judge(0, dumps(record), T0).pending
+        assert status == full.status == "verified"
+        want, got = rows.tables_of([full.rows]), rows.tables_of([built])
+        assert want.keys() == got.keys() and all(got[t].equals(want[t]) for t in want)
+    assert judge.rows_of(dumps(fresh(INVALID[0])), T0) == (QUARANTINED, None)
+    assert judge.rows_of(b'{"game": "slow6"}', T0) == (None, None)
