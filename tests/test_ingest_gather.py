@@ -126,13 +126,15 @@ def test_requests_judged_in_one_chunk_keep_their_own_receive_times(gathered, tmp
         threading.Thread(target=upload, args=(gather, r, at))
         for r, at in zip(records, times, strict=True)
     ]
-    for t in threads:  # the first waits for the lock; the others queue behind it as one chunk
+    # The first waits for the lock; the next may go to the judge process behind it (the
+    # gatherer sends a chunk before it commits the one before); the rest queue as one chunk.
+    for t in threads:
         t.start()
     for _ in range(500):
-        if len(gather._queue) == 3:
+        if len(gather._queue) >= 2:
             break
         threading.Event().wait(0.01)
-    assert len(gather._queue) == 3
+    assert len(gather._queue) >= 2
     gate.set()
     for t in threads:
         t.join()
