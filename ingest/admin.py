@@ -28,6 +28,6 @@ def admin_reverify():
             401, "send Authorization: Bearer <BALANCE_TOKEN>", {"WWW-Authenticate": "Bearer"}
         )
     rebuild = request.args.get("rebuild", "").lower() in ("1", "true", "yes")
-    # runs on the writer thread in one transaction: uploads wait meanwhile
+    # runs on the store's calls thread in one transaction: uploads wait meanwhile
     summary = state.store.submit(lambda con: reverify(con, state.judge, rebuild=rebuild)).result()
     return json_response(summary)

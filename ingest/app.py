@@ -68,7 +68,9 @@ def create_app(config: dict | None = None) -> Flask:
         limiter=RateLimiter(conf["BALANCE_RATE_LIMIT"], conf["BALANCE_RATE_BURST"] or None),
         metrics=metrics,
     )
-    if workers > 0:
+    if workers > 0 and store.defer_rows:
+        # The gatherer's games come without rows (the rows thread builds them): it needs the
+        # journal, which BALANCE_DEFER_ROWS=0 turns off.
         state.gather = Gatherer(store, judge, state.commit_timeout)
         store.rebuild = state.pool.rows_many
     app.extensions["store"] = store

@@ -28,12 +28,16 @@ from .store import Store
 log = logging.getLogger("ingest.gather")
 
 _STOP = object()
+_READY = "ready"
+# Starting a judge process (spawn, imports) takes ~0.3 s here; one that is not up in this long
+# is not coming.
+_START_TIMEOUT = 60.0
 
 
 class _Request:
     """One request's lines in the gatherer's queue; `wake` is released once it is answered."""
 
-    __slots__ = ("lines", "received", "wake", "judged", "outcomes", "error")
+    __slots__ = ("lines", "received", "wake", "judged", "outcomes", "error", "answered")
 
     def __init__(self, lines: list[tuple[int, bytes]], received: dt.datetime):
         self.lines = lines
@@ -43,6 +47,16 @@ class _Request:
         self.judged: list[Judged] = []
         self.outcomes: list[str] = []
         self.error: BaseException | None = None
+        self.answered = False
+
+    def answer(self, error: BaseException | None = None) -> None:
+        """Wake the requester, once (a second answer, after a failure, is dropped)."""
+        if self.answered:
+            return
+        self.answered = True
+        if error is not None:
+            self.error = error
+        self.wake.release()
 
 
 def _serve(conn: Connection, parent: int) -> None:
@@ -52,6 +66,7 @@ def _serve(conn: Connection, parent: int) -> None:
     waits on this process: with both sides sending more than a socket buffer holds (large
     records), each would wait for the other to read."""
     workers._init(parent)
+    conn.send(_READY)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
 
     def read() -> None:
@@ -73,10 +88,19 @@ class Gatherer:
     """Judges and stores small uploads (see the module docstring); `judge` is the fallback
     when the judge process fails, and judges on this process's threads meanwhile."""
 
-    def __init__(self, store: Store, judge: Judge, commit_timeout: float = 60.0):
+    def __init__(
+        self,
+        store: Store,
+        judge: Judge,
+        commit_timeout: float = 60.0,
+        judge_timeout: float = 10.0,
+    ):
         self.store = store
         self.judge = judge
         self.commit_timeout = commit_timeout
+        # A chunk is a few records, judged in milliseconds: a judge process silent this long
+        # is stuck (stopped, swapping) and is replaced, its chunk judged here.
+        self.judge_timeout = judge_timeout
         self._queue: deque[_Request] = deque()
         self._gate = threading.Lock()  # guards _queue, _sleeping, _closed
         self._doorbell = threading.Lock()  # released to wake the gatherer when it sleeps
@@ -135,20 +159,30 @@ class Gatherer:
         in_flight: list[_Request] = []  # sent to the judge process, not answered yet
         stopping = False
         while True:
-            taken = self._take(wait=not in_flight and not stopping)
-            if _STOP in taken:
-                stopping = True
-                taken = [r for r in taken if r is not _STOP]
-            if taken and not self._send(taken):
-                self._judge_failed(in_flight + taken)
-                in_flight, taken = [], []
-            if in_flight:
-                judged = self._receive()
-                if judged is None:
+            taken = []
+            try:
+                taken = self._take(wait=not in_flight and not stopping)
+                if _STOP in taken:
+                    stopping = True
+                    taken = [r for r in taken if r is not _STOP]
+                if taken and not self._send(taken):
                     self._judge_failed(in_flight + taken)
-                    taken = []
-                else:
-                    self._store_and_answer(in_flight, judged)
+                    in_flight, taken = [], []
+                if in_flight:
+                    judged = self._receive()
+                    if judged is None:
+                        self._judge_failed(in_flight + taken)
+                        taken = []
+                    else:
+                        self._store_and_answer(in_flight, judged)
+            except BaseException as exc:  # noqa: BLE001 - answered; the thread must go on
+                # A bug here must cost its requests a 500, not leave every later upload
+                # waiting on a dead thread. The judge process may be mid-chunk: a new one.
+                log.error("the gatherer failed: %s", type(exc).__name__)
+                for request in in_flight + taken:
+                    request.answer(exc)
+                taken = []
+                self._restart_judge()
             in_flight = taken
             if stopping and not in_flight:
                 return
@@ -164,6 +198,10 @@ class Gatherer:
 
     def _receive(self) -> list[Judged] | None:
         try:
+            if not self._conn.poll(self.judge_timeout):
+                log.error("the gatherer's judge process is silent; replacing it")
+                self._process.kill()
+                return None
             return workers.unlight(self._conn.recv())
         except (OSError, EOFError, ValueError):
             return None
@@ -172,9 +210,17 @@ class Gatherer:
         """Judge the requests sent to a failed judge process here, and start a new one."""
         log.error("the gatherer's judge process failed; judging here and restarting it")
         for request in requests:
-            received = request.received
-            judged = [self.judge.judge(n, text, received, False) for n, text in request.lines]
+            try:
+                received = request.received
+                judged = [self.judge.judge(n, text, received, False) for n, text in request.lines]
+            except Exception as exc:  # the record that broke the judge process, likely
+                log.error("a gathered upload could not be judged: %s", type(exc).__name__)
+                request.answer(exc)
+                continue
             self._store_and_answer([request], judged)
+        self._restart_judge()
+
+    def _restart_judge(self) -> None:
         self._stop_judge()
         try:
             self._process, self._conn = self._start_judge()
@@ -187,8 +233,7 @@ class Gatherer:
             outcomes = self.store.ingest(pending, timeout=self.commit_timeout)
         except Exception as exc:  # busy, closed, a failed write: each request answers it
             for request in requests:
-                request.error = exc
-                request.wake.release()
+                request.answer(exc)
             return
         at, stored = 0, iter(outcomes)
         for request in requests:
@@ -196,7 +241,7 @@ class Gatherer:
             at += len(request.lines)
             request.judged = mine
             request.outcomes = [next(stored) for j in mine if j.pending is not None]
-            request.wake.release()
+            request.answer()
 
     # -- the judge process ------------------------------------------------------------------
 
@@ -207,6 +252,13 @@ class Gatherer:
         )
         process.start()
         theirs.close()
+        # Wait until it is up, ignoring Ctrl-C: a terminal's Ctrl-C reaches the whole process
+        # group, and one in the middle of its imports would end it with a traceback.
+        if not mine.poll(_START_TIMEOUT) or mine.recv() != _READY:
+            process.kill()
+            process.join()
+            mine.close()
+            raise RuntimeError("the gatherer's judge process did not start")
         return process, mine
 
     def _stop_judge(self) -> None:

@@ -24,7 +24,7 @@ def analysis_run():
 
 
 def run_once(store) -> dict | None:
-    """One analysis run through the store: reads on a cursor, writes on the writer thread."""
+    """One analysis run through the store: reads on a cursor, writes on the store's calls thread."""
     run = analysis_run()
     if run is None:
         return None

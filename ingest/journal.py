@@ -2,12 +2,12 @@
 
 A DuckDB commit costs 2-3 ms of CPU however few rows it holds (and more next to busy request
 threads), so committing each group of single-record uploads to DuckDB made the commit the
-bottleneck of the server. Instead the writer appends a group's raw records to the journal
+bottleneck of the server. Instead the commit's leader appends a group's raw records to the journal
 and `fdatasync`s it: that is the commit a 2xx waits for (~0.3 ms, without the GIL). The rows
 thread then moves journaled games into DuckDB in batches (raw record and derived rows in one
 transaction) and deletes a segment once every game in it is committed there.
 
-Files: `<db>.journal.<seq>`, segments written one after the other by the writer thread only.
+Files: `<db>.journal.<seq>`, segments written one after the other, under the store's commit lock.
 A segment is a magic line, then entries `<length u32><crc32 u32><payload>`, payload
 `<game_id 16 bytes><game u8><status u8><content_hash u64><codec u8><received µs i64><record>`.
 On open the store loads every segment left behind (a crash, a kill) before serving: entries
@@ -84,7 +84,7 @@ def segments(db_path: str | Path) -> list[Path]:
 
 
 class Journal:
-    """The writer thread's open segment. Not thread-safe: the writer alone appends."""
+    """The open segment. Not thread-safe: only the holder of the store's commit lock appends."""
 
     def __init__(self, db_path: str | Path):
         self.db_path = Path(db_path)
@@ -97,7 +97,9 @@ class Journal:
         """Write rows and make them durable (returns after fdatasync)."""
         if self._fd is None:
             self._open()
-        os.write(self._fd, b"".join(encode(row) for row in rows))
+        data = memoryview(b"".join(encode(row) for row in rows))
+        while data:  # a write may be short (a signal, a full disk): the rest follows it
+            data = data[os.write(self._fd, data) :]
         os.fdatasync(self._fd)
 
     def _open(self) -> None:

@@ -2,7 +2,7 @@
 
 granian does the HTTP I/O in Rust threads and calls the WSGI app on a few Python threads of
 one worker process (see wsgi.py). On waitress, whose I/O loop is Python, reading requests and
-writing answers took the GIL that judging and the store's writer need: 8 single-record
+writing answers took the GIL that judging and the store's commits need: 8 single-record
 clients got 455-570 games/s there, 800-990 here (benchmarks/ingest_http.py).
 """
 

@@ -216,10 +216,11 @@ class Store:
         """Run `fn(con)` on the calls thread, holding the commit lock (uploads wait), inside
         its own transaction unless `transaction` is False (for statements DuckDB runs outside
         one, e.g. ATTACH); the Future holds its result (or exception, after a rollback)."""
-        if self._closed:
-            raise RuntimeError("store is closed")
         task = _Call(fn, transaction)
-        self._queue.put(task)
+        with self._gate:  # close puts its stop after every call queued before it
+            if self._closed:
+                raise RuntimeError("store is closed")
+            self._queue.put(task)
         return task.future
 
     def reader(self) -> duckdb.DuckDBPyConnection:

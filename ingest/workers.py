@@ -1,7 +1,7 @@
 """Judging uploads in worker processes, so that the server process stays free for I/O.
 
 Replaying a game is pure-Python CPU work. Done on the request threads, it holds the GIL that
-the store's writer thread needs between DuckDB calls: a commit that takes 30 ms alone took
+the store's commits need between DuckDB calls: a commit that takes 30 ms alone took
 150-600 ms next to busy request threads. In worker processes it also runs on every core.
 """
 

@@ -1,5 +1,5 @@
 """Running the jobs: skipped when nothing changed, recomputed after new games, the CLI, and the
-server's path (reads on a Store cursor, writes on its writer thread)."""
+server's path (reads on a Store cursor, writes on its calls thread)."""
 
 from __future__ import annotations
 

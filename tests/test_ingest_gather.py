@@ -10,7 +10,7 @@ import signal
 import threading
 
 import pytest
-from conftest import SLIDE, SLOW6, dumps, example_records, fresh
+from conftest import SLIDE, SLOW6, dumps, example_records, fresh, query, verdicts
 
 from ingest import rows
 from ingest.gather import Gatherer
@@ -218,3 +218,99 @@ def test_rows_of_gives_a_verified_games_rows_and_nothing_for_one_that_breaks_a_r
         assert want.keys() == got.keys() and all(got[t].equals(want[t]) for t in want)
     assert judge.rows_of(dumps(fresh(INVALID[0])), T0) == (QUARANTINED, None)
     assert judge.rows_of(b'{"game": "slow6"}', T0) == (None, None)
+
+
+class _Breaks(Judge):
+    """A judge that raises on one game id (an engine bug), as the judge process would too."""
+
+    def __init__(self, bad_id: str):
+        super().__init__()
+        self.bad_id = bad_id.encode()
+
+    def judge(self, number, text, received, with_rows=True):
+        if self.bad_id in text:
+            raise ZeroDivisionError("an engine bug")
+        return super().judge(number, text, received, with_rows)
+
+
+def test_a_record_that_breaks_the_judge_fails_alone_and_the_gatherer_goes_on(tmp_path):
+    store = Store(tmp_path / "b.duckdb")
+    bad = fresh(SLOW6[0])
+    gather = Gatherer(store, _Breaks(bad["game_id"]))
+    try:
+        os.kill(gather._process.pid, signal.SIGKILL)  # the next chunk is judged here
+        gather._process.join(10)
+        with pytest.raises(ZeroDivisionError):
+            upload(gather, bad)
+        good = [fresh(SLOW6[i]) for i in range(1, 4)]
+        assert [upload(gather, r)["verdict"] for r in good] == ["accepted"] * 3
+        assert gather._thread.is_alive()
+    finally:
+        gather.close()
+        store.close()
+
+
+def test_a_failure_inside_the_gatherer_answers_its_requests_and_the_next_ones_are_stored(
+    gathered, monkeypatch
+):
+    store, gather = gathered
+    real = gather._store_and_answer
+    calls = []
+
+    def fails_once(requests, judged):
+        calls.append(len(requests))
+        if len(calls) == 1:
+            raise KeyError("a bug in the gatherer")
+        return real(requests, judged)
+
+    monkeypatch.setattr(gather, "_store_and_answer", fails_once)
+    with pytest.raises(KeyError):
+        upload(gather, fresh(SLOW6[0]))
+    records = [fresh(SLOW6[i]) for i in range(1, 4)]
+    assert [upload(gather, r)["verdict"] for r in records] == ["accepted"] * 3
+    assert gather._thread.is_alive() and gather._process.is_alive()
+    assert len(dump(store)["games"]) == 3
+
+
+def test_a_stuck_judge_process_is_replaced_and_its_chunk_judged_here(tmp_path):
+    store = Store(tmp_path / "s.duckdb")
+    gather = Gatherer(store, Judge(), judge_timeout=1.0)
+    stuck = gather._process
+    try:
+        os.kill(stuck.pid, signal.SIGSTOP)  # alive, never answers
+        assert upload(gather, fresh(SLOW6[0]))["verdict"] == "accepted"
+        stuck.join(10)  # killed, then replaced (after the answer)
+        for _ in range(500):
+            if gather._process is not stuck:
+                break
+            threading.Event().wait(0.02)
+        assert gather._process is not stuck and gather._process.is_alive()
+        assert not stuck.is_alive()
+        assert upload(gather, fresh(SLOW6[1]))["verdict"] == "accepted"
+    finally:
+        gather.close()
+        store.close()
+    assert len(dump_closed(tmp_path / "s.duckdb")) == 2
+
+
+def dump_closed(path) -> list[tuple]:
+    with Store(path) as store:
+        cur = store.reader()
+        try:
+            return cur.execute("SELECT game_id FROM games").fetchall()
+        finally:
+            cur.close()
+
+
+def test_without_the_journal_small_uploads_are_judged_with_their_rows(server_factory):
+    """BALANCE_DEFER_ROWS=0: no journal, so no gatherer (its games come without rows)."""
+    server = server_factory(env={"BALANCE_DEFER_ROWS": "0"})
+    one, two, three = (fresh(SLOW6[i]) for i in range(3))
+    single = server.post("/v1/games", dumps(one), "application/json")
+    assert single.status == 200 and verdicts(single) == ["accepted"]
+    assert verdicts(server.upload([two, three])) == ["accepted", "accepted"]
+    assert verdicts(server.upload([INVALID[0]])) == ["quarantined"]
+    server.stop()
+    ids = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM games")}
+    assert ids == {one["game_id"], two["game_id"], three["game_id"]}
+    assert query(server.db, "SELECT count(*) FROM quarantine") == [(1,)]
