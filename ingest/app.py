@@ -50,15 +50,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.config["MAX_CONTENT_LENGTH"] = None  # the upload handler enforces its own limits
     metrics = Metrics()
     judge = Judge(conf.get("VERIFIER"), conf.get("WELLFORMED"))
-    store = conf.get("STORE") or Store(
-        conf["BALANCE_DB"],
-        commit_max=conf["BALANCE_COMMIT_MAX"],
-        on_commit=metrics.observe_commit,
-        checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
-        defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
-        judge=judge,
-        threads=conf["BALANCE_DB_THREADS"],
-    )
+    store = conf.get("STORE") or open_store(conf, judge, metrics.observe_commit)
     workers = _workers(conf)
     state = IngestState(
         config=conf,
@@ -83,6 +75,19 @@ def create_app(config: dict | None = None) -> Flask:
     app.wsgi_app = UploadRoute(app.wsgi_app, state)  # the hot route, without Flask in the way
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     return app
+
+
+def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store:
+    """The server's store, as the settings (config.load) make it."""
+    return Store(
+        conf["BALANCE_DB"],
+        commit_max=conf["BALANCE_COMMIT_MAX"],
+        on_commit=on_commit,
+        checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
+        defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
+        judge=judge,
+        threads=conf["BALANCE_DB_THREADS"],
+    )
 
 
 def close_app(app: Flask) -> None:
