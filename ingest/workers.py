@@ -51,16 +51,8 @@ def _exit_with(parent: int) -> None:
     os._exit(0)
 
 
-def _judge_chunk(
-    lines: list[tuple[int, bytes]], received: dt.datetime | list[dt.datetime]
-) -> list[Judged]:
-    """`received`: one time for every line, or a time per line (lines of several requests)."""
-    if not isinstance(received, list):
-        received = [received] * len(lines)
-    judged = [
-        _worker_judge.judge(number, text, at)
-        for (number, text), at in zip(lines, received, strict=True)
-    ]
+def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
+    judged = [_worker_judge.judge(number, text, received) for number, text in lines]
     # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
     # game took a third of the server process's time (its GIL bounds batch uploads).
     share_block([j.pending for j in judged if j.pending is not None])
@@ -156,24 +148,22 @@ class JudgePool:
             future.result()  # start them now, not on the first upload
         return pool
 
-    def judge_many(self, lines: list, received: dt.datetime | list[dt.datetime]) -> list[Judged]:
-        """Judged `lines` in order; `received`: one time for all, or one a line."""
+    def judge_many(self, lines: list, received: dt.datetime) -> list[Judged]:
+        """Judged `lines` (one request's), in order."""
         pool = self._pool
-        times = received if isinstance(received, list) else [received] * len(lines)
         if pool is None or len(lines) <= _LOCAL_MAX:
-            return self._judge_here(lines, times)
+            return self._judge_here(lines, received)
         out: list[Judged | None] = [None] * len(lines)
         remote = [
             (i, n, text) for i, (n, text) in enumerate(lines) if not isinstance(text, TooLong)
         ]
         for i, (n, text) in enumerate(lines):
             if isinstance(text, TooLong):  # nothing to parse: judged here
-                out[i] = self.judge.judge(n, text, times[i])
+                out[i] = self.judge.judge(n, text, received)
         chunks = [remote[k : k + _CHUNK] for k in range(0, len(remote), _CHUNK)]
         try:
             futures = [
-                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], [times[i] for i, _, _ in c])
-                for c in chunks
+                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], received) for c in chunks
             ]
             for chunk, future in zip(chunks, futures, strict=True):
                 for (i, _, _), judged in zip(chunk, future.result(), strict=True):
@@ -181,7 +171,7 @@ class JudgePool:
         except BrokenProcessPool:
             log.error("a judge worker died; restarting the pool, judging this request here")
             self._restart(pool)
-            return self._judge_here(lines, times)
+            return self._judge_here(lines, received)
         return out
 
     def rows_many(self, lines: list, received: list[dt.datetime]) -> list[tuple]:
@@ -201,8 +191,8 @@ class JudgePool:
         judge = self.judge
         return [judge.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
 
-    def _judge_here(self, lines: list, times: list[dt.datetime]) -> list[Judged]:
-        return [self.judge.judge(n, text, at) for (n, text), at in zip(lines, times, strict=True)]
+    def _judge_here(self, lines: list, received: dt.datetime) -> list[Judged]:
+        return [self.judge.judge(n, text, received) for n, text in lines]
 
     def _restart(self, broken: ProcessPoolExecutor) -> None:
         with self._lock:
