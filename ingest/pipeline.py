@@ -118,6 +118,10 @@ class Judge:
             log.error("rows for a verified %s game failed: %r", record["game"], exc)
             return VERIFIED, None
 
+    def rows_many(self, lines: list, received: list[dt.datetime]) -> list[tuple]:
+        """`rows_of` each (number, text) line, with its receive time."""
+        return [self.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
+
     def _replay(self, record: dict):
         try:
             return self.verifier.replay_record(record)

@@ -490,8 +490,8 @@ class Store:
             except Exception as exc:  # the judge processes stopping (close): built here
                 log.warning("rows built here: the judge processes failed (%s)", exc)
         if built is None:
-            judge = self._judge or _default_judge()
-            built = [judge.rows_of(text, at) for (_, text), at in zip(lines, times, strict=True)]
+            self._judge = self._judge or _default_judge()
+            built = self._judge.rows_many(lines, times)
         for item, (status, game_rows) in zip(missing, built, strict=True):
             if status != item.raw[2] or game_rows is None:
                 log.error("game %s: judged again, its verdict changed; rows not built", item.gid)

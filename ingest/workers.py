@@ -76,7 +76,7 @@ def _judge_light(
 
 def _rows_chunk(lines: list[tuple[int, bytes]], received: list[dt.datetime]) -> list[tuple]:
     """(status, rows) a line (Judge.rows_of), the rows as Parts of one Block."""
-    out = [_worker_judge.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
+    out = _worker_judge.rows_many(lines, received)
     games = [_Rowed(rows) for _, rows in out if rows is not None]
     share_block(games)
     parts = iter(games)
@@ -188,8 +188,7 @@ class JudgePool:
             except BrokenProcessPool:
                 log.error("a judge worker died; restarting the pool, building rows here")
                 self._restart(pool)
-        judge = self.judge
-        return [judge.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
+        return self.judge.rows_many(lines, received)
 
     def _judge_here(self, lines: list, received: dt.datetime) -> list[Judged]:
         return [self.judge.judge(n, text, received) for n, text in lines]
