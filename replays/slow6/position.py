@@ -398,7 +398,10 @@ class Position:
         self.wounded[pid] = False
         self.stun[pid] = NEVER
         self.dash[pid] = self.leap[pid] = self.surge[pid] = self.shield[pid] = False
-        self._immobilise(pid, g, "recalled this turn")  # it cannot move this turn
+        # R8.7: no power effects survive removal, immobility included (a frozen, trapped,
+        # resting or stunned piece comes back free but for "it cannot move this turn")
+        self.imm[pid] = g
+        self.why[pid] = "recalled this turn"
         self.removed_at[pid] = NEVER
         self.pos[pid] = target
         self.board[target] = pid
