@@ -129,3 +129,101 @@ def test_server_runs_the_analysis_jobs_on_its_schedule(server_factory):
     server.stop()
     assert "analysis run:" in server.output(), server.output()[-2000:]
     assert query(server.db, "SELECT count(*) FROM agg_runs")[0][0] >= 1
+
+
+# -- repair after the Recall fix (R8.7): the engine before it refused these legal games --------
+
+# The smallest game the old engine refused: side 1's 5 on c3 is frozen in turn 2 and taken in the
+# same turn, recalled in turn 3, and moves in turn 5; the old engine still held it frozen.
+RECALLED_FROZEN = {
+    "schema": 1,
+    "game_id": "9b8e9a82-0da9-444a-9084-c63f7b949e54",
+    "game": "slow6",
+    "client": {"platform": "android", "version": "2.4.0"},
+    "mode": "online",
+    "ended_at": "2026-08-21T20:40:30Z",
+    "rules": {"board": 5, "powers": True, "hidden": False},
+    "ai": None,
+    "challenge": None,
+    "first": 0,
+    "lineups": [[1, 4, 2, 3, 5], [3, 5, 4, 1, 2]],
+    "powers": [["freeze", "trap", "shove"], ["shield", "recall", "freeze"]],
+    "turns": [
+        {"moves": ["a1-c3"]},
+        {"moves": ["e5-c3"]},
+        {"power": "freeze", "target": "c3", "moves": ["c1-c3"]},
+        {"power": "recall", "target": "e5", "moves": ["c5-a3"]},
+        {"power": "trap", "target": "a2", "moves": ["e1-c3"]},
+        {"power": "shield", "target": "e5", "moves": ["e5-c3"]},
+    ],
+    "result": {"winner": 1, "reason": "resign", "points": None},
+}
+OLD_VERDICT = ("R2.3", 5, "turn 5: e5-c3: e5 is frozen and cannot move this turn (R2.3)")
+
+
+def old_engine(recall_ids: set[str]):
+    """The verdict the engine before the R8.7 fix gave these games (checked by hand against
+    that engine: the message is the one it printed)."""
+
+    def replay_record(record):
+        if record["game_id"] in recall_ids:
+            return V.invalid(record["game_id"], *OLD_VERDICT), None
+        return real.replay_record(record)
+
+    return SimpleNamespace(replay_record=replay_record)
+
+
+def _store_with_wrongly_quarantined(db) -> tuple[list[dict], set[str]]:
+    recalls = [fresh(RECALLED_FROZEN) for _ in range(3)]
+    recs = recalls + [fresh(r) for r in SLOW6[:5]]
+    ids = {r["game_id"] for r in recalls}
+    with Store(db) as store:
+        counts = load_records(store, recs, Judge(old_engine(ids)), echo=lambda _: None)
+    assert counts == {"accepted": 5, "quarantined": 3}
+    assert query(db, "SELECT DISTINCT rule, turn FROM quarantine") == [("R2.3", 5)]
+    return recs, ids
+
+
+def _games_read(out: subprocess.CompletedProcess, db) -> tuple[int, int]:
+    assert out.returncode == 0, out.stderr
+    return query(
+        db, "SELECT games_read, quarantined_read FROM agg_runs ORDER BY run_id DESC LIMIT 1"
+    )[0]
+
+
+@pytest.mark.rule("R8.7")
+def test_reverify_gives_back_recall_games_the_old_engine_refused(tmp_path):
+    db = tmp_path / "store.duckdb"
+    _recs, ids = _store_with_wrongly_quarantined(db)
+    assert _games_read(balance("jobs", "run", "--db", str(db)), db) == (5, 3)
+
+    out = balance("reverify", "--db", str(db))
+    assert out.returncode == 0, out.stderr
+    for gid in ids:
+        assert f"{gid} quarantined -> verified" in out.stdout
+    assert query(db, "SELECT count(*) FROM quarantine") == [(0,)]
+    for gid in ids:
+        assert query(db, "SELECT count(*) FROM game_turns WHERE game_id = ?", [gid]) == [(6,)]
+        assert query(
+            db,
+            "SELECT count(*) FROM game_powers "
+            "WHERE game_id = ? AND power = 'recall' AND used_turn = 3",
+            [gid],
+        ) == [(1,)]
+    # the next jobs run counts them
+    assert _games_read(balance("jobs", "run", "--db", str(db)), db) == (8, 0)
+
+
+@pytest.mark.rule("R8.7")
+def test_reverify_through_the_server_gives_back_recall_games(server_factory, tmp_path):
+    db = tmp_path / "store.duckdb"
+    _recs, ids = _store_with_wrongly_quarantined(db)
+    server = server_factory(env={"BALANCE_TOKEN": "s3cret"}, db=db)
+    out = balance(
+        "reverify", "--server", server.url, env={"BALANCE_TOKEN": "s3cret", "PATH": "/usr/bin:/bin"}
+    )
+    assert out.returncode == 0, out.stderr
+    assert "quarantined->verified 3" in out.stdout, out.stdout
+    server.stop()
+    assert query(db, "SELECT count(*) FROM quarantine") == [(0,)]
+    assert query(db, "SELECT count(*) FROM games")[0][0] == 8
