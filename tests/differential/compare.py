@@ -1,0 +1,37 @@
+"""Judge one record with the engine (the product's whole text-to-verdict path) and with the
+referee, and say how they differ."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass
+
+import orjson
+from referee.slow6 import judge as referee_judge
+
+from replays.verifier import check_text
+
+
+@dataclass(frozen=True)
+class Outcome:
+    kind: str  # the mutation ("simulated" for a base game)
+    engine: tuple  # (verdict, rule, turn); verdict "malformed" when the record is not well-formed
+    referee: tuple | None  # None when not judged (malformed)
+    message: str | None  # the engine's message
+    record: dict
+
+    @property
+    def agrees(self) -> bool:
+        return self.referee is None or self.engine == self.referee
+
+
+def judge_both(kind: str, record: dict) -> Outcome:
+    _, v = check_text(orjson.dumps(record))
+    engine = (v.verdict, v.rule, v.turn)
+    if v.verdict == "malformed":
+        return Outcome(kind, engine, None, v.message, record)
+    try:
+        ref = tuple(referee_judge(record))
+    except Exception:  # the referee must judge every well-formed record
+        ref = ("crash", traceback.format_exc(limit=-3), None)
+    return Outcome(kind, engine, ref, v.message, record)
