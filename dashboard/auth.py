@@ -4,12 +4,17 @@ Open when the server listens on loopback only; when it listens on any other addr
 *exposed* and every dashboard/SQL request needs the token (`BALANCE_TOKEN`):
 `Authorization: Bearer <token>` (what `balance sql` sends), or a browser opens any page once with
 `?token=<token>`, which sets an HttpOnly cookie and redirects to the same page without the token.
-An exposed server with no token configured refuses everyone (fail closed). The ingest endpoint
-is not covered: uploads stay anonymous.
+The cookie holds no token: it holds `cookie_value(token)`, an HMAC-SHA256 of a fixed label keyed
+with the token, so a copied cookie (or a browser's cookie store) does not give the token away
+for the Bearer header, and changing the token ends every cookie. An exposed server with no token
+configured refuses everyone (fail closed). The ingest endpoint is not covered: uploads stay
+anonymous. Before any of this, every request must name this server in its Host header
+(guard.check_host: DNS rebinding), on loopback too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import ipaddress
 import os
@@ -18,6 +23,7 @@ from urllib.parse import urlencode
 from flask import Response, current_app, redirect, request
 
 COOKIE = "balance_token"
+COOKIE_LABEL = b"balance dashboard cookie v1"
 
 
 def _setting(app, *names, env: str | None = None):
@@ -55,6 +61,11 @@ def _matches(given: str | None, expected: str) -> bool:
     return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
 
 
+def cookie_value(secret: str) -> str:
+    """What the cookie holds for a token: derived from it, not it."""
+    return hmac.new(secret.encode(), COOKIE_LABEL, hashlib.sha256).hexdigest()
+
+
 def _denied(message: str) -> Response:
     wants_json = request.path.startswith("/sql/api") or request.accept_mimetypes.best == (
         "application/json"
@@ -74,6 +85,11 @@ def _denied(message: str) -> Response:
 
 def require_token():
     """A before_request hook: None lets the request through, a response stops it."""
+    from .guard import check_host
+
+    refused = check_host()
+    if refused is not None:
+        return refused
     app = current_app
     if not exposed(app):
         return None
@@ -83,7 +99,7 @@ def require_token():
     header = request.headers.get("Authorization", "")
     if header.startswith("Bearer ") and _matches(header[7:].strip(), expected):
         return None
-    if _matches(request.cookies.get(COOKIE), expected):
+    if _matches(request.cookies.get(COOKIE), cookie_value(expected)):
         return None
     given = request.args.get("token")
     if _matches(given, expected):
@@ -91,7 +107,11 @@ def require_token():
         target = request.path + ("?" + urlencode(args) if args else "")
         resp = redirect(target, 303)
         resp.set_cookie(
-            COOKIE, expected, httponly=True, samesite="Strict", secure=request.is_secure
+            COOKIE,
+            cookie_value(expected),
+            httponly=True,
+            samesite="Strict",
+            secure=request.is_secure,
         )
         return resp
     return _denied("Send Authorization: Bearer <BALANCE_TOKEN>, or open a page once with ?token=.")

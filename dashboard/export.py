@@ -1,4 +1,8 @@
-"""Tables out: CSV, JSON and Parquet via the Polars/pyarrow/DuckDB writers; JSON-safe rows."""
+"""Tables out: CSV, JSON and Parquet via the Polars/pyarrow/DuckDB writers; JSON-safe rows.
+
+`encode` is what the console's SQL engine sends back (in its worker process): the file, the JSON
+API's answer, or Arrow IPC for the dashboard's own queries; `decode_arrow` reads the last.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,11 @@ import duckdb
 import orjson
 import polars as pl
 import pyarrow as pa
+import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+# "api": the JSON answer of POST /sql/api; "arrow": Arrow IPC stream (the dashboard's queries)
+FORMATS = ("csv", "json", "parquet", "api", "arrow")
 MEDIA_TYPES = {
     "csv": "text/csv; charset=utf-8",
     "json": "application/json",
@@ -76,3 +83,37 @@ def rows(table: pa.Table) -> list[list]:
 
 def dumps(obj) -> bytes:
     return orjson.dumps(obj, default=str, option=orjson.OPT_NON_STR_KEYS)
+
+
+def result_json(result, limit: int) -> dict:
+    """The JSON API's answer for a result (sqlsafe.Result)."""
+    return {
+        "columns": result.columns,
+        "types": result.types,
+        "rows": rows(result.table),
+        "row_count": result.row_count,
+        "truncated": result.truncated,
+        "limit": limit,
+        "elapsed_ms": round(result.elapsed_ms, 1),
+        "snapshot_at": result.snapshot_at,
+    }
+
+
+def to_arrow_ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def decode_arrow(body: bytes) -> pa.Table:
+    return ipc.open_stream(pa.py_buffer(body)).read_all()
+
+
+def encode(result, fmt: str, limit: int) -> bytes:
+    """The bytes sent for a result: a file (csv/json/parquet), the API's JSON, or Arrow IPC."""
+    if fmt == "api":
+        return dumps(result_json(result, limit))
+    if fmt == "arrow":
+        return to_arrow_ipc(result.table)
+    return to_bytes(result.table, fmt)

@@ -3,8 +3,12 @@
 DuckDB lets one process own the store file, so the console cannot open it a second time; instead
 the server's writer thread (`store.submit`) checkpoints the store and copies the file into a fresh
 snapshot file (see write_snapshot), and a locked `sqlsafe.Engine` opens that copy read-only.
-A refresh writes a new file and swaps engines;
-queries running on the old one finish there.
+
+On the server the engines live in SQL worker processes (sqlpool.Pool, SQL_WORKERS of them, 2 by
+default): a refresh writes a new file, names it to the pool (idle workers reopen at once, busy
+ones on their next query) and deletes the old file (Linux keeps it readable for a query still
+running on it). With `workers=0` (tests, `balance sql --db`) one in-process Engine per snapshot
+is swapped instead, and queries running on the old one finish there.
 """
 
 from __future__ import annotations
@@ -15,10 +19,20 @@ import os
 import shutil
 import threading
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .sqlsafe import DEFAULT_LIMIT, DEFAULT_TIMEOUT, Engine, Replaced, Result
+from . import export
+from .sqlsafe import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_BYTES,
+    DEFAULT_TIMEOUT,
+    Engine,
+    Payload,
+    Replaced,
+    Result,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +73,30 @@ def write_snapshot(con, path: str) -> None:
 
 
 def _udfs(con) -> None:
-    """Trusted Python functions analysts may call: raw_json(record, codec) decodes raw records."""
+    """Trusted Python functions analysts may call: raw_json(record, codec) decodes raw records
+    (bounded: see sqlfuncs.py)."""
+    from .sqlfuncs import register
+
+    register(con)
+
+
+def _setting(name: str, default):
+    """A dashboard setting of the app this is created in (dashboard.setting), else BALANCE_*."""
     try:
-        from ingest.codec import register_sql
-    except ImportError:
-        return
-    register_sql(con)
+        from flask import current_app, has_app_context
+    except ImportError:  # pragma: no cover - Flask is a dependency
+        has_app_context = None
+    if has_app_context is not None and has_app_context():
+        from . import setting
+
+        return setting(current_app, name, default)
+    return os.environ.get(f"BALANCE_{name}") or default
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: str
+    snapshot_at: str
 
 
 def signature(cur) -> tuple:
@@ -81,7 +113,12 @@ def signature(cur) -> tuple:
 
 
 class Snapshots:
-    """The current snapshot engine of one store, refreshed when the store changed."""
+    """The current snapshot of one store, refreshed when the store changed, and its engines.
+
+    Settings (arguments, else SQL_* of the current app or BALANCE_SQL_* in the environment):
+    workers (SQL_WORKERS, 2; 0 runs queries in this process), memory_limit (SQL_MEMORY_LIMIT,
+    1GB a worker), threads (SQL_THREADS, 2 DuckDB threads a worker), kill_margin
+    (SQL_KILL_MARGIN, 0.5 s past a query's timeout before its worker is killed)."""
 
     def __init__(
         self,
@@ -90,22 +127,35 @@ class Snapshots:
         *,
         max_age: float = 300.0,
         check_every: float = 5.0,
-        memory_limit: str = "1GB",
-        threads: int = 2,
+        memory_limit: str | None = None,
+        threads: int | None = None,
+        workers: int | None = None,
+        kill_margin: float | None = None,
     ):
         self.store = store
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
         self.check_every = check_every
-        self._engine_args = {"memory_limit": memory_limit, "threads": threads, "setup": _udfs}
+        self.workers = int(workers if workers is not None else _setting("SQL_WORKERS", 2))
+        self.memory_limit = str(memory_limit or _setting("SQL_MEMORY_LIMIT", "1GB"))
+        self.threads = int(threads or _setting("SQL_THREADS", 2))
+        margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN", 0.5)
+        self.kill_margin = float(margin)
+        self._engine_args = {
+            "memory_limit": self.memory_limit,
+            "threads": self.threads,
+            "setup": _udfs,
+        }
         # ATTACH cannot run inside a transaction: stores that wrap submit() in one let us opt out.
         try:
             params = inspect.signature(store.submit).parameters
         except (TypeError, ValueError):
             params = {}
         self._submit_args = {"transaction": False} if "transaction" in params else {}
-        self._engine: Engine | None = None
+        self._pool = None  # sqlpool.Pool, started with the first snapshot (workers > 0)
+        self._current: Snapshot | None = None
+        self._engine: Engine | None = None  # workers == 0
         self._taken = 0.0  # monotonic time of the current snapshot
         self._signature = None
         self._checked = 0.0
@@ -114,31 +164,52 @@ class Snapshots:
         for old in self.directory.glob("snapshot-*.duckdb*"):
             old.unlink(missing_ok=True)  # left by an earlier run of the server
 
+    @property
+    def pool(self):
+        """The SQL worker pool (None with workers=0 or before the first snapshot)."""
+        return self._pool
+
+    def _ensure_pool(self):
+        if self._pool is None and self.workers > 0:
+            from .sqlpool import Pool
+
+            self._pool = Pool(
+                self.workers,
+                threads=self.threads,
+                memory_limit=self.memory_limit,
+                kill_margin=self.kill_margin,
+            )
+        return self._pool
+
     # -- taking snapshots -------------------------------------------------------------------
-    def refresh(self) -> Engine:
+    def refresh(self) -> Snapshot:
         """Take a new snapshot now and make it current (blocks until it is written)."""
         with self._lock:
+            pool = self._ensure_pool()  # workers start while the file is written
             sig = self._store_signature()
             stamp = datetime.now(UTC)
             path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
             self.store.submit(
                 lambda con: write_snapshot(con, str(path)), **self._submit_args
             ).result()
-            engine = Engine(
-                str(path),
-                snapshot_at=stamp.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                **self._engine_args,
-            )
-            old, self._engine = self._engine, engine
+            current = Snapshot(str(path), stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            old_engine = None
+            if pool is None:
+                engine = Engine(current.path, snapshot_at=current.snapshot_at, **self._engine_args)
+                old_engine, self._engine = self._engine, engine
+            old, self._current = self._current, current
             self._taken = time.monotonic()
             self._signature = sig
             self._checked = self._taken
+        if pool is not None:
+            pool.reopen_idle(current.path, current.snapshot_at)
+        if old_engine is not None:
+            old_engine.close()
         if old is not None:
-            old.close()
-            # Linux keeps the file readable for queries still running on the old engine.
+            # Linux keeps the file readable for queries still running on the old snapshot.
             Path(old.path).unlink(missing_ok=True)
         log.info("snapshot %s taken", path.name)
-        return engine
+        return current
 
     def _store_signature(self):
         cur = self.store.reader()
@@ -152,7 +223,7 @@ class Snapshots:
     def maybe_refresh(self) -> None:
         """Refresh in the background when the store changed and max_age has passed."""
         now = time.monotonic()
-        if self._engine is None or self._refreshing or now - self._checked < self.check_every:
+        if self._current is None or self._refreshing or now - self._checked < self.check_every:
             return
         self._checked = now
         if now - self._taken < self.max_age:
@@ -175,30 +246,94 @@ class Snapshots:
             self._refreshing = False
 
     # -- using them ---------------------------------------------------------------------------
-    def engine(self) -> Engine:
-        engine = self._engine
-        if engine is None:
-            engine = self.refresh()
+    def current(self) -> Snapshot:
+        current = self._current
+        if current is None:
+            current = self.refresh()
         else:
             self.maybe_refresh()
-        return engine
+            current = self._current
+        return current
+
+    def engine(self) -> Engine:
+        """The in-process engine (workers=0)."""
+        self.current()
+        return self._engine
 
     @property
     def snapshot_at(self) -> str | None:
-        return self._engine.snapshot_at if self._engine else None
+        return self._current.snapshot_at if self._current else None
 
     def run(
-        self, sql: str, *, limit: int = DEFAULT_LIMIT, timeout: float = DEFAULT_TIMEOUT
+        self,
+        sql: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> Result:
+        """The result as an Arrow table (the dashboard's own queries, the console page)."""
+        if self.workers <= 0:
+            return self._retry(
+                lambda: self.engine().run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes)
+            )
+        meta, body = self._retry(lambda: self._in_worker(sql, "arrow", limit, timeout, max_bytes))
+        return Result(
+            export.decode_arrow(body),
+            list(meta.get("columns") or []),
+            list(meta.get("types") or []),
+            bool(meta.get("truncated")),
+            float(meta.get("elapsed_ms") or 0.0),
+            meta.get("snapshot_at"),
+        )
+
+    def run_encoded(
+        self,
+        sql: str,
+        fmt: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Payload:
+        """The result as the bytes to send: csv, json, parquet, or "api" (POST /sql/api)."""
+        if self.workers <= 0:
+            return self._retry(
+                lambda: self.engine().run_encoded(
+                    sql, fmt, limit=limit, timeout=timeout, max_bytes=max_bytes
+                )
+            )
+        meta, body = self._retry(lambda: self._in_worker(sql, fmt, limit, timeout, max_bytes))
+        return Payload(meta, body)
+
+    def _in_worker(self, sql: str, fmt: str, limit: int, timeout: float, max_bytes: int):
+        current = self.current()
+        request = {
+            "op": "query",
+            "path": current.path,
+            "snapshot_at": current.snapshot_at,
+            "sql": sql,
+            "format": fmt,
+            "limit": int(limit),
+        }
+        return self._pool.run(request, timeout=timeout, max_bytes=int(max_bytes))
+
+    @staticmethod
+    def _retry(call):
         for _ in range(3):
             try:
-                return self.engine().run(sql, limit=limit, timeout=timeout)
+                return call()
             except Replaced:
                 continue
-        return self.engine().run(sql, limit=limit, timeout=timeout)
+        return call()
 
     def close(self) -> None:
+        current, self._current = self._current, None
         engine, self._engine = self._engine, None
+        pool, self._pool = self._pool, None
         if engine is not None:
             engine.close()
-            Path(engine.path).unlink(missing_ok=True)
+        if pool is not None:
+            pool.close()
+        if current is not None:
+            Path(current.path).unlink(missing_ok=True)

@@ -3,8 +3,13 @@
 JSON API (what `balance sql` uses):
   POST /sql/api  {"sql": "...", "limit": 100 (optional, capped), "format": "json"|"csv"|"parquet"}
   200 {"columns", "types", "rows", "row_count", "truncated", "elapsed_ms", "snapshot_at", "limit"}
-  400 {"error": "refused"|"error", "message"}; 408 {"error": "timeout", "message"}
+  400 {"error": "refused"|"error", "message"}; 408 {"error": "timeout", "message"};
+  413 {"error": "too_big", "message"} (over SQL_MAX_BYTES, or out of the engine's memory);
+  503 {"error": "busy", "message"}; 403 {"error": "cross_site"}; 400 {"error": "bad_host"}
   with "format" csv/parquet the 200 body is the file instead.
+
+Every query runs in an SQL worker process (sqlpool.py), which encodes the answer: the server
+only passes the bytes on. Queries and snapshots are refused from other sites (guard.py).
 """
 
 from __future__ import annotations
@@ -13,12 +18,21 @@ from flask import Blueprint, Response, current_app, render_template, request
 
 from . import export, schema_docs, setting, snapshots
 from .auth import require_token
-from .sqlsafe import DEFAULT_LIMIT, DEFAULT_TIMEOUT, QueryError
+from .guard import cross_site_reason, same_origin
+from .sqlsafe import DEFAULT_LIMIT, DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, QueryError, Refused
 
 bp = Blueprint("sql", __name__, url_prefix="/sql", template_folder="templates")
 bp.before_request(require_token)
 
-STATUS = {"refused": 400, "error": 400, "timeout": 408}
+STATUS = {
+    "refused": 400,
+    "error": 400,
+    "timeout": 408,
+    "too_big": 413,
+    "busy": 503,
+    "replaced": 503,
+}
+PAGE_MAX_BYTES = 8 * 1024 * 1024  # what the console page shows at most (downloads: SQL_MAX_BYTES)
 
 EXAMPLES = [
     (
@@ -53,11 +67,33 @@ def limits() -> tuple[int, float]:
     )
 
 
-def run_query(sql: str, limit: int | None = None):
-    max_rows, timeout = limits()
+def max_bytes() -> int:
+    from .sqlpool import parse_size
+
+    return parse_size(setting(current_app, "SQL_MAX_BYTES", DEFAULT_MAX_BYTES))
+
+
+def _limit(limit: int | None) -> int:
+    max_rows = limits()[0]
     if limit is None or limit <= 0 or limit > max_rows:
-        limit = max_rows
-    return snapshots(current_app).run(sql, limit=limit, timeout=timeout)
+        return max_rows
+    return limit
+
+
+def run_query(sql: str, limit: int | None = None, byte_limit: int | None = None):
+    """The result as an Arrow table (the console page)."""
+    timeout = limits()[1]
+    return snapshots(current_app).run(
+        sql, limit=_limit(limit), timeout=timeout, max_bytes=byte_limit or max_bytes()
+    )
+
+
+def run_encoded(sql: str, fmt: str, limit: int | None = None):
+    """The result as the bytes to send (encoded by the SQL worker)."""
+    timeout = limits()[1]
+    return snapshots(current_app).run_encoded(
+        sql, fmt, limit=_limit(limit), timeout=timeout, max_bytes=max_bytes()
+    )
 
 
 def _json(obj, status: int = 200) -> Response:
@@ -65,34 +101,28 @@ def _json(obj, status: int = 200) -> Response:
 
 
 def _error(exc: QueryError) -> Response:
-    return _json({"error": exc.kind, "message": exc.message}, STATUS.get(exc.kind, 400))
+    resp = _json({"error": exc.kind, "message": exc.message}, STATUS.get(exc.kind, 400))
+    if exc.kind in ("busy", "replaced"):
+        resp.headers["Retry-After"] = "2"
+    return resp
 
 
-def file_response(result, fmt: str, name: str = "query") -> Response:
-    body = export.to_bytes(result.table, fmt)
-    resp = Response(body, 200, mimetype=export.MEDIA_TYPES[fmt])
+def file_response(payload, fmt: str, name: str = "query") -> Response:
+    resp = Response(payload.body, 200, mimetype=export.MEDIA_TYPES[fmt])
     resp.headers["Content-Disposition"] = f'attachment; filename="{name}.{fmt}"'
-    resp.headers["X-Truncated"] = "true" if result.truncated else "false"
-    resp.headers["X-Row-Count"] = str(result.row_count)
-    if result.snapshot_at:
-        resp.headers["X-Snapshot-At"] = result.snapshot_at
+    resp.headers["X-Truncated"] = "true" if payload.truncated else "false"
+    resp.headers["X-Row-Count"] = str(payload.row_count)
+    if payload.snapshot_at:
+        resp.headers["X-Snapshot-At"] = payload.snapshot_at
     return resp
 
 
 def result_json(result, limit: int) -> dict:
-    return {
-        "columns": result.columns,
-        "types": result.types,
-        "rows": export.rows(result.table),
-        "row_count": result.row_count,
-        "truncated": result.truncated,
-        "limit": limit,
-        "elapsed_ms": round(result.elapsed_ms, 1),
-        "snapshot_at": result.snapshot_at,
-    }
+    return export.result_json(result, limit)
 
 
 @bp.post("/api")
+@same_origin
 def api():
     body = request.get_json(silent=True)
     if not isinstance(body, dict) or not isinstance(body.get("sql"), str):
@@ -104,31 +134,33 @@ def api():
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)):
         return _json({"error": "error", "message": "limit must be an integer"}, 400)
     try:
-        result = run_query(body["sql"], limit)
+        payload = run_encoded(body["sql"], "api" if fmt == "json" else fmt, limit)
     except QueryError as exc:
         return _error(exc)
     if fmt != "json":
-        return file_response(result, fmt)
-    return _json(result_json(result, limit or limits()[0]))
+        return file_response(payload, fmt)
+    return Response(payload.body, 200, mimetype="application/json")
 
 
 @bp.get("/download.<fmt>")
+@same_origin
 def download(fmt: str):
     if fmt not in export.MEDIA_TYPES:
         return _json({"error": "error", "message": "format is csv, json or parquet"}, 404)
     try:
-        result = run_query(request.args.get("q", ""))
+        payload = run_encoded(request.args.get("q", ""), fmt)
     except QueryError as exc:
         return _error(exc)
     name = "".join(ch for ch in request.args.get("name", "query") if ch.isalnum() or ch in "-_")
-    return file_response(result, fmt, name or "query")
+    return file_response(payload, fmt, name or "query")
 
 
 @bp.post("/snapshot")
+@same_origin
 def snapshot():
     """Take a new snapshot of the store now (after a jobs run, or from a test)."""
-    engine = snapshots(current_app).refresh()
-    return _json({"snapshot_at": engine.snapshot_at})
+    taken = snapshots(current_app).refresh()
+    return _json({"snapshot_at": taken.snapshot_at})
 
 
 def schema_tables() -> list[dict]:
@@ -148,13 +180,18 @@ def console():
     sql = request.args.get("q", "")
     max_rows, timeout = limits()
     result = error = None
+    status = 200
     if sql.strip():
-        try:
-            result = run_query(sql)
-        except QueryError as exc:
-            error = exc
+        reason = cross_site_reason()
+        if reason is not None:  # shown in the box, not run: press Run to run it from here
+            error, status = Refused(f"Not run: {reason}. Press Run to run it here."), 403
+        else:
+            try:
+                result = run_query(sql, byte_limit=min(PAGE_MAX_BYTES, max_bytes()))
+            except QueryError as exc:
+                error = exc
+                status = STATUS.get(exc.kind, 400)
     table_rows = export.rows(result.table) if result is not None else []
-    status = STATUS.get(error.kind, 400) if error is not None else 200
     html = render_template(
         "sql.html",
         sql=sql,

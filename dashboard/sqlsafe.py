@@ -1,18 +1,26 @@
-"""Analyst SQL that cannot hurt the store: a locked, read-only DuckDB over a snapshot file.
+"""Analyst SQL that cannot hurt the store or the server: an allow-listed, locked, read-only DuckDB.
 
 Safety is layered so that no single check has to be perfect:
-1. the query runs in its own DuckDB instance that opened a *copy* of the store read-only, so even
-   a write that slipped through could not reach stored data;
-2. that instance has external access off (no files, no network, no ATTACH/COPY/INSTALL), extension
-   autoload/autoinstall off, a memory limit, and its configuration locked, so SQL cannot undo it;
-3. before anything runs, `duckdb.extract_statements` must find exactly one SELECT-type statement
-   whose first keyword reads like a query (PRAGMA is rewritten to SELECT by the parser, so the
-   keyword check is what refuses it): analysts get a clear message instead of an engine error;
-4. a timer interrupts the query after `timeout` seconds and at most `limit` rows are fetched.
+1. the text must be one statement that DuckDB's own parser turns into a plain query tree
+   (`json_serialize_sql`): SELECT / WITH / FROM-first / VALUES / set operations, and DESCRIBE,
+   SUMMARIZE or SHOW TABLES of such a query. Every node of the tree is checked against an
+   allow-list (`Policy`): tables and views of the store only (no file paths, no system views),
+   table functions from TABLE_FUNCTIONS only, and scalar/aggregate/window functions of DuckDB's
+   catalog except DENIED_FUNCTIONS (settings, environment, logs, plans) and the macros built on
+   anything refused. Anything else is refused with a message naming it; nothing runs;
+2. the query runs in its own DuckDB instance that attached a *copy* of the store read-only as
+   `store` (so no path appears in its database name), with external access off (no files,
+   network, ATTACH/COPY/INSTALL), extension autoload/autoinstall off, Python replacement scans
+   off, no spilling to disk, a memory limit, and its configuration locked;
+3. a timer interrupts the query after `timeout` seconds, at most `limit` rows are fetched, and a
+   result over `max_bytes` (in Arrow, then as the file or JSON sent) is refused, never cut;
+4. on the server, all of this runs in worker processes (sqlpool.py) under an OS memory limit,
+   which the server kills when the whole request (execute, fetch, encode) overruns its time.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -23,10 +31,68 @@ import pyarrow as pa
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_LIMIT = 10_000
+DEFAULT_MAX_BYTES = 32 * 1024 * 1024  # a result (Arrow in the engine, then the bytes sent)
+MAX_SQL_CHARS = 256 * 1024
+ALIAS = "store"  # the name the snapshot is attached under: current_database() in the console
+FETCH_ROWS = 2048  # rows per Arrow batch while fetching: the byte limit is checked this often
 
 # First keywords of statements that only read. DESCRIBE/SHOW/SUMMARIZE parse as SELECT too.
 QUERY_KEYWORDS = frozenset(
     {"SELECT", "WITH", "FROM", "VALUES", "TABLE", "DESCRIBE", "DESC", "SHOW", "SUMMARIZE"}
+)
+
+# Table functions a query may call: generators, the store's own catalog, and pure JSON
+# functions. Not: readers and scans (files), settings, databases (paths), extensions, secrets,
+# logging and profiling (which write files), memory, temporary files, checkpoints, query().
+TABLE_FUNCTIONS = frozenset(
+    {
+        "range",
+        "generate_series",
+        "unnest",
+        "repeat",
+        "repeat_row",
+        "json_each",
+        "json_tree",
+        "duckdb_tables",
+        "duckdb_columns",
+        "duckdb_views",
+        "duckdb_schemas",
+        "duckdb_types",
+        "duckdb_functions",
+        "duckdb_keywords",
+        "duckdb_constraints",
+        "duckdb_indexes",
+        "duckdb_sequences",
+        "histogram",
+        "histogram_values",
+        "icu_calendar_names",
+        "pg_timezone_names",
+    }
+)
+
+# Scalar functions of DuckDB's catalog that are refused: they read settings, variables or the
+# environment, write the log, or plan (bind) SQL given as text.
+DENIED_FUNCTIONS = frozenset(
+    {
+        "current_setting",
+        "getvariable",
+        "getenv",
+        "write_log",
+        "json_serialize_plan",
+        "json_execute_serialized_sql",
+    }
+)
+
+# Names the binder handles itself (not in duckdb_functions() as scalars).
+SPECIAL_FUNCTIONS = frozenset({"unnest", "unlist"})
+
+# SHOW <name> forms that list the store's tables (SHOW TABLES, SHOW ALL TABLES).
+SHOW_NAMES = frozenset({"tables", "__show_tables_expanded"})
+
+QUERY_NODES = frozenset({"SELECT_NODE", "SET_OPERATION_NODE", "RECURSIVE_CTE_NODE", "CTE_NODE"})
+TABLE_REFS = frozenset(
+    {"BASE_TABLE", "TABLE_FUNCTION", "SUBQUERY", "JOIN", "EXPRESSION_LIST", "EMPTY", "SHOW_REF"}
+    | {"PIVOT"}
 )
 
 
@@ -41,7 +107,7 @@ class QueryError(Exception):
 
 
 class Refused(QueryError):
-    """Not allowed here (a write, a setting, a second statement...): nothing was run."""
+    """Not allowed here (a write, a setting, a file, a second statement...): nothing was run."""
 
     kind = "refused"
 
@@ -56,8 +122,29 @@ class TimedOut(QueryError):
     kind = "timeout"
 
 
+class TooBig(QueryError):
+    """The result is over the byte limit, or the query needed more memory than the engine has."""
+
+    kind = "too_big"
+
+
+class Busy(QueryError):
+    """Every SQL engine is busy (or starting): try again in a moment."""
+
+    kind = "busy"
+
+
 class Replaced(QueryError):
     """The snapshot was swapped for a newer one while the query waited: run it on the new one."""
+
+
+ERRORS = {cls.kind: cls for cls in (Refused, BadSQL, TimedOut, TooBig, Busy)}
+
+
+def error_of(kind: str, message: str) -> QueryError:
+    if kind == "replaced":
+        return Replaced(message)
+    return ERRORS.get(kind, BadSQL)(message)
 
 
 @dataclass
@@ -73,6 +160,36 @@ class Result:
     @property
     def row_count(self) -> int:
         return self.table.num_rows
+
+    def describe(self) -> dict:
+        return {
+            "columns": self.columns,
+            "types": self.types,
+            "row_count": self.row_count,
+            "truncated": self.truncated,
+            "elapsed_ms": round(self.elapsed_ms, 1),
+            "snapshot_at": self.snapshot_at,
+        }
+
+
+@dataclass
+class Payload:
+    """A result already encoded (CSV, JSON, Parquet, the API's JSON, Arrow IPC) with its facts."""
+
+    meta: dict  # Result.describe() and "format"
+    body: bytes
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.meta.get("truncated"))
+
+    @property
+    def row_count(self) -> int:
+        return int(self.meta.get("row_count", 0))
+
+    @property
+    def snapshot_at(self) -> str | None:
+        return self.meta.get("snapshot_at")
 
 
 _COMMENT = re.compile(r"\s+|--[^\n]*(\n|$)|/\*.*?\*/", re.S)
@@ -93,10 +210,86 @@ def first_keyword(sql: str) -> str:
     return m.group(0).upper() if m else ""
 
 
-def check_select(sql: str) -> str:
-    """The one read-only statement in `sql`, or Refused/BadSQL saying why not."""
+def _clean(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
+
+
+# -- the allow-list -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What a query may name, read from the engine's own catalog when it opens."""
+
+    tables: frozenset[str]  # the store's tables and views (lower case)
+    functions: frozenset[str]  # scalar, aggregate, window and macro functions allowed
+    known: frozenset[str]  # every function name in the catalog, allowed or not
+    table_functions: frozenset[str] = TABLE_FUNCTIONS
+
+    @classmethod
+    def of(cls, con, database: str = ALIAS) -> Policy:
+        rows = con.execute(
+            "SELECT DISTINCT lower(function_name), function_type, coalesce(macro_definition, '') "
+            "FROM duckdb_functions()"
+        ).fetchall()
+        known = frozenset(name for name, _, _ in rows)
+        scalar_like = {
+            name: definition
+            for name, kind, definition in rows
+            if kind in ("scalar", "aggregate", "macro", "window")
+        }
+        # Functions only of other kinds (read_csv, duckdb_settings...) and the denied ones;
+        # allowed table functions may appear in macros (format_type uses duckdb_types()).
+        refused = (set(known) - set(scalar_like) - TABLE_FUNCTIONS) | DENIED_FUNCTIONS
+        # A macro built on a refused function is refused too (e.g. get_block_size()).
+        macros = {n: d for n, d in scalar_like.items() if d}
+        changed = True
+        while changed:
+            changed = False
+            for name, definition in macros.items():
+                if name in refused:
+                    continue
+                words = set(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(", definition.lower()))
+                if words & refused:
+                    refused.add(name)
+                    changed = True
+        functions = frozenset((set(scalar_like) - refused) | SPECIAL_FUNCTIONS)
+        names = con.execute(
+            "SELECT lower(table_name) FROM duckdb_tables() WHERE database_name = ? "
+            "UNION SELECT lower(view_name) FROM duckdb_views() "
+            "WHERE database_name = ? AND NOT internal",
+            [database, database],
+        ).fetchall()
+        return cls(frozenset(n for (n,) in names), functions, known)
+
+
+def parse(con, sql: str) -> dict:
+    """DuckDB's own parse tree of `sql` (json_serialize_sql), or Refused/BadSQL."""
+    text = con.execute("SELECT json_serialize_sql(?::VARCHAR)", [sql]).fetchone()[0]
+    tree = json.loads(text)
+    if tree.get("error"):
+        message = tree.get("error_message") or "the query could not be parsed"
+        if tree.get("error_type") == "parser":
+            raise BadSQL(message)
+        raise Refused(
+            "Only plain queries (SELECT, WITH, FROM, VALUES, DESCRIBE, SUMMARIZE) run here, "
+            f"and this one cannot be checked: {message}"
+        )
+    return tree
+
+
+def check_select(sql: str, con=None, policy: Policy | None = None) -> str:
+    """The one read-only statement in `sql`, or Refused/BadSQL saying why not.
+
+    With a connection and a policy, the statement's parse tree is checked node by node."""
     if not sql or not sql.strip():
         raise Refused("The query is empty.")
+    if len(sql) > MAX_SQL_CHARS:
+        raise Refused(
+            f"The query text is {len(sql):,} characters long; the console takes at most "
+            f"{MAX_SQL_CHARS:,}."
+        )
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
@@ -104,6 +297,12 @@ def check_select(sql: str) -> str:
     if not statements:
         raise Refused("The query is empty.")
     if len(statements) > 1:
+        kinds = [st.type.name for st in statements]
+        if "CREATE" in kinds and re.search(r"\b(UN)?PIVOT\b", sql, re.I):
+            raise Refused(
+                "A PIVOT without an IN list first creates a type from the data, which the "
+                "console cannot do: name the values, e.g. PIVOT games ON board IN (5, 7)."
+            )
         raise Refused(
             f"One statement at a time, please: this text holds {len(statements)} statements."
         )
@@ -112,26 +311,175 @@ def check_select(sql: str) -> str:
     keyword = first_keyword(sql)
     if kind != "SELECT" or keyword not in QUERY_KEYWORDS:
         raise Refused(
-            f"Only read-only queries (SELECT, WITH, FROM, DESCRIBE, SHOW, SUMMARIZE) run here, "
+            f"Only read-only queries (SELECT, WITH, FROM, VALUES, DESCRIBE, SUMMARIZE) run here, "
             f"and this statement is {keyword or kind}. The console reads a snapshot and cannot "
             f"change data, settings or files."
         )
+    if con is not None and policy is not None:
+        tree = parse(con, sql)
+        nodes = tree.get("statements") or []
+        if len(nodes) != 1:
+            raise Refused("One statement at a time, please.")
+        Checker(policy).query(nodes[0]["node"])
     return sql.strip()
 
 
-def _clean(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text or type(exc).__name__
+class Checker:
+    """Walks a json_serialize_sql tree; every table, table function and function is checked.
+
+    Nodes are recognised by shape wherever they are: a dict with "class" is an expression, one
+    with "modifiers" and "cte_map" a query node, one with "sample" and "alias" (no "class") a
+    table reference. Unknown query or table reference types are refused."""
+
+    def __init__(self, policy: Policy):
+        self.policy = policy
+        self.ctes: set[str] = set()
+
+    def query(self, node: dict) -> None:
+        self._collect_ctes(node)
+        self.walk(node)
+
+    def _collect_ctes(self, value) -> None:
+        if isinstance(value, dict):
+            cte_map = value.get("cte_map")
+            if isinstance(cte_map, dict):
+                for entry in cte_map.get("map") or []:
+                    if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                        self.ctes.add(entry["key"].lower())
+            if value.get("type") == "RECURSIVE_CTE_NODE" and isinstance(value.get("ctename"), str):
+                self.ctes.add(value["ctename"].lower())
+            for v in value.values():
+                self._collect_ctes(v)
+        elif isinstance(value, list):
+            for v in value:
+                self._collect_ctes(v)
+
+    def walk(self, value) -> None:
+        if isinstance(value, list):
+            for v in value:
+                self.walk(v)
+            return
+        if not isinstance(value, dict):
+            return
+        if "class" in value:
+            self._expression(value)
+        elif "modifiers" in value and "cte_map" in value:
+            if value.get("type") not in QUERY_NODES:
+                raise Refused(f"This kind of query ({value.get('type')}) does not run here.")
+            for v in value.values():
+                self.walk(v)
+        elif "sample" in value and "alias" in value and "type" in value:
+            self._table_ref(value)
+        else:
+            for v in value.values():
+                self.walk(v)
+
+    def _expression(self, expr: dict) -> None:
+        if expr.get("class") in ("FUNCTION", "WINDOW"):
+            name = str(expr.get("function_name", "")).lower()
+            self._function(name)
+        for v in expr.values():
+            self.walk(v)
+
+    def _function(self, name: str) -> None:
+        policy = self.policy
+        if name in policy.functions or name not in policy.known:
+            return  # allowed, or not a function at all (the binder will say so)
+        if name in policy.table_functions:
+            return  # range(), unnest() and the like as list functions
+        if name in DENIED_FUNCTIONS:
+            raise Refused(
+                f"The function {name}() is not available in the console: it reads the server's "
+                f"settings, variables or environment, or writes its log."
+            )
+        raise Refused(
+            f"The function {name}() is not available in the console (it reads files, settings "
+            f"or the server's state, or changes them)."
+        )
+
+    def _table_ref(self, ref: dict) -> None:
+        kind = ref.get("type")
+        if kind not in TABLE_REFS:
+            raise Refused(f"This kind of table reference ({kind}) does not run here.")
+        if kind == "BASE_TABLE":
+            self._base_table(ref)
+        elif kind == "TABLE_FUNCTION":
+            function = ref.get("function") or {}
+            name = str(function.get("function_name", "")).lower()
+            if name not in self.policy.table_functions:
+                allowed = ", ".join(sorted(self.policy.table_functions))
+                raise Refused(
+                    f"The table function {name}() is not available in the console: it reads "
+                    f"files, settings or the server's state, or changes them. The console "
+                    f"reads the store's tables and views, and these table functions: {allowed}."
+                )
+            for key, v in function.items():
+                if key != "function_name":
+                    self.walk(v)
+            for key, v in ref.items():
+                if key != "function":
+                    self.walk(v)
+            return
+        elif kind == "SHOW_REF":
+            show = ref.get("show_type")
+            if show in ("DESCRIBE", "SUMMARY") and ref.get("query"):
+                pass  # DESCRIBE / SUMMARIZE of a query: the query is checked below
+            elif ref.get("query") is None and _unquote(ref.get("table_name")) in SHOW_NAMES:
+                pass  # SHOW TABLES, SHOW ALL TABLES: the store's catalog
+            else:
+                raise Refused(
+                    "Only SHOW TABLES, DESCRIBE <table or query> and SUMMARIZE <table or query> "
+                    "run here; the schema browser lists every table and column."
+                )
+        for v in ref.values():
+            self.walk(v)
+
+    def _base_table(self, ref: dict) -> None:
+        name = str(ref.get("table_name", ""))
+        catalog = str(ref.get("catalog_name") or "").lower()
+        schema = str(ref.get("schema_name") or "").lower()
+        lowered = name.lower()
+        if not catalog and not schema and lowered in self.ctes:
+            return
+        if (catalog, schema) in _STORE_SCOPES and lowered in self.policy.tables:
+            return
+        if "/" in name or "\\" in name or ":" in name or "." in name:
+            raise Refused(
+                f"Reading files is not available in the console: {name!r} does not exist in "
+                f"the store (the console reads only the store's tables and views)."
+            )
+        shown = ".".join(p for p in (catalog, schema, name) if p)
+        raise Refused(
+            f"Table {shown} does not exist in the store: the console reads only the store's "
+            f"tables and views (see the schema browser), not system views or other databases."
+        )
 
 
-# Settings applied when the instance opens and then locked (lock_configuration goes last).
+_STORE_SCOPES = frozenset({("", ""), ("", "main"), ("", ALIAS), (ALIAS, ""), (ALIAS, "main")})
+
+
+def _unquote(name) -> str:
+    text = str(name or "").strip()
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        text = text[1:-1]
+    return text.lower()
+
+
+# -- the engine -----------------------------------------------------------------------------------
+
+# Settings applied when the instance opens (lock_configuration goes last, after the attach).
 LOCKED_CONFIG = {
-    "enable_external_access": False,
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
     "allow_unsigned_extensions": False,
+    "python_enable_replacements": False,  # no Python variable of the engine is a table
+    "temp_directory": "",  # no spilling: a query that needs more memory than it has stops
 }
+
+
+def _quote_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 class Engine:
@@ -146,28 +494,56 @@ class Engine:
         memory_limit: str = "1GB",
         max_concurrent: int = 2,
         setup=None,
+        memory_label: str | None = None,
     ):
         config = dict(LOCKED_CONFIG)
         config.update({"threads": threads, "memory_limit": memory_limit})
-        config["lock_configuration"] = True
         self.path = path
         self.snapshot_at = snapshot_at
-        self._con = duckdb.connect(path, read_only=True, config=config)
-        if setup is not None:
-            setup(self._con)  # e.g. register trusted Python UDFs (no SQL-visible settings)
+        self.memory_limit = memory_limit
+        self.memory_label = memory_label or memory_limit  # the limit as the console states it
+        con = duckdb.connect(":memory:", config=config)
+        try:
+            con.execute(f"ATTACH {_quote_str(str(path))} AS {ALIAS} (READ_ONLY)")
+            con.execute(f"USE {ALIAS}")
+            if setup is not None:
+                setup(con)  # e.g. register trusted Python UDFs (no SQL-visible settings)
+            con.execute("SET enable_external_access = false")
+            con.execute("SET lock_configuration = true")
+            self.policy = Policy.of(con)
+        except Exception:
+            con.close()
+            raise
+        self._con = con
         self._slots = threading.BoundedSemaphore(max_concurrent)
         self._lock = threading.Lock()
         self._active = 0
         self._closing = False
 
+    def _cursor(self):
+        cur = self._con.cursor()
+        cur.execute(f"USE {ALIAS}")  # a cursor starts on the in-memory database
+        return cur
+
+    def check(self, sql: str) -> str:
+        cur = self._cursor()
+        try:
+            return check_select(sql, cur, self.policy)
+        except duckdb.Error as exc:
+            raise BadSQL(self._scrub(_clean(exc))) from None
+        finally:
+            cur.close()
+
     def run(
-        self, sql: str, *, limit: int = DEFAULT_LIMIT, timeout: float = DEFAULT_TIMEOUT
+        self,
+        sql: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> Result:
-        query = check_select(sql)
         if not self._slots.acquire(timeout=timeout):
-            raise TimedOut(
-                f"The console is busy; try again in a few seconds (waited {timeout:g} s)."
-            )
+            raise Busy(f"The console is busy; try again in a few seconds (waited {timeout:g} s).")
         with self._lock:
             closing = self._closing
             if not closing:
@@ -176,7 +552,8 @@ class Engine:
             self._slots.release()
             raise Replaced("The snapshot was replaced while the query waited; run it again.")
         try:
-            return self._run(query, limit, timeout)
+            query = self.check(sql)
+            return self._run(query, limit, timeout, max_bytes)
         finally:
             with self._lock:
                 self._active -= 1
@@ -185,8 +562,29 @@ class Engine:
             if done:
                 self._con.close()
 
-    def _run(self, query: str, limit: int, timeout: float) -> Result:
-        cur = self._con.cursor()
+    def run_encoded(
+        self,
+        sql: str,
+        fmt: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+    ) -> Payload:
+        """The result as the bytes to send (see export.encode), refused over `max_bytes`."""
+        from . import export
+
+        result = self.run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes)
+        try:
+            body = export.encode(result, fmt, limit=limit)
+        except MemoryError:
+            raise TooBig(too_big_message(max_bytes)) from None
+        if len(body) > max_bytes:
+            raise TooBig(too_big_message(max_bytes, len(body)))
+        return Payload({**result.describe(), "format": fmt, "limit": limit}, body)
+
+    def _run(self, query: str, limit: int, timeout: float, max_bytes: int) -> Result:
+        cur = self._cursor()
         fired = threading.Event()
 
         def stop():
@@ -201,29 +599,35 @@ class Engine:
             rel = cur.execute(query)
             columns = [d[0] for d in rel.description or []]
             types = [str(d[1]) for d in rel.description or []]
-            batches, rows = [], 0
-            reader = rel.to_arrow_reader(min(limit + 1, 100_000) or 1)
+            batches, rows, size = [], 0, 0
+            reader = rel.to_arrow_reader(FETCH_ROWS)
             schema = reader.schema
             for batch in reader:
                 batches.append(batch)
                 rows += batch.num_rows
+                size += batch.nbytes
+                if size > max_bytes:
+                    raise TooBig(too_big_message(max_bytes, size, partial=True))
                 if rows > limit:
                     break
             table = pa.Table.from_batches(batches, schema=schema)
         except duckdb.InterruptException:
-            raise TimedOut(
-                f"The query ran longer than the {timeout:g} s limit and was stopped."
-            ) from None
+            raise TimedOut(timed_out_message(timeout)) from None
+        except MemoryError:
+            raise TooBig(out_of_memory_message(self.memory_label)) from None
+        except duckdb.OutOfMemoryException:
+            raise TooBig(out_of_memory_message(self.memory_label)) from None
         except duckdb.Error as exc:
             if fired.is_set():
-                raise TimedOut(
-                    f"The query ran longer than the {timeout:g} s limit and was stopped."
-                ) from None
+                raise TimedOut(timed_out_message(timeout)) from None
+            if "Out of Memory Error" in str(exc):  # also raised as other kinds (ArrowBuffer)
+                raise TooBig(out_of_memory_message(self.memory_label)) from None
             if isinstance(exc, duckdb.PermissionException):
                 raise Refused(
-                    "The console has no access to files, the network or extensions: " + _clean(exc)
+                    "The console has no access to files, the network or extensions: "
+                    + self._scrub(_clean(exc))
                 ) from None
-            raise BadSQL(_clean(exc)) from None
+            raise BadSQL(self._scrub(_clean(exc))) from None
         finally:
             timer.cancel()
             cur.close()
@@ -233,6 +637,9 @@ class Engine:
         elapsed = (time.perf_counter() - start) * 1000
         return Result(table, columns, types, truncated, elapsed, self.snapshot_at)
 
+    def _scrub(self, message: str) -> str:
+        return scrub(message, self.path)
+
     def close(self) -> None:
         """Close now if idle, else as soon as the last running query ends."""
         with self._lock:
@@ -240,3 +647,39 @@ class Engine:
             idle = self._active == 0
         if idle:
             self._con.close()
+
+
+def scrub(message: str, path) -> str:
+    """An error message that does not name the snapshot's path (or its directory) on the server."""
+    path = str(path or "")
+    if path and path != ":memory:":
+        message = message.replace(path, ALIAS)
+        parent = path.rsplit("/", 1)[0]
+        if parent:
+            message = message.replace(parent, "<snapshots>")
+    return message
+
+
+def timed_out_message(timeout: float) -> str:
+    return f"The query ran longer than the {timeout:g} s limit and was stopped."
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):,.0f} MB" if n >= 1024 * 1024 else f"{n:,} bytes"
+
+
+def too_big_message(max_bytes: int, size: int | None = None, partial: bool = False) -> str:
+    got = ""
+    if size is not None:
+        got = f" (more than {_mb(size)})" if partial else f" ({_mb(size)})"
+    return (
+        f"The result is too big for the console{got}: it sends at most {_mb(max_bytes)}. "
+        f"Select fewer rows or columns, or aggregate."
+    )
+
+
+def out_of_memory_message(limit: str) -> str:
+    return (
+        f"The query was too big and was stopped: it needed more than the console's memory "
+        f"limit ({limit}). Select fewer rows or columns, or aggregate."
+    )

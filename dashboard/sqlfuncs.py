@@ -1,0 +1,61 @@
+"""Trusted Python functions of the console's engine: `raw_json(record, codec)`, bounded.
+
+`ingest.codec.decode` inflates whatever it is given, and the console lets anyone hand it a
+literal: a 40 KB deflate stream of one token byte inflates to 41 MB and the token substitution
+turns that into 1.1 GB. Stored records are at most 64 KiB of JSON (replays/wellformed.py), so
+here the inflated stream is capped at MAX_INFLATED bytes and the decoded text at MAX_DECODED:
+anything bigger is no stored record, and the query gets an error instead of eating the memory.
+The decoding itself is the codec's (its dictionaries and tokens), so the text is the same.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+MAX_INFLATED = 1024 * 1024  # bytes after inflating (a stored record: under 64 KiB)
+MAX_DECODED = 4 * 1024 * 1024  # bytes of JSON after restoring the tokens
+
+
+class RecordTooLarge(ValueError):
+    pass
+
+
+def decode_bounded(codec_id: int, data: bytes) -> bytes:
+    from ingest import codec
+
+    if codec_id == codec.PLAIN:
+        if len(data) > MAX_DECODED:
+            raise RecordTooLarge(f"a plain record is at most {MAX_DECODED:,} bytes here")
+        return bytes(data)
+    wbits = getattr(codec, "_WBITS", -15)
+    dec = zlib.decompressobj(wbits, codec.dictionary(codec_id))
+    inflated = dec.decompress(data, MAX_INFLATED + 1)
+    if len(inflated) > MAX_INFLATED or dec.unconsumed_tail:
+        raise RecordTooLarge(
+            f"raw_json: this record inflates beyond {MAX_INFLATED:,} bytes, so it is no stored "
+            f"record (those are at most 64 KiB)"
+        )
+    inflated += dec.flush(MAX_INFLATED + 1 - len(inflated))
+    if len(inflated) > MAX_INFLATED:
+        raise RecordTooLarge(f"raw_json: this record inflates beyond {MAX_INFLATED:,} bytes")
+    text = codec.restore(inflated, codec.tokens(codec_id))
+    if len(text) > MAX_DECODED:
+        raise RecordTooLarge(f"raw_json: this record decodes to more than {MAX_DECODED:,} bytes")
+    return text
+
+
+def register(con) -> None:
+    """Make the bounded `raw_json(record, codec)` available on `con` (and its cursors)."""
+    try:
+        import ingest.codec  # noqa: F401  (the dictionaries live there)
+    except ImportError:
+        return
+
+    def raw_json(data: bytes, codec_id: int) -> str:
+        return decode_bounded(codec_id, data).decode("utf-8")
+
+    try:
+        con.create_function("raw_json", raw_json, ["BLOB", "UTINYINT"], "VARCHAR")
+    except Exception as exc:  # already registered on this database instance
+        if "already" not in str(exc).lower():
+            raise
