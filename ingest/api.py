@@ -7,6 +7,7 @@ from importlib import resources
 
 from flask import Blueprint, Response, current_app, request
 
+from .guard import canonical
 from .responses import error, json_response
 from .upload import handle
 
@@ -16,6 +17,8 @@ bp = Blueprint("games", __name__)
 @bp.post("/v1/games")
 def upload():
     """Reached only without `UploadRoute` in front (e.g. Flask's test client): same answers."""
+    if not canonical(request.environ):  # werkzeug folds "//v1/games" onto this rule
+        return error(404, "not found: uploads go to /v1/games exactly")
     state = current_app.extensions["ingest"]
     status, payload, headers = handle(
         state,

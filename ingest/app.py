@@ -13,13 +13,13 @@ from flask import Flask, g, request
 from . import admin, api, ops
 from . import config as settings
 from .gather import Gatherer
+from .guard import GuardedUploadRoute
 from .jobs import JobScheduler
-from .metrics import Metrics
+from .metrics import OTHER, Metrics, method_label
 from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .responses import register_error_handlers
 from .store import Store
-from .upload import UploadRoute
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
@@ -72,7 +72,10 @@ def create_app(config: dict | None = None) -> Flask:
     register_error_handlers(app)
     _instrument(app, metrics)
     _init_dashboard(app)
-    app.wsgi_app = UploadRoute(app.wsgi_app, state)  # the hot route, without Flask in the way
+    # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
+    app.wsgi_app = GuardedUploadRoute(app.wsgi_app, state)
+    app.extensions["uploads"] = app.wsgi_app.uploads  # for the reaper (wsgi.py)
+    metrics.sources.append(app.wsgi_app.uploads.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     return app
 
@@ -116,12 +119,12 @@ def _instrument(app: Flask, metrics: Metrics) -> None:
     @app.after_request
     def _finish(response):
         seconds = time.perf_counter() - g.get("started", time.perf_counter())
-        # the route pattern, never the raw path or anything about the client
-        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-        metrics.observe_request(route, request.method, response.status_code, seconds)
-        access_log.info(
-            "%s %s %d %.1fms", request.method, route, response.status_code, seconds * 1000
-        )
+        # the route pattern, never the raw path or anything about the client; a method
+        # outside the fixed set is "other" (metrics.py), in the log too
+        route = request.url_rule.rule if request.url_rule is not None else OTHER
+        method = method_label(request.method)
+        metrics.observe_request(route, method, response.status_code, seconds)
+        access_log.info("%s %s %d %.1fms", method, route, response.status_code, seconds * 1000)
         return response
 
 

@@ -22,6 +22,13 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_DEFER_ROWS": (1, int),  # 1: derived rows in a second transaction (see store.py)
     "BALANCE_WORKERS": (-1, int),  # judge processes; 0 = judge on the request threads; -1 = cores
     "BALANCE_HOST": ("127.0.0.1", str),  # the address `balance serve` listens on
+    # limits and timeouts against slow, silent and idle clients (docs/ingest.md, guard.py,
+    # reaper.py, serve.py)
+    "BALANCE_BODY_TIMEOUT": (30.0, float),  # seconds for an upload's whole body, else 408
+    "BALANCE_MAX_UPLOADS": (64, int),  # uploads in flight; more: 503 + Retry-After
+    "BALANCE_UPLOAD_BYTES": (64 * MiB, int),  # their declared body bytes together; more: 503
+    "BALANCE_IDLE_TIMEOUT": (10.0, float),  # seconds a connection may wait between requests
+    "BALANCE_MAX_CONNECTIONS": (2048, int),  # open connections (idle ones shed from 90%)
 }
 
 

@@ -9,6 +9,31 @@ VERDICTS = ("accepted", "duplicate", "conflict", "quarantined", "rejected")
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 BATCH_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000)
 COMMIT_BUCKETS = (1, 5, 10, 50, 100, 500, 1000, 2500, 5000)
+# Label values are fixed sets: a method outside METHODS counts as "other", as does a request
+# no route matched (app.py passes the matched Flask rule, never the path), so no client can
+# add series (`curl -X M1` a thousand times added a thousand).
+METHODS = frozenset(("GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH"))
+OTHER = "other"
+# counters with a fixed set of labels each: name -> (help, label name, label values)
+EVENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "balance_upload_refused_total": (
+        "Uploads refused by the server's limits before their body was processed, by reason "
+        "(busy / memory: 503, timeout: 408, too_large: 413 by declared length, incomplete: 400).",
+        "reason",
+        ("busy", "memory", "timeout", "too_large", "incomplete"),
+    ),
+    "balance_connections_closed_total": (
+        "Connections the server closed itself, by reason (idle: never sent a request; "
+        "stalled: an upload body blocked past BALANCE_BODY_TIMEOUT; shed: idle ones closed "
+        "near BALANCE_MAX_CONNECTIONS).",
+        "reason",
+        ("idle", "stalled", "shed"),
+    ),
+}
+
+
+def method_label(method: str) -> str:
+    return method if method in METHODS else OTHER
 
 
 class Histogram:
@@ -52,6 +77,9 @@ class Metrics:
         self.batch = Histogram(BATCH_BUCKETS)
         self.commit_size = Histogram(COMMIT_BUCKETS)
         self.commit_seconds = Histogram(LATENCY_BUCKETS)
+        self.events = {name: dict.fromkeys(values, 0) for name, (_, _, values) in EVENTS.items()}
+        self.gauges: dict[str, tuple[str, float]] = {}  # name -> (help, value), set by the server
+        self.sources: list = []  # callables returning more such gauges, read at exposition
 
     def count_results(self, results: list[dict]) -> None:
         with self._lock:
@@ -60,6 +88,8 @@ class Metrics:
             self.batch.observe(len(results))
 
     def observe_request(self, route: str, method: str, status: int, seconds: float) -> None:
+        """`route`: a route pattern of the app (or "other"); `method` is folded to METHODS."""
+        method = method_label(method)
         with self._lock:
             key = (route, method, status)
             self.requests[key] = self.requests.get(key, 0) + 1
@@ -68,12 +98,26 @@ class Metrics:
                 hist = self.latency[route] = Histogram(LATENCY_BUCKETS)
             hist.observe(seconds)
 
+    def count_event(self, name: str, label: str) -> None:
+        """One of EVENTS; an unknown label is a bug, counted as the first one rather than lost."""
+        with self._lock:
+            counts = self.events[name]
+            key = label if label in counts else next(iter(counts))
+            counts[key] += 1
+
+    def set_gauge(self, name: str, help_text: str, value: float) -> None:
+        with self._lock:
+            self.gauges[name] = (help_text, value)
+
     def observe_commit(self, records: int, seconds: float) -> None:
         with self._lock:
             self.commit_size.observe(records)
             self.commit_seconds.observe(seconds)
 
     def exposition(self, gauges: dict[str, tuple[str, float]] | None = None) -> str:
+        extra = {}
+        for source in self.sources:
+            extra.update(source())
         with self._lock:
             out = [
                 "# HELP balance_records_total Upload records answered, by verdict.",
@@ -110,6 +154,10 @@ class Metrics:
                 "# TYPE balance_commit_duration_seconds histogram",
             ]
             out += self.commit_seconds.lines("balance_commit_duration_seconds")
-        for name, (help_text, value) in (gauges or {}).items():
+            for name, (help_text, label, _) in EVENTS.items():
+                out += [f"# HELP {name} {help_text}", f"# TYPE {name} counter"]
+                out += [f'{name}{{{label}="{v}"}} {n}' for v, n in self.events[name].items()]
+            gauges = {**self.gauges, **extra, **(gauges or {})}
+        for name, (help_text, value) in gauges.items():
             out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {_num(value)}"]
         return "\n".join(out) + "\n"

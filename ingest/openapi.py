@@ -62,8 +62,15 @@ def document(config: dict) -> dict:
                             "well-formed; see field and message)",
                             "content": results,
                         },
+                        "408": _error(
+                            "The body did not arrive within BALANCE_BODY_TIMEOUT; nothing stored"
+                        ),
                         "429": _error("Rate limited: retry after the Retry-After seconds"),
-                        "503": _error("Storage busy or shutting down: retry"),
+                        "503": _error(
+                            "Storage busy, full or failing (reason says which), too many "
+                            "uploads in flight, or shutting down: nothing stored; retry after "
+                            "the Retry-After seconds"
+                        ),
                     },
                 }
             },
@@ -80,10 +87,13 @@ def document(config: dict) -> dict:
             },
             "/healthz": {
                 "get": {
-                    "summary": "Storage reachable (runs a query)",
+                    "summary": "Uploads can be stored (runs a query)",
                     "responses": {
                         "200": {"description": "ok"},
-                        "503": _error("storage unreachable"),
+                        "503": _error(
+                            "Uploads cannot be stored now: reason says why (disk full, "
+                            "I/O error); Retry-After"
+                        ),
                     },
                 }
             },

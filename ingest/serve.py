@@ -11,8 +11,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
+import resource
 import socket
 import sys
+
+from . import config
+
+PORT_ENV = "BALANCE_SERVER_PORT"  # set for the worker: the port whose connections it reaps
 
 
 def configure_logging(access_log: bool = True) -> None:
@@ -35,12 +40,17 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     and 16 lost to 2-4.)"""
     from granian import Granian
     from granian.constants import Interfaces
+    from granian.http import HTTP1Settings
     from granian.log import LogLevels
 
     from .wsgi import PARENT_ENV
 
     os.environ.update(settings)
     os.environ[PARENT_ENV] = str(os.getpid())
+    os.environ[PORT_ENV] = str(port)
+    conf = config.load()
+    connections = max(16, conf["BALANCE_MAX_CONNECTIONS"])
+    raise_open_files(connections + 512)  # the worker inherits it
     # spawn, not fork: the worker starts clean (no threads, no open file inherited) and
     # leaves through multiprocessing's exit, whose finalizer closes the store (wsgi.py)
     multiprocessing.set_start_method("spawn", force=True)
@@ -51,7 +61,17 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
         port=port,
         interface=Interfaces.WSGI,
         workers=1,  # one process owns the DuckDB file
-        blocking_threads=threads,
+        # uploads wait for their bodies on threads of their own (guard.py): at most
+        # BALANCE_MAX_UPLOADS of them, so `threads` are always left for the rest
+        blocking_threads=threads + max(1, conf["BALANCE_MAX_UPLOADS"]),
+        # granian's limit of connections served at once (it accepts no more past it); the
+        # reaper (reaper.py) sheds idle ones before it is reached
+        backpressure=connections,
+        # closes a connection that sends no complete request headers for this long, between
+        # keep-alive requests too (but not one that never sends a byte: reaper.py)
+        http1_settings=HTTP1Settings(
+            header_read_timeout=max(1, int(conf["BALANCE_IDLE_TIMEOUT"] * 1000))
+        ),
         websockets=False,
         log_level=LogLevels.warning,
         log_access=False,
@@ -62,6 +82,18 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     print(f"Serving on http://{host}:{port}", flush=True)
     server.serve()
     return 0
+
+
+def raise_open_files(wanted: int) -> None:
+    """Raise the soft limit of open files towards `wanted` (at most the hard limit): every
+    connection is a file, and systemd's default soft limit is 1,024."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            logging.getLogger("ingest.serve").warning("could not raise the open-files limit")
 
 
 class _ThreadsWarning(logging.Filter):

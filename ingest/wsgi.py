@@ -19,10 +19,11 @@ from multiprocessing.util import Finalize
 from flask import Flask
 
 from .app import close_app, create_app
-from .serve import configure_logging
+from .serve import PORT_ENV, configure_logging
 
 log = logging.getLogger("ingest.serve")
 
+ON_STOP: list = []  # called once when the worker is told to stop, before granian stops
 PARENT_ENV = "BALANCE_SERVER_PID"  # set by `balance serve`: the process this worker dies with
 _PR_SET_PDEATHSIG = 1
 
@@ -32,6 +33,7 @@ def create() -> Flask:
     stop_on_first_signal()
     configure_logging(access_log=os.environ.get("BALANCE_ACCESS_LOG", "1") != "0")
     app = create_app()
+    start_reaper(app)
     # The worker leaves through multiprocessing, which joins its child processes (the judge
     # pool's) before atexit hooks run: close (and stop the pool) in its exit finalizers.
     Finalize(None, _close, args=(app,), exitpriority=10)
@@ -46,6 +48,36 @@ def create() -> Flask:
     gc.freeze()
     gc.set_threshold(5000, 20, 100)
     return app
+
+
+def start_reaper(app: Flask) -> None:
+    """Close idle, stalled and surplus connections of the server's port (reaper.py)."""
+    from .reaper import Reaper, supported
+
+    port = int(os.environ.get(PORT_ENV, "0") or 0)
+    if not port:
+        return
+    if not supported():
+        log.warning("no TCP_INFO here: connections that never send a byte are never closed")
+        return
+    conf = app.config
+    uploads = app.extensions["uploads"]
+    reaper = Reaper(
+        port,
+        float(conf["BALANCE_IDLE_TIMEOUT"]),
+        int(conf["BALANCE_MAX_CONNECTIONS"]),
+        stalled=uploads.stalled,
+        metrics=app.extensions["ingest"].metrics,
+    )
+    reaper.start()
+
+    def stopping():
+        # granian waits for every open request before the worker exits: uploads still
+        # waiting for their bodies end now (408), idle connections are closed
+        uploads.expire()
+        reaper.stopping()
+
+    ON_STOP.append(stopping)
 
 
 def die_with_server() -> None:
@@ -86,6 +118,11 @@ def stop_on_first_signal() -> None:
 
         def wait_for_stop():
             os.read(wake_r, 1)
+            for hook in ON_STOP:
+                try:
+                    hook()
+                except Exception as exc:  # stopping matters more
+                    log.warning("stopping: %s in a stop hook", type(exc).__name__)
             event.set()  # once: later signals only fill the pipe
 
         threading.Thread(target=wait_for_stop, name="stop-signals", daemon=True).start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 
 import pytest
 from conftest import (
@@ -118,11 +119,41 @@ def test_chunked_body_without_length_is_limited_too(small):
     assert status == 200 and [x["verdict"] for x in body["results"]] == ["accepted"] * 3
 
 
+def declare(server, length: int, ctype: str, timeout: float = 5.0):
+    """Send only the headers of an upload declaring `length` bytes: (status, JSON, headers)."""
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=timeout)
+    try:
+        conn.putrequest("POST", "/v1/games")
+        conn.putheader("Content-Type", ctype)
+        conn.putheader("Content-Length", str(length))
+        conn.endheaders()
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read()), {k.lower(): v for k, v in resp.getheaders()}
+    finally:
+        conn.close()
+
+
 def test_default_limit_is_8_mib(srv):
     r = srv.post("/v1/games", batch_of_size(8 * MiB, 1000), NDJSON)
     assert r.status == 200 and len(r.json()["results"]) == 1000
-    r = srv.post("/v1/games", b"\n" * (8 * MiB + 1), NDJSON)
-    assert r.status == 413 and r.json()["limit"] == 8 * MiB
+    # one byte over: refused on its Content-Length alone, before a byte of it is sent
+    status, body, headers = declare(srv, 8 * MiB + 1, NDJSON)
+    assert status == 413 and body["limit"] == 8 * MiB
+    assert headers["connection"] == "close"
+
+
+@pytest.mark.parametrize(
+    "length, ctype, limit",
+    [(100 * MiB, NDJSON, 8 * MiB), (RECORD + 3, JSON, RECORD)],
+    ids=["batch of 100 MiB", "record of 64 KiB + 3"],
+)
+def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(srv, length, ctype, limit):
+    """The old server read (and dropped) up to 17 MiB of such a body before answering: a
+    client that declared it and sent nothing waited forever, holding a request thread."""
+    started = time.monotonic()
+    status, body, _ = declare(srv, length, ctype)
+    assert status == 413 and body["limit"] == limit
+    assert time.monotonic() - started < 2
 
 
 # -- records in a batch ------------------------------------------------------------------------

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import http.client
+
 from ingest.metrics import Histogram
 
 
@@ -26,3 +28,47 @@ def test_a_value_on_a_bound_counts_in_that_bucket_and_every_later_one():
 
 def test_an_empty_histogram_says_zero_everywhere():
     assert buckets(Histogram((0.1, 1.0))) == {"0.1": 0, "1": 0, "+Inf": 0}
+
+
+# -- label cardinality: methods and routes are fixed sets -------------------------------------
+
+
+def test_methods_outside_the_fixed_set_and_unmatched_routes_count_as_other():
+    from ingest.metrics import Metrics
+
+    m = Metrics()
+    for i in range(100):
+        m.observe_request("other", f"M{i}", 405, 0.001)
+    m.observe_request("/healthz", "GET", 200, 0.001)
+    lines = [x for x in m.exposition().splitlines() if x.startswith("balance_http_requests_total")]
+    assert lines == [
+        'balance_http_requests_total{route="/healthz",method="GET",status="200"} 1',
+        'balance_http_requests_total{route="other",method="other",status="405"} 100',
+    ]
+
+
+def series(text: str) -> set[str]:
+    return {line.rsplit(" ", 1)[0] for line in text.splitlines() if line and line[0] != "#"}
+
+
+def test_a_thousand_invented_methods_and_paths_add_no_series(server):
+    """`curl -X M1 ...` a thousand times added a thousand series to /metrics."""
+    conn = http.client.HTTPConnection(server.host, server.port, timeout=10)
+    try:
+        for i in range(1000):
+            method, path = (f"M{i}", "/healthz") if i % 2 else ("GET", f"/nowhere/{i}")
+            conn.request(method, path)
+            conn.getresponse().read()
+    finally:
+        conn.close()
+    text = server.get("/metrics").body.decode()
+    requests = {s for s in series(text) if s.startswith("balance_http_requests_total")}
+    requests.discard('balance_http_requests_total{route="/healthz",method="GET",status="200"}')
+    assert requests == {
+        'balance_http_requests_total{route="other",method="other",status="405"}',
+        'balance_http_requests_total{route="other",method="GET",status="404"}',
+    }
+    assert 'balance_http_requests_total{route="other",method="other",status="405"} 500' in text
+    assert len(series(text)) < 150  # every series of the exposition, whatever came in
+    assert "M1" not in text and "nowhere" not in text
+    assert "M1" not in server.output() and "nowhere" not in server.output()  # nor in the log

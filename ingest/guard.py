@@ -1,0 +1,373 @@
+"""POST /v1/games with limits no client can hold the server past: a body deadline and a bound
+on uploads in flight (issue: eight silent uploads blocked every route).
+
+granian 2.8.9 calls the app as soon as a request's headers are in; `wsgi.input.read(n)` then
+blocks its Python thread (the GIL released) until n bytes, the end of the body or the end of
+the connection, and granian has no body timeout: a client that declares a body and sends
+nothing (or a byte a second) holds that thread as long as it keeps the connection open. Such
+a read cannot be woken from Python, nor handed to another thread: a read still blocked after
+its request was answered stops the whole worker until it returns (measured). So:
+
+- at most `BALANCE_MAX_UPLOADS` uploads are in flight (reading or being judged), and their
+  declared bodies together at most `BALANCE_UPLOAD_BYTES`; past either an upload is answered
+  503 + Retry-After at once, its body unread. granian runs `--threads` plus
+  `BALANCE_MAX_UPLOADS` Python threads (serve.py), so uploads, slow or not, always leave
+  `--threads` of them to every other request;
+- the body is read through `GuardedStream`, which knows the deadline (`BALANCE_BODY_TIMEOUT`
+  from the request's start): a read that returns after it, or a body that ends before its
+  Content-Length, aborts the upload before anything is judged or stored (408 / 400). A read
+  still blocked at the deadline is ended by the reaper (reaper.py): it finds that request's
+  socket among the worker's own (same address, bytes received, no answer since the request
+  began) and shuts its reading side, so the read returns and the 408 goes out;
+- a declared Content-Length over the limit (64 KiB + a line break for a single record, the
+  batch limit for NDJSON), an unknown Content-Type or a compressed body is answered at once
+  (413 / 415 / 429, by `upload.handle` on an empty body) without reading a byte of it; granian
+  closes a connection whose body was left unread, as it does after a chunked body cut off one
+  byte past the limit;
+- only the exact path `/v1/games` uploads: PATH_INFO variants that werkzeug would fold onto it
+  (`//v1/games`, `/v1//games`) are 404. `/v1/%67ames` is the same path by RFC 3986 6.2.2.2
+  (an encoded unreserved character): granian decodes it and gives no raw request URI, so it
+  uploads; where a server passes one (`RAW_URI`, `REQUEST_URI`: gunicorn, uWSGI, werkzeug) it
+  must match too.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import re
+import threading
+import time
+from http import HTTPStatus
+
+import orjson
+
+from .bodies import BodyTooLarge
+from .metrics import method_label
+from .pipeline import MAX_RECORD
+from .responses import error_payload
+from .upload import JSON, NDJSON, ROUTE, UploadRoute, handle
+
+log = logging.getLogger("ingest.upload")
+access_log = logging.getLogger("ingest.access")
+
+_SLASHES = re.compile(r"/{2,}")
+RETRY = 2.0  # seconds before a read still blocked after the reaper shut a socket is retried
+
+
+class BodyTimeout(BodyTooLarge):
+    """The body did not arrive by the deadline (a BodyTooLarge to upload.py: nothing stored)."""
+
+
+class BodyIncomplete(BodyTooLarge):
+    """The body ended before its Content-Length: the client went away."""
+
+
+class GuardedStream:
+    """An upload body read in the request thread, with its deadline and at most `cap` bytes;
+    what the reaper needs to find its socket (`head`: the request's bytes before the body)."""
+
+    __slots__ = ("stream", "deadline", "cap", "declared", "ip", "environ", "started", "chunked")
+    __slots__ += ("total", "want", "reading", "progress_at", "ended", "timed_out", "failed")
+    __slots__ += ("shut", "eof", "_head")
+
+    def __init__(self, stream, started, deadline, cap, declared, ip, environ, chunked):
+        self.stream = stream
+        self.started = started  # time.monotonic(), as the reaper's clock
+        self.deadline = deadline
+        self.cap = cap
+        self.declared = declared
+        self.ip = ip
+        self.environ = environ  # sized only if the reaper needs it (head)
+        self._head: int | None = None
+        self.chunked = chunked
+        self.total = 0  # bytes returned so far
+        self.want = 0  # bytes asked of the read in progress
+        self.reading = False
+        self.progress_at = started  # when the last read returned data
+        self.ended = False
+        self.eof = False
+        self.timed_out = False
+        self.failed = False
+        self.shut = 0.0  # when the reaper shut the reading side of its socket (reaper.py)
+
+    @property
+    def head(self) -> int:
+        if self._head is None:
+            self._head = head_size(self.environ) if isinstance(self.environ, dict) else 0
+        return self._head
+
+    def read(self, size: int | None = -1) -> bytes:
+        return self._call(self.stream.read, size)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        return self._call(self.stream.readline, size)
+
+    def _call(self, fn, size) -> bytes:
+        if self.ended:
+            return b""
+        left = self.cap - self.total
+        n = left if size is None or size < 0 else min(size, left)
+        if n <= 0:
+            self.ended = True  # the cap: what is left stays unread (granian closes)
+            return b""
+        if time.monotonic() >= self.deadline:
+            self._timeout()
+        self.want, self.reading = n, True
+        try:
+            data = fn(n)
+        except Exception:
+            self.ended = self.failed = True
+            raise BodyIncomplete from None
+        finally:
+            self.reading = False
+        now = time.monotonic()
+        if now >= self.deadline:
+            self._timeout()
+        if not data:
+            self.ended = self.eof = True
+            if self.declared is not None and self.total < self.declared:
+                self.failed = True
+                raise BodyIncomplete
+            return data
+        self.total += len(data)
+        self.progress_at = now
+        return data
+
+    def _timeout(self):
+        self.ended = self.timed_out = True
+        raise BodyTimeout
+
+
+class Uploads:
+    """The upload slots, the byte budget, and the bodies being read (for the reaper)."""
+
+    def __init__(self, slots: int, budget: int):
+        self.slots = max(1, slots)
+        self.budget = max(0, budget)
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._bytes = 0
+        self._reading: set[GuardedStream] = set()
+
+    def admit(self, reserve: int) -> str | None:
+        """Take a slot and `reserve` bytes of the budget; None, or why not ("busy", "memory")."""
+        with self._lock:
+            if self._in_flight >= self.slots:
+                return "busy"
+            if self._bytes + reserve > self.budget and self._in_flight:
+                return "memory"  # (one upload alone always fits: its limit is checked first)
+            self._in_flight += 1
+            self._bytes += reserve
+        return None
+
+    def release(self, reserve: int) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            self._bytes -= reserve
+
+    def track(self, stream: GuardedStream) -> None:
+        with self._lock:
+            self._reading.add(stream)
+
+    def untrack(self, stream: GuardedStream) -> None:
+        with self._lock:
+            self._reading.discard(stream)
+
+    def expire(self) -> None:
+        """Every body still being read is past its deadline from now (the server stops)."""
+        now = time.monotonic()
+        with self._lock:
+            for s in self._reading:
+                s.deadline = min(s.deadline, now)
+
+    def stalled(self, now: float) -> list[GuardedStream]:
+        """Bodies whose read is still blocked past their deadline (for the reaper)."""
+        with self._lock:
+            return [
+                s
+                for s in self._reading
+                if s.reading and now >= s.deadline and now - s.shut >= RETRY
+            ]
+
+    def gauges(self) -> dict[str, tuple[str, float]]:
+        """For /metrics (Metrics.sources)."""
+        with self._lock:
+            return {
+                "balance_uploads_in_flight": (
+                    "Uploads being read or processed (at most BALANCE_MAX_UPLOADS).",
+                    self._in_flight,
+                ),
+                "balance_upload_bytes_in_flight": (
+                    "Declared body bytes of the uploads in flight (at most BALANCE_UPLOAD_BYTES).",
+                    self._bytes,
+                ),
+                "balance_upload_bodies_reading": (
+                    "Upload bodies being read.",
+                    len(self._reading),
+                ),
+            }
+
+
+def upload_limit(kind: str, max_body: int) -> int:
+    """The most body bytes an upload of this Content-Type may declare (see upload.py)."""
+    return MAX_RECORD + 2 if kind == JSON else max_body
+
+
+def canonical(environ) -> bool | None:
+    """True: the upload path itself; False: a variant of it that must not upload (404);
+    None: another path."""
+    path = environ.get("PATH_INFO", "")
+    raw = environ.get("RAW_URI") or environ.get("REQUEST_URI")
+    if path == ROUTE:
+        return raw is None or raw.partition("?")[0] == ROUTE
+    if path.endswith("games") and _SLASHES.sub("/", path) == ROUTE:
+        return False
+    return None
+
+
+def head_size(environ) -> int:
+    """About how many bytes the request line and headers took on the wire (names keep their
+    length whatever their case; one space after each colon assumed). granian's environ also
+    holds the process environment: its HTTP_* variables (HTTP_PROXY...) are no headers."""
+    query = environ.get("QUERY_STRING", "")
+    target = len(environ.get("PATH_INFO", "")) + (len(query) + 1 if query else 0)
+    size = len(environ.get("REQUEST_METHOD", "")) + target + len(environ.get("SERVER_PROTOCOL", ""))
+    size += 4  # two spaces, CRLF
+    for key, value in environ.items():
+        if key.startswith("HTTP_") and os.environ.get(key) != value:
+            size += len(key) - 5 + 4 + len(value)
+        elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+            size += len(key) + 4 + len(value)
+    return size + 2  # the blank line
+
+
+class GuardedUploadRoute(UploadRoute):
+    """UploadRoute (upload.py) with the body deadline, the upload slots and the canonical path;
+    every other request goes to `app` (Flask) as it does there."""
+
+    def __init__(self, app, state, uploads: Uploads | None = None):
+        super().__init__(app, state)
+        conf = state.config
+        self.uploads = uploads or Uploads(conf["BALANCE_MAX_UPLOADS"], conf["BALANCE_UPLOAD_BYTES"])
+        self.body_timeout = float(conf["BALANCE_BODY_TIMEOUT"])
+
+    def __call__(self, environ, start_response):
+        where = canonical(environ)
+        if where is None or (where and environ.get("REQUEST_METHOD") != "POST"):
+            return self.app(environ, start_response)
+        started = time.perf_counter()
+        if where:
+            route, method = ROUTE, "POST"
+            try:
+                status, payload, headers = self.upload(environ)
+            except Exception as exc:
+                # the type only: a message or traceback could quote request data
+                log.error("unhandled %s in an upload", type(exc).__name__)
+                message = "internal error; the request may be retried"
+                status, payload, headers = 500, error_payload(500, message), {}
+        else:
+            route, method = "other", method_label(environ.get("REQUEST_METHOD", ""))
+            message = f"not found: uploads go to {ROUTE} exactly"
+            status, payload, headers = 404, error_payload(404, message), {}
+        body = orjson.dumps(payload)
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                *headers.items(),
+            ],
+        )
+        seconds = time.perf_counter() - started
+        self.state.metrics.observe_request(route, method, status, seconds)
+        access_log.info("%s %s %d %.1fms", method, route, status, seconds * 1000)
+        return [body]
+
+    def upload(self, environ) -> tuple[int, dict, dict]:
+        started = time.monotonic()
+        state, metrics = self.state, self.state.metrics
+        client = environ.get("REMOTE_ADDR") or ""
+        kind = environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower()
+        encoding = environ.get("HTTP_CONTENT_ENCODING", "identity")
+        length = _length(environ)
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        limit = upload_limit(kind, state.config["BALANCE_MAX_BODY"])
+        if (
+            kind not in (JSON, NDJSON)
+            or encoding.lower() not in ("identity", "")
+            or (length is not None and length > limit)
+            or length == 0
+        ):
+            # answered before a byte of the body is read: 415 / 413 (or 429, or 400 for an
+            # empty body), as upload.py words them; granian closes a connection whose body was
+            # left unread
+            status, payload, headers = handle(state, client, kind, encoding, length, _empty())
+            if length or chunked:
+                headers = {**headers, "Connection": "close"}
+            if status == 413:
+                metrics.count_event("balance_upload_refused_total", "too_large")
+            return status, payload, headers
+        reserve = limit if length is None else length
+        refused = self.uploads.admit(reserve)
+        if refused is not None:
+            metrics.count_event("balance_upload_refused_total", refused)
+            return _busy(refused)
+        # a body without a length is read up to one byte over the limit: upload.py answers
+        # 413, and the rest stays unread (granian closes the connection)
+        stream = GuardedStream(
+            environ["wsgi.input"],
+            started,
+            started + self.body_timeout,
+            limit + 1 if length is None else length,
+            length,
+            client,
+            environ,
+            chunked,
+        )
+        self.uploads.track(stream)
+        try:
+            status, payload, headers = handle(state, client, kind, encoding, length, stream)
+        except BodyTooLarge:  # BodyTimeout or BodyIncomplete out of upload.py's drain
+            if not (stream.timed_out or stream.failed):
+                raise
+        finally:
+            self.uploads.untrack(stream)
+            self.uploads.release(reserve)
+        if stream.timed_out:
+            metrics.count_event("balance_upload_refused_total", "timeout")
+            message = (
+                f"the body did not arrive within {_secs(self.body_timeout)} s "
+                "(BALANCE_BODY_TIMEOUT); nothing was stored: send it again"
+            )
+            return 408, error_payload(408, message), {"Connection": "close"}
+        if stream.failed:
+            metrics.count_event("balance_upload_refused_total", "incomplete")
+            message = "the body ended before its Content-Length; nothing was stored"
+            return 400, error_payload(400, message), {"Connection": "close"}
+        if length is None and not stream.eof:
+            headers = {**headers, "Connection": "close"}  # the rest of it was never read
+        return status, payload, headers
+
+
+def _busy(why: str) -> tuple[int, dict, dict]:
+    what = "uploads" if why == "busy" else "upload bytes"
+    message = f"too many {what} in flight; retry shortly (nothing was read or stored)"
+    return 503, error_payload(503, message), {"Retry-After": "1", "Connection": "close"}
+
+
+def _empty() -> io.BytesIO:
+    return io.BytesIO(b"")
+
+
+def _secs(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _length(environ) -> int | None:
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or "")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
