@@ -12,12 +12,15 @@ A segment is a magic line, then entries `<length u32><crc32 u32><payload>`, payl
 `<game_id 16 bytes><game u8><status u8><content_hash u64><codec u8><received µs i64><record>`.
 On open the store loads every segment left behind (a crash, a kill) before serving: entries
 whose game_id is already stored are skipped, so loading twice changes nothing. An entry cut
-short by a crash during its write ends its segment; it was never acknowledged.
+short by a crash during its write ends its segment; it was never acknowledged. A segment whose
+write or sync failed is never appended to again (see `Journal`), so nothing acknowledged ever
+follows a damaged entry. A segment is deleted only once every game in it is in DuckDB.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import struct
 import zlib
@@ -84,40 +87,91 @@ def segments(db_path: str | Path) -> list[Path]:
 
 
 class Journal:
-    """The open segment. Not thread-safe: only the holder of the store's commit lock appends."""
+    """The open segment. Not thread-safe: only the holder of the store's commit lock appends.
+
+    A write or sync that fails (a full disk: ENOSPC; an I/O error) fails its segment: after a
+    failed fsync what the page cache holds of it is unknown, and bytes cut short mid-entry
+    would end the segment for a reader (`entries`), hiding whatever was appended after them.
+    So the bytes past the last successful sync are cut off (best effort), the file is closed,
+    and nothing is ever appended to it again: the store rotates it (its games acknowledged
+    before stay in it until DuckDB holds them) and the next append opens a new segment."""
 
     def __init__(self, db_path: str | Path):
         self.db_path = Path(db_path)
         existing = segments(self.db_path)
         self._next = int(existing[-1].name.rsplit(".", 1)[1]) + 1 if existing else 0
         self._fd: int | None = None
+        self._size = 0  # bytes of the open segment made durable so far
         self.path: Path | None = None
+        self.failed = False  # the open segment failed a write: rotate before appending
 
-    def append(self, rows: list[tuple]) -> None:
-        """Write rows and make them durable (returns after fdatasync)."""
+    def append(self, rows: list[tuple]) -> Path:
+        """Write rows and make them durable (returns after fdatasync) in the open segment, or a
+        new one; returns its path. Raises OSError if they may not be durable: nothing of them
+        may be acknowledged then, and the segment is failed (see the class)."""
+        if self.failed:
+            raise RuntimeError("the failed journal segment must be rotated first")
         if self._fd is None:
-            self._open()
-        data = memoryview(b"".join(encode(row) for row in rows))
-        while data:  # a write may be short (a signal, a full disk): the rest follows it
-            data = data[os.write(self._fd, data) :]
-        os.fdatasync(self._fd)
+            self.open_segment()
+        data = b"".join(encode(row) for row in rows)
+        try:
+            view = memoryview(data)
+            while view:  # a write may be short (a signal, a full disk): the rest follows it
+                view = view[os.write(self._fd, view) :]
+            os.fdatasync(self._fd)
+        except OSError:
+            self._fail()
+            raise
+        self._size += len(data)
+        return self.path
 
-    def _open(self) -> None:
-        self.path = self.db_path.with_name(f"{self.db_path.name}.journal.{self._next:08d}")
+    def open_segment(self) -> None:
+        """Open the next segment (if none is open): its name and magic line durable. Raises
+        OSError (a full disk), leaving no file behind; the store uses it as a probe too."""
+        if self._fd is not None or self.failed:
+            return
+        path = self.db_path.with_name(f"{self.db_path.name}.journal.{self._next:08d}")
         self._next += 1
-        self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
-        os.write(self._fd, MAGIC)
-        os.fsync(self._fd)
-        _sync_dir(self.path.parent)  # the new file's name must survive a crash too
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+        try:
+            view = memoryview(MAGIC)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+            _sync_dir(path.parent)  # the new file's name must survive a crash too
+        except OSError:
+            _close(fd)
+            remove(path)
+            raise
+        self._fd, self.path, self._size = fd, path, len(MAGIC)
+
+    def _fail(self) -> None:
+        try:  # never count on the bytes of the failed append: cut them off if we can
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            pass
+        _close(self._fd)
+        self._fd = None
+        self.failed = True
 
     def rotate(self) -> Path | None:
-        """Close the open segment (if any) and return its path; the next append opens one."""
-        if self._fd is None:
+        """Close the open (or failed) segment, if any, and return its path; the next append
+        opens a new one."""
+        if self.path is None:
             return None
-        os.close(self._fd)
+        if self._fd is not None:
+            _close(self._fd)
         self._fd = None
+        self.failed = False
         path, self.path = self.path, None
         return path
+
+
+def _close(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
 def _sync_dir(path: Path) -> None:
@@ -133,3 +187,5 @@ def remove(path: Path) -> None:
         path.unlink()
     except FileNotFoundError:
         pass
+    except OSError as exc:  # it is loaded again at the next start: no game is lost
+        logging.getLogger("ingest.journal").warning("could not delete %s: %s", path.name, exc)

@@ -7,22 +7,36 @@ import time
 from flask import Blueprint, Response, current_app
 
 from .openapi import document
-from .responses import error, json_response
+from .responses import error, json_response, storage_unavailable
+from .store import RETRY_AFTER, StorageUnavailable
 
 bp = Blueprint("ops", __name__)
 
 
 @bp.get("/healthz")
 def healthz():
+    """200 {"status": "ok", ...} when uploads can be stored; 503 + Retry-After with the reason
+    (a full disk, an I/O error) while they cannot: take the server out of rotation."""
     store = current_app.extensions["store"]
+    health = store.health()
+    if health["failure"] is not None:
+        return storage_unavailable(
+            health["failure"],
+            RETRY_AFTER,
+            failing_seconds=health["failing_seconds"],
+            journal_backlog=health["journal_backlog"],
+        )
     try:
         cur = store.reader()
         try:
             (stored,) = cur.execute("SELECT count(*) FROM raw_records").fetchone()
         finally:
             cur.close()
+    except StorageUnavailable as exc:
+        return storage_unavailable(exc.reason, exc.retry_after)
     except Exception as exc:  # storage unreachable: tell the load balancer
-        return error(503, f"storage unreachable: {type(exc).__name__}")
+        store.report(exc)
+        return error(503, f"storage unreachable: {type(exc).__name__}", {"Retry-After": "5"})
     return json_response({"status": "ok", "stored_records": stored})
 
 
@@ -33,6 +47,10 @@ def metrics():
         "balance_stored_records": (
             "Records in raw_records (verified and quarantined).",
             state.store.known_count(),
+        ),
+        "balance_storage_available": (
+            "1 while uploads can be stored, 0 while storage fails (see /healthz).",
+            int(state.store.failure is None),
         ),
         "balance_uptime_seconds": (
             "Seconds since the app started.",

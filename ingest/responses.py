@@ -22,6 +22,17 @@ def error(status: int, message: str, headers: dict | None = None, **extra) -> Re
     return json_response(error_payload(status, message, **extra), status, headers)
 
 
+def storage_unavailable(reason: str, retry_after: int = 5, **extra) -> Response:
+    """503 + Retry-After: the store cannot make writes durable now (see ingest/store.py)."""
+    return error(
+        503,
+        f"storage unavailable: {reason}",
+        {"Retry-After": str(retry_after)},
+        reason=reason,
+        **extra,
+    )
+
+
 def error_payload(status: int, message: str, **extra) -> dict:
     return {"error": reason(status), "message": message, "status": status, **extra}
 
@@ -44,6 +55,10 @@ def register_error_handlers(app: Flask) -> None:
     def unexpected(exc: Exception):
         if isinstance(exc, HTTPException):
             return http_error(exc)
+        from .store import StorageUnavailable  # store imports nothing of Flask
+
+        if isinstance(exc, StorageUnavailable):  # a full disk is no bug: retry later
+            return storage_unavailable(exc.reason, exc.retry_after)
         # the type only: a message or traceback could quote request data
         log.error("unhandled %s in a request", type(exc).__name__)
         return error(500, "internal error; the request may be retried")

@@ -16,22 +16,48 @@ With `defer_rows` (the default) the commit is an append + fdatasync of the uploa
 (ingest/journal.py): a DuckDB commit costs 2-3 ms of CPU whatever its size, and committing
 each small group of single-record uploads made it the server's bottleneck. The rows thread
 then writes journaled games into DuckDB in batches, each game's raw record and derived rows
-(games, game_turns, ..., quarantine) in one transaction, and deletes a journal segment once
-all its games are there. On open, segments left by a crash are loaded first, and `recover`
-rebuilds any derived rows missing for a stored raw record. Readers (`reader`) and writes
-through `submit` (jobs, reverify: run by the calls thread under the commit lock) first wait
-for every journaled game to reach DuckDB. Without `defer_rows`, a group's raw and derived
+(games, game_turns, ..., quarantine) in one transaction. It counts, per journal segment, the
+games not yet committed in DuckDB, and deletes a segment once it is closed and that count is
+zero. On open, the games of segments left by a crash go the same way (before serving), and
+`recover` rebuilds any derived rows missing for a stored raw record. Readers (`reader`) and
+writes through `submit` (jobs, reverify: run by the calls thread under the commit lock) first
+wait for every journaled game to reach DuckDB. Without `defer_rows`, a group's raw and derived
 rows share one DuckDB transaction.
+
+Storage failures (a full disk, an I/O error). Nothing is acknowledged unless it is durable, and
+no game is dropped or quarantined for a failed write (a full disk is not a property of the
+game). While the store cannot write, `failure` says why and `ingest` raises
+`StorageUnavailable` at once (the upload is answered 503 with Retry-After, nothing stored);
+each cause clears itself once writes work again, without a restart:
+
+- "journal": an append or its fdatasync failed. That segment is failed (journal.Journal: never
+  appended to again); the group is not acknowledged. The calls thread probes with backoff by
+  opening a new segment (name and magic line synced).
+- "duckdb": a rows batch (or, without the journal, a group) could not be committed. The rows
+  thread keeps the batch and retries it with backoff, first asking DuckDB which of its games
+  it already holds (a commit can be durable and still raise: DuckDB's autocheckpoint failing
+  after it). A failed checkpoint invalidates DuckDB's database instance: the rows thread then
+  reopens the connection (DuckDB replays its WAL) under the commit lock.
+- "space": less than `min_free` bytes (BALANCE_MIN_FREE, default 64 MiB) free on the store's
+  filesystem: uploads stop before the disk is full, so that DuckDB has room for the games
+  journaled already and for its checkpoint. Checked at each group commit and each second.
+
+The WAL only shrinks at a checkpoint, and a checkpoint needs room for the blocks it writes:
+on a small or nearly full disk the rows thread checkpoints early, once the WAL outgrows a
+quarter of the free space (while there is room for it).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import errno
 import logging
+import os
 import queue
 import threading
 import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
@@ -51,6 +77,68 @@ log = logging.getLogger("ingest.store")
 
 VERIFIED, QUARANTINED = "verified", "quarantined"
 ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
+
+MiB = 1024 * 1024
+MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
+RETRY_AFTER = 5  # seconds, for clients of an upload refused while storage fails
+_BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 5.0  # retries of a failed write (seconds)
+_RELIEF_MIN = 1 * MiB  # a WAL smaller than this is never checkpointed early
+
+
+class StorageUnavailable(Exception):
+    """The store cannot make writes durable now (disk full, I/O error): nothing of the request
+    was stored or acknowledged; retry after `retry_after` seconds."""
+
+    def __init__(self, reason: str, retry_after: int = RETRY_AFTER):
+        super().__init__(reason)
+        self.reason = reason
+        self.retry_after = retry_after
+
+
+_STORAGE_TYPES = (
+    OSError,
+    MemoryError,
+    duckdb.IOException,
+    duckdb.FatalException,
+    duckdb.OutOfMemoryException,
+    duckdb.InterruptException,
+)
+_STORAGE_WORDS = (
+    "no space left",
+    "could not write",
+    "could not read",
+    "could not open",
+    "could not truncate",
+    "could not fsync",
+    "i/o error",
+    "invalidated",
+    "failed to commit",
+    "checkpoint",
+    "write-ahead",
+    "disk",
+)
+
+
+def storage_error(exc: BaseException) -> bool:
+    """Whether `exc` says the storage failed (a full disk, an I/O error, an invalidated
+    database, memory), rather than that some rows did not fit the tables."""
+    if isinstance(exc, (StorageUnavailable, *_STORAGE_TYPES)):
+        return True
+    if isinstance(exc, duckdb.Error):
+        text = str(exc).lower()
+        return any(word in text for word in _STORAGE_WORDS)
+    return False
+
+
+def _invalidated(exc: BaseException) -> bool:
+    return isinstance(exc, duckdb.FatalException) or "invalidated" in str(exc).lower()
+
+
+def _reason(what: str, exc: BaseException) -> str:
+    text = " ".join(str(exc).split())[:300]
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in text.lower():
+        return f"disk full: {what} failed: {text}"
+    return f"{what} failed: {type(exc).__name__}: {text}"
 
 
 @dataclass(slots=True)
@@ -89,13 +177,15 @@ class _Ingest:
     done: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Rows:
     """A stored game's raw record row and derived rows, for the rows thread."""
 
     gid: str
     raw: tuple
     rows: rows.Rows | rows.Part | None
+    segment: Path | None = None  # the journal segment that holds it until DuckDB does
+    stuck: bool = False  # could not be stored at all (a bug): its segment stays
 
 
 @dataclass(slots=True)
@@ -103,6 +193,15 @@ class _SegmentDone:
     """Every game of this journal segment is ahead of this mark in the rows queue."""
 
     path: Path
+
+
+@dataclass(slots=True, eq=False)
+class _Flush:
+    """A waiter in the rows queue: set once every game ahead of it is in DuckDB (`error`
+    None), or once the rows thread could not store them (`error`: why)."""
+
+    event: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
 
 
 @dataclass(slots=True)
@@ -128,6 +227,13 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     return con
 
 
+def _min_free(value: int | None) -> int:
+    if value is not None:
+        return int(value)
+    raw = os.environ.get("BALANCE_MIN_FREE", "")
+    return int(raw) if raw.strip() else MIN_FREE
+
+
 class Store:
     """The single DuckDB connection of the server process, its group commit and rows thread."""
 
@@ -143,35 +249,36 @@ class Store:
         threads: int = 0,
         rows_interval: float = 1.0,
         segment_seconds: float = 1.0,
+        min_free: int | None = None,
     ):
         self.path = str(path)
         self.segment_seconds = segment_seconds
         self.commit_max = commit_max
         self.defer_rows = defer_rows
         self.rows_interval = rows_interval
+        # uploads stop below this many free bytes (0: only when a write fails)
+        self.min_free = _min_free(min_free)
+        self._dir = str(Path(self.path).resolve().parent)
         self._on_commit = on_commit
-        self._con = open_db(self.path)
-        # Fewer, larger checkpoints: each one rewrites the tables' last row groups, and the
-        # blocks it frees stay in the file (about 70 bytes a game at the 16 MB default).
-        self._con.execute(f"SET checkpoint_threshold = '{checkpoint_threshold}'")
-        # A transaction that fills a row group has DuckDB write it to the file before the
-        # commit ("optimistic write"); the next checkpoint then merges the partial row groups
-        # such transactions leave and frees their blocks, holes in the middle of the file:
-        # 503-653 bytes a game at 100,000 games (rows batches of 1-5 s) instead of 482
-        # (benchmarks/ingest_size.py). Kept in memory until the commit instead, a transaction's
-        # rows are written once, compressed, at a checkpoint.
-        self._con.execute("SET GLOBAL enable_optimistic_write = false")
-        if threads > 0:
-            # The writer's statements are tiny (a few rows): with more than one DuckDB thread
-            # each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost
-            # (benchmarks/ingest_http.py). The server's readers share the setting.
-            self._con.execute(f"SET threads = {int(threads)}")
+        self._checkpoint_threshold = checkpoint_threshold
+        self._threads = threads
+        self._con = self._connect()
         self._closed = False
         # The commit queue (its head leads) and the lock of whoever writes: a leader's
-        # group, a call, a journal rotation.
+        # group, a call, a journal rotation, a reopen of the connection.
         self._writers: deque[_Ingest] = deque()
         self._gate = threading.Lock()  # guards _writers and _closed
         self._commit_lock = threading.Lock()
+        # Storage failures: cause ("journal", "duckdb", "space") -> why; see the module doc.
+        self._failures: dict[str, str] = {}
+        self._failed_since: float | None = None
+        self._failures_lock = threading.Lock()
+        self._journal_retry_at, self._journal_backoff = 0.0, _BACKOFF_FIRST
+        self._duck_retry_at, self._duck_backoff = 0.0, _BACKOFF_FIRST
+        self._relief_retry_at, self._relief_backoff = 0.0, 30.0
+        self._invalid = False  # DuckDB invalidated its database (a failed checkpoint): reopen
+        self._uncertain: list[int] = []  # keys whose commit raised but may be durable
+        self._recover_pending = False
         # game_id (as int) -> content hash of every stored record: the leader decides
         # duplicate / conflict from this without a query (a lookup by id in DuckDB is a scan).
         self._known: dict[int, int] = self._load_known()
@@ -180,28 +287,89 @@ class Store:
         # verified games that came without them; the app sets its judge processes' (None:
         # built on the rows thread)
         self.rebuild: Callable[[list, list], list] | None = None
-        self.journaled = load_journal(self._con, self.path, self._known)
-        self.recovered = recover(self._con, judge)
+        left_behind = journal.segments(self.path)
         self._journal = journal.Journal(self.path) if defer_rows else None
         self._segment_started = 0.0
+        # The rows thread's own state: games taken from the queue and not yet in DuckDB
+        # (oldest first), flush waiters, and per journal segment the games it holds that
+        # DuckDB does not (a closed segment with none left is deleted).
         self._rows_queue: queue.SimpleQueue = queue.SimpleQueue()
         self._rows_wake = threading.Event()
+        self._pending: list[_Rows] = []
+        self._waiters: list[_Flush] = []
+        self._outstanding: dict[Path, int] = {}
+        self._finished: set[Path] = set()
+        self._rows_check = False  # _pending holds games of a failed commit: ask DuckDB first
+        self._rows_stop = False
         self._rows_con = self._con.cursor()
         self._rows_thread = threading.Thread(target=self._rows_run, name="store-rows", daemon=True)
         self._rows_thread.start()
+        self.journaled = self._load_journal(left_behind, judge)
+        if self.journaled:
+            try:
+                self.flush_rows(None)  # before serving: readers see them
+            except StorageUnavailable as exc:  # a nearly full disk: serve (503) and retry
+                log.error("journaled games not in DuckDB yet (kept in the journal): %s", exc)
+        self.recovered = self._recover_at_open(judge)
+        self._check_space()
         self._queue: queue.SimpleQueue = queue.SimpleQueue()  # calls (submit) and _STOP
         self._thread = threading.Thread(target=self._run, name="store-calls", daemon=True)
         self._thread.start()
 
+    def _connect(self) -> duckdb.DuckDBPyConnection:
+        con = open_db(self.path)
+        try:
+            # Fewer, larger checkpoints: each one rewrites the tables' last row groups, and
+            # the blocks it frees stay in the file (about 70 bytes a game at the 16 MB
+            # default).
+            con.execute(f"SET checkpoint_threshold = '{self._checkpoint_threshold}'")
+            # A transaction that fills a row group has DuckDB write it to the file before the
+            # commit ("optimistic write"); the next checkpoint then merges the partial row
+            # groups such transactions leave and frees their blocks, holes in the middle of
+            # the file: 503-653 bytes a game at 100,000 games (rows batches of 1-5 s) instead
+            # of 482 (benchmarks/ingest_size.py). Kept in memory until the commit instead, a
+            # transaction's rows are written once, compressed, at a checkpoint.
+            con.execute("SET GLOBAL enable_optimistic_write = false")
+            if self._threads > 0:
+                # The writer's statements are tiny (a few rows): with more than one DuckDB
+                # thread each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost
+                # (benchmarks/ingest_http.py). The server's readers share the setting.
+                con.execute(f"SET threads = {int(self._threads)}")
+        except BaseException:
+            con.close()
+            raise
+        return con
+
     # -- public interface -------------------------------------------------------------------
+
+    @property
+    def failure(self) -> str | None:
+        """Why the store cannot store uploads now (None: it can); see the module doc."""
+        with self._failures_lock:
+            return "; ".join(self._failures.values()) if self._failures else None
+
+    def health(self) -> dict:
+        """The storage state for /healthz: failure (None when ok), for how long, and the
+        games acknowledged but not yet in DuckDB."""
+        with self._failures_lock:
+            reason = "; ".join(self._failures.values()) if self._failures else None
+            since = self._failed_since
+        return {
+            "failure": reason,
+            "failing_seconds": None if since is None else round(time.monotonic() - since, 1),
+            "journal_backlog": len(self._pending) + self._rows_queue.qsize(),
+        }
 
     def ingest(self, items: list[Pending], timeout: float | None = 60.0) -> list[str]:
         """Store `items` (in order); returns accepted/quarantined/duplicate/conflict per item,
         after the commit that holds them. Raises concurrent.futures.TimeoutError when the
-        store stayed busy (a long call: reverify, jobs) for `timeout` seconds: nothing of
-        `items` was stored then."""
+        store stayed busy (a long call: reverify, jobs) for `timeout` seconds, and
+        StorageUnavailable while the storage fails (see the module doc): nothing of `items`
+        was stored then."""
         if not items:
             return []
+        if self._failures:
+            raise StorageUnavailable(self.failure or "storage unavailable")
         wait = 1e9 if timeout is None else timeout
         task = _Ingest(items, time.monotonic() + wait)
         with self._gate:
@@ -233,7 +401,8 @@ class Store:
     def reader(self) -> duckdb.DuckDBPyConnection:
         """A new cursor on the store for trusted read-only queries from another thread.
         The caller closes it. It sees every game acknowledged before the call, derived rows
-        included (it waits for the rows thread first: read-your-writes)."""
+        included (it waits for the rows thread first: read-your-writes); raises
+        StorageUnavailable if the rows thread cannot store them now."""
         if not self._closed:
             self.flush_rows()
         return self._con.cursor()
@@ -242,12 +411,15 @@ class Store:
         return len(self._known)
 
     def flush_rows(self, timeout: float | None = 60.0) -> None:
-        """Wait until every derived row handed to the rows thread so far is committed."""
-        done = threading.Event()
-        self._rows_queue.put(done)
+        """Wait until every derived row handed to the rows thread so far is committed; raises
+        StorageUnavailable if it could not be (they stay in the journal, retried)."""
+        waiter = _Flush()
+        self._rows_queue.put(waiter)
         self._rows_wake.set()
-        if not done.wait(timeout):
+        if not waiter.event.wait(timeout):
             raise TimeoutError("derived rows not written in time")
+        if waiter.error is not None:
+            raise waiter.error
 
     def close(self, checkpoint: bool = True) -> None:
         with self._gate:
@@ -265,20 +437,97 @@ class Store:
             self._end_segment()
         self._rows_queue.put(_STOP)
         self._rows_wake.set()
-        self._rows_thread.join()
-        self._rows_con.close()
-        if checkpoint:
+        self._rows_thread.join()  # one last try: what it could not store stays journaled
+        with contextlib.suppress(duckdb.Error):
+            self._rows_con.close()
+        if checkpoint and not self._invalid:
             try:
                 self._con.execute("CHECKPOINT")
             except duckdb.Error as exc:  # the data is safe in the WAL either way
                 log.warning("checkpoint at close failed: %s", exc)
-        self._con.close()
+        with contextlib.suppress(duckdb.Error):
+            self._con.close()
 
     def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    # -- storage failures ---------------------------------------------------------------------
+
+    def _fail(self, cause: str, reason: str) -> None:
+        with self._failures_lock:
+            new = cause not in self._failures
+            self._failures[cause] = reason
+            if self._failed_since is None:
+                self._failed_since = time.monotonic()
+        if new:
+            log.error("storage unavailable (%s), uploads answered 503: %s", cause, reason)
+
+    def _clear(self, cause: str) -> None:
+        with self._failures_lock:
+            had = self._failures.pop(cause, None)
+            if not self._failures:
+                self._failed_since = None
+        if had is not None:
+            log.warning("storage available again (%s)", cause)
+
+    def _check_space(self) -> bool:
+        """Whether `min_free` bytes are free on the store's filesystem (sets or clears the
+        "space" failure)."""
+        if self.min_free <= 0:
+            return True
+        try:
+            st = os.statvfs(self._dir)
+        except OSError:
+            return True
+        free = st.f_bavail * st.f_frsize
+        if free < self.min_free:
+            self._fail(
+                "space",
+                f"disk nearly full: {free // 1024} KiB free, uploads resume at "
+                f"{self.min_free // 1024} KiB (BALANCE_MIN_FREE)",
+            )
+            return False
+        self._clear("space")
+        return True
+
+    def _journal_failed(self, reason: str) -> None:
+        self._journal_retry_at = time.monotonic() + self._journal_backoff
+        self._journal_backoff = min(_BACKOFF_MAX, self._journal_backoff * 2)
+        self._fail("journal", reason)
+
+    def _probe_journal(self) -> None:
+        """Under the commit lock: once its backoff is over, try to open a new segment (its
+        name and magic line synced); the journal works again if that succeeds."""
+        if self._journal is None or "journal" not in self._failures:
+            return
+        if time.monotonic() < self._journal_retry_at:
+            return
+        try:
+            self._journal.open_segment()
+        except OSError as exc:
+            self._journal_failed(_reason("journal append", exc))
+            return
+        self._journal_backoff = _BACKOFF_FIRST
+        self._clear("journal")
+
+    def _duckdb_failed(self, exc: BaseException, uncertain: list[int] | None = None) -> str:
+        if _invalidated(exc):
+            self._invalid = True
+            self._uncertain.extend(uncertain or [])
+        self._duck_retry_at = time.monotonic() + self._duck_backoff
+        self._duck_backoff = min(_BACKOFF_MAX, self._duck_backoff * 2)
+        reason = _reason("DuckDB write", exc)
+        self._fail("duckdb", reason)
+        return reason
+
+    def report(self, exc: BaseException) -> None:
+        """A reader saw `exc`: if DuckDB invalidated the database, the rows thread reopens it."""
+        if _invalidated(exc):
+            self._duckdb_failed(exc)
+            self._rows_wake.set()
 
     # -- group commit: the leader ------------------------------------------------------------
 
@@ -329,6 +578,12 @@ class Store:
         try:
             self._write(group)
         except Exception as exc:
+            if storage_error(exc):  # the same for every request: none of them is stored
+                reason = exc.reason if isinstance(exc, StorageUnavailable) else None
+                reason = reason or self.failure or _reason("store write", exc)
+                for task in group:
+                    task.error = StorageUnavailable(reason)
+                return
             if len(group) == 1:
                 log.error("store write failed: %s", type(exc).__name__)
                 group[0].error = exc
@@ -367,13 +622,29 @@ class Store:
                 out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
             outcomes.append(out)
         if raw:
+            # a group queued before the storage failed, or a disk nearly full: nothing written
+            if self._failures or not self._check_space():
+                raise StorageUnavailable(self.failure or "storage unavailable")
             if self._journal is not None:
-                self._journal.append(raw)  # durable from here on (fdatasync)
+                try:
+                    segment = self._journal.append(raw)  # durable from here on (fdatasync)
+                except OSError as exc:
+                    reason = _reason("journal append", exc)
+                    self._end_segment()  # failed: deleted once its earlier games are stored
+                    self._journal_failed(reason)
+                    raise StorageUnavailable(reason) from exc
                 for item in derived:
+                    item.segment = segment
                     self._rows_queue.put(item)  # before the answer: read-your-writes
             else:
-                with transaction(self._con):
-                    insert_tables(self._con, _tables(derived))
+                try:
+                    with transaction(self._con):
+                        insert_tables(self._con, _tables(derived))
+                except Exception as exc:
+                    if not storage_error(exc):
+                        raise
+                    reason = self._duckdb_failed(exc, uncertain=list(fresh))
+                    raise StorageUnavailable(reason) from exc
             self._known.update(fresh)
         elapsed = time.perf_counter() - started
         if self._on_commit is not None:
@@ -390,7 +661,7 @@ class Store:
                 self._rows_queue.put(_SegmentDone(path))
         self._segment_started = time.monotonic()
 
-    # -- calls thread ------------------------------------------------------------------------
+    # -- opening: what a crash left ------------------------------------------------------------
 
     def _load_known(self) -> dict[int, int]:
         table = self._con.sql("SELECT game_id::VARCHAR AS g, content_hash AS h FROM raw_records")
@@ -400,6 +671,50 @@ class Store:
             known.update(zip((int(g.replace("-", ""), 16) for g in ids), hashes, strict=True))
         return known
 
+    def _load_journal(self, segments: list[Path], judge) -> int:
+        """Hand the games of journal segments left behind (a crash) that DuckDB does not hold
+        to the rows thread, their rows rebuilt from their raw records; each segment is deleted
+        once they are stored. Returns how many games that is."""
+        loaded = 0
+        for segment in segments:
+            try:
+                data = segment.read_bytes()
+            except OSError as exc:  # kept for the next start
+                log.error("journal segment %s not readable: %s", segment.name, exc)
+                continue
+            items = []
+            for row in journal.entries(data):
+                key = int.from_bytes(row[0], "big")
+                if key in self._known:  # stored before the crash, or earlier in the journal
+                    continue
+                self._known[key] = row[3]
+                judge = judge or _default_judge()
+                items.append(_rebuilt(row, judge))
+            for item in items:
+                item.segment = segment
+                self._rows_queue.put(item)
+            self._rows_queue.put(_SegmentDone(segment))
+            loaded += len(items)
+        if loaded:
+            log.info("loading %d acknowledged games from the journal", loaded)
+            self._rows_wake.set()
+        return loaded
+
+    def _recover_at_open(self, judge) -> int:
+        with self._commit_lock:
+            try:
+                return recover(self._con, judge)
+            except Exception as exc:
+                if not storage_error(exc):
+                    raise
+                log.error("rows not rebuilt at open (retried later): %s", exc)
+                self._recover_pending = True
+                self._duckdb_failed(exc)
+                self._rows_wake.set()
+                return 0
+
+    # -- calls thread ------------------------------------------------------------------------
+
     def _run(self) -> None:
         while True:
             try:
@@ -407,11 +722,13 @@ class Store:
             except queue.Empty:
                 with self._commit_lock:
                     self._end_segment()  # quiet a while: let the rows thread delete it
+                    self._probe_journal()
                 continue
             if task is _STOP:
                 return
             with self._commit_lock:
                 self._call(task)
+                self._probe_journal()
 
     def _call(self, task: _Call) -> None:
         if not task.future.set_running_or_notify_cancel():
@@ -426,6 +743,8 @@ class Store:
                     result = task.fn(con)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
             _rollback(con)
+            if _invalidated(exc):  # a failed checkpoint: the rows thread reopens
+                self.report(exc)
             task.future.set_exception(exc)
         else:
             task.future.set_result(result)
@@ -441,43 +760,180 @@ class Store:
             # of 6 alternating runs). No reader waits for it: a waiter (flush_rows: a reader,
             # a job) or close wakes the thread at once. The leaders' puts wake nobody (a
             # thread blocked on the queue was woken for every game, ~40 us of CPU each).
-            self._rows_wake.wait(self.rows_interval)
+            self._rows_wake.wait(self._rows_delay())
             self._rows_wake.clear()
-            batch, waiters, done, stop = [], [], [], False
-            while not stop:
-                try:
-                    item = self._rows_queue.get_nowait()
-                except queue.Empty:
-                    break
-                if item is _STOP:
-                    stop = True
-                elif isinstance(item, threading.Event):
-                    waiters.append(item)
-                elif isinstance(item, _SegmentDone):
-                    done.append(item.path)
-                else:
-                    batch.append(item)
-            stored = True
-            for start in range(0, len(batch), self.commit_max):
-                try:
-                    chunk = batch[start : start + self.commit_max]
-                    self._fill_rows(chunk)
-                    stored = self._write_rows(chunk) and stored
-                except Exception as exc:  # keep serving; the journal keeps them for next open
-                    log.error("journaled games not written to DuckDB: %s", exc)
-                    stored = False
-            if stored:
-                for path in done:  # each of its games is in DuckDB now
-                    journal.remove(path)
-            for event in waiters:
-                event.set()
-            if stop:
+            self._drain()
+            failing = "duckdb" in self._failures
+            if not failing or self._rows_stop or time.monotonic() >= self._duck_retry_at:
+                self._rows_step()
+            self._delete_finished()
+            self._answer_waiters()
+            self._check_space()
+            if self._rows_stop:
+                if self._pending:
+                    log.error("%d journaled games not in DuckDB at close", len(self._pending))
                 return
+
+    def _rows_delay(self) -> float:
+        if "duckdb" in self._failures:
+            return min(self.rows_interval, max(0.01, self._duck_retry_at - time.monotonic()))
+        return self.rows_interval
+
+    def _drain(self) -> None:
+        """Take everything queued for the rows thread."""
+        while True:
+            try:
+                item = self._rows_queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is _STOP:
+                self._rows_stop = True
+            elif isinstance(item, _Flush):
+                self._waiters.append(item)
+            elif isinstance(item, _SegmentDone):
+                self._finished.add(item.path)  # every game of it is counted by now
+            else:
+                self._pending.append(item)
+                if item.segment is not None:
+                    self._outstanding[item.segment] = self._outstanding.get(item.segment, 0) + 1
+
+    def _answer_waiters(self, failing: bool = False) -> None:
+        waiters, self._waiters = self._waiters, []
+        error = None
+        if failing or self._pending or self._invalid:
+            error = StorageUnavailable(self.failure or "journaled games not in DuckDB yet")
+        for waiter in waiters:
+            waiter.error = error
+            waiter.event.set()
+
+    def _done(self, item: _Rows) -> None:
+        """`item` is committed in DuckDB."""
+        if item.segment is None or item.stuck:
+            return
+        left = self._outstanding[item.segment] - 1
+        if left:
+            self._outstanding[item.segment] = left
+        else:
+            del self._outstanding[item.segment]
+
+    def _delete_finished(self) -> None:
+        """Delete the closed segments none of whose games is missing from DuckDB."""
+        for path in [p for p in self._finished if p not in self._outstanding]:
+            journal.remove(path)
+            self._finished.discard(path)
+
+    def _rows_step(self) -> None:
+        """Store the pending games in DuckDB, `commit_max` to a transaction. A storage error
+        keeps the games not stored yet for a retry with backoff: nothing is dropped."""
+        try:
+            if self._invalid:
+                self._reopen()
+            if self._rows_check and self._pending:
+                self._drop_present()
+            while self._pending:
+                chunk = self._pending[: self.commit_max]
+                self._fill_rows(chunk)
+                self._store_chunk(chunk)
+                del self._pending[: len(chunk)]
+                for item in chunk:
+                    self._done(item)
+            self._rows_check = False
+            if self._recover_pending:
+                self._lock_commits()
+                try:
+                    recover(self._con, self._judge)
+                finally:
+                    self._commit_lock.release()
+                self._recover_pending = False
+            self._relieve_wal()
+        except Exception as exc:  # noqa: BLE001 - retried; what failed is kept
+            if not storage_error(exc):
+                log.error("journaled games not written to DuckDB (retried): %r", exc)
+            self._rows_check = True
+            self._duckdb_failed(exc)
+            return
+        if not self._invalid:
+            self._duck_backoff = _BACKOFF_FIRST
+            self._clear("duckdb")
+
+    def _reopen(self) -> None:
+        """Open the DuckDB connection again after DuckDB invalidated its database (a failed
+        checkpoint: the transactions committed before it are in its WAL, replayed now)."""
+        self._lock_commits()
+        try:
+            for con in (self._rows_con, self._con):
+                with contextlib.suppress(Exception):
+                    con.close()
+            self._con = self._connect()
+            self._rows_con = self._con.cursor()
+            self._invalid = False
+            log.warning("DuckDB connection reopened")
+            if self._uncertain:  # groups whose commit raised: which of them are stored
+                keys, self._uncertain = self._uncertain, []
+                ids = [str(uuid.UUID(int=k)) for k in keys]
+                known = dict(self._con.execute(_PRESENT_HASHES, [ids]).fetchall())
+                for key, gid in zip(keys, ids, strict=True):
+                    if gid in known:
+                        self._known[key] = known[gid]
+        finally:
+            self._commit_lock.release()
+
+    def _lock_commits(self) -> None:
+        """Take the commit lock from the rows thread. A call may hold it while it waits for a
+        flush: answer the waiters (failing) meanwhile, so that the call ends."""
+        while not self._commit_lock.acquire(timeout=0.05):
+            self._drain()
+            self._answer_waiters(failing=True)
+
+    def _drop_present(self) -> None:
+        """Count as done the pending games DuckDB holds already: a commit that raised after
+        it was durable (DuckDB's autocheckpoint failing after the commit), or the games of a
+        batch stored one by one before a later one failed."""
+        ids = [item.gid for item in self._pending]
+        present = {g for (g, _) in self._rows_con.execute(_PRESENT_HASHES, [ids]).fetchall()}
+        if not present:
+            return
+        keep = []
+        for item in self._pending:
+            if item.gid in present:
+                self._done(item)
+            else:
+                keep.append(item)
+        self._pending = keep
+
+    def _relieve_wal(self) -> None:
+        """Checkpoint early once the WAL outgrows a quarter of the free space, while there is
+        room for the blocks a checkpoint writes: past that, the WAL could fill the disk and
+        no checkpoint could shrink it."""
+        if time.monotonic() < self._relief_retry_at:
+            return
+        try:
+            wal = os.path.getsize(self.path + ".wal")
+            st = os.statvfs(self._dir)
+        except OSError:
+            return
+        free = st.f_bavail * st.f_frsize
+        # not yet needed; or hopeless (a checkpoint writes blocks for every table it changed,
+        # 256 KiB each at least, as much as the WAL's data at most): a failed one costs a
+        # reopen of the database, which replays the WAL
+        if wal < _RELIEF_MIN or free >= 4 * wal or free < wal + 4 * MiB:
+            return
+        try:
+            self._rows_con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            self._relief_retry_at = time.monotonic() + self._relief_backoff
+            self._relief_backoff = min(600.0, self._relief_backoff * 2)
+            if _invalidated(exc):
+                raise
+            log.info("early checkpoint not done: %s", exc)  # other transactions, likely
+            return
+        self._relief_backoff = 30.0
+        log.info("checkpointed early: the WAL was %d KiB, %d KiB free", wal >> 10, free >> 10)
 
     def _fill_rows(self, batch: list[_Rows]) -> None:
         """Build the rows of verified games that came without them (gather.py) from their raw
         records, replayed again in the judge processes, 50 to a chunk. A game whose verdict
-        changed gets no rows: `_write_rows` then quarantines it as 'internal'."""
+        changed gets no rows: `_store_chunk` then quarantines it as 'internal'."""
         missing = [item for item in batch if item.rows is None]
         if not missing:
             return
@@ -491,38 +947,85 @@ class Store:
                 log.warning("rows built here: the judge processes failed (%s)", exc)
         if built is None:
             self._judge = self._judge or _default_judge()
-            built = self._judge.rows_many(lines, times)
+            built = []
+            for line, at in zip(lines, times, strict=True):
+                try:
+                    built.extend(self._judge.rows_many([line], [at]))
+                except Exception as exc:  # an engine bug on this record: kept, quarantined
+                    log.error("rows of a journaled game failed: %r", exc)
+                    built.append((None, None))
         for item, (status, game_rows) in zip(missing, built, strict=True):
             if status != item.raw[2] or game_rows is None:
                 log.error("game %s: judged again, its verdict changed; rows not built", item.gid)
                 continue
             item.rows = game_rows
 
-    def _write_rows(self, batch: list[_Rows]) -> bool:
-        """Commit the batch's raw records and derived rows; False if a raw record could not
-        be stored (it stays in the journal)."""
+    def _store_chunk(self, chunk: list[_Rows]) -> None:
+        """Commit the chunk's games in DuckDB; a storage error propagates (retried)."""
+        built = [item for item in chunk if item.rows is not None]
+        if built:
+            self._write_rows(built)
+        for item in chunk:
+            if item.rows is None:
+                self._quarantine(item, "judged again, its verdict changed (a bug)")
+
+    def _write_rows(self, batch: list[_Rows]) -> None:
+        """Commit the batch's raw records and derived rows in one transaction. Rows that do
+        not fit the tables (a bug) put their game in the quarantine, found by storing the
+        games one by one. A storage error propagates: it is never the game's fault."""
         con = self._rows_con
         try:
             with transaction(con):
                 insert_tables(con, _tables(batch))
-            return True
+            return
         except Exception as exc:
-            if len(batch) > 1:  # find the game at fault; the others go in
-                return all([self._write_rows([one]) for one in batch])
+            if storage_error(exc):
+                raise
             failed = exc
-        # rows that do not fit the tables: keep the game, out of the analysis
-        one = batch[0]
-        log.error("rows of game %s failed: %s", one.gid, type(failed).__name__)
+        if len(batch) > 1:  # find the game at fault; the others go in
+            for one in batch:
+                self._write_rows([one])
+            return
+        log.error("rows of game %s failed: %s", batch[0].gid, type(failed).__name__)
+        self._quarantine(batch[0], f"its rows could not be stored: {failed}")
+
+    def _quarantine(self, item: _Rows, message: str) -> None:
+        """Store the game's raw record in the quarantine with rule 'internal' (its upload was
+        acknowledged: it is kept, out of the analysis), in one transaction. A storage error
+        propagates; any other leaves the game in the journal, for the next start."""
+        con = self._rows_con
+        raw = (*item.raw[:2], QUARANTINED, *item.raw[3:])
         try:
-            insert_tables(con, {"raw_records": [one.raw]})
+            record = orjson.loads(codec.decode(item.raw[5], item.raw[4]))
+            fault = SimpleNamespace(rule="internal", turn=None, seat=None, message=message)
+            with transaction(con):
+                insert_tables(con, {"raw_records": [raw]})
+                insert_tables(con, rows.quarantine_row(item.gid, record, fault, item.raw[6]))
         except Exception as exc:
-            log.error("game %s not written to DuckDB (kept in the journal): %s", one.gid, exc)
-            return False
-        try:
-            quarantine_internal(con, one.gid, f"its rows could not be stored: {failed}")
-        except Exception as exc:
-            log.error("could not quarantine game %s: %s", one.gid, exc)
-        return True
+            if storage_error(exc):
+                raise
+            log.error("game %s not stored (kept in the journal): %r", item.gid, exc)
+            item.stuck = True
+
+
+_PRESENT_HASHES = (
+    "SELECT game_id::VARCHAR, content_hash FROM raw_records "
+    "WHERE game_id IN (SELECT unnest(?::UUID[]))"
+)
+
+
+def _rebuilt(row: tuple, judge) -> _Rows:
+    """A journaled raw_records row with its rows judged again from the raw record; a verdict
+    that changed since (an engine fix) is stored as it is now, as `recover` does."""
+    key, game, status, content_hash, blob, codec_id, received = row
+    gid = str(uuid.UUID(bytes=bytes(key)))
+    pending = judge.judge(0, codec.decode(codec_id, blob), received).pending
+    if pending is None:  # no longer well-formed: leave it to `balance reverify`
+        log.warning("game %s: not well-formed any more; run balance reverify", gid)
+        return _Rows(gid, row, {})
+    if pending.status != status:
+        row = (key, game, pending.status, content_hash, blob, codec_id, received)
+    return _Rows(gid, row, pending.rows)
 
 
 def insert_tables(
@@ -543,20 +1046,6 @@ def _tables(items: list[_Rows]) -> dict[str, pa.Table]:
     return {"raw_records": raw, **rows.tables_of([item.rows for item in items])}
 
 
-def quarantine_internal(con: duckdb.DuckDBPyConnection, gid: str, message: str) -> None:
-    """Move a stored game to the quarantine with rule 'internal' (its own transaction)."""
-    blob, codec_id, received = con.execute(
-        "SELECT record, codec, received_at FROM raw_records WHERE game_id = ?", [gid]
-    ).fetchone()
-    record = orjson.loads(codec.decode(codec_id, blob))
-    fault = SimpleNamespace(rule="internal", turn=None, seat=None, message=message)
-    with transaction(con):
-        for table in rows.ALL_GAME_TABLES:
-            con.execute(f"DELETE FROM {table} WHERE game_id = ?", [gid])
-        con.execute("UPDATE raw_records SET status = 'quarantined' WHERE game_id = ?", [gid])
-        insert_tables(con, rows.quarantine_row(gid, record, fault, received))
-
-
 _MISSING_ROWS = """
 SELECT r.game_id::VARCHAR, r.status, r.codec, r.record, r.received_at FROM raw_records r
 WHERE (r.status = 'verified' AND r.game = 'slow6' AND r.game_id NOT IN (SELECT game_id FROM games))
@@ -566,48 +1055,30 @@ WHERE (r.status = 'verified' AND r.game = 'slow6' AND r.game_id NOT IN (SELECT g
 """
 
 
-def load_journal(con: duckdb.DuckDBPyConnection, path: str, known: dict[int, int]) -> int:
-    """Store the raw records of journal segments left behind (after a crash), those not
-    stored yet, then delete the segments; `recover` then builds their derived rows. Returns
-    how many games were loaded."""
-    segments = journal.segments(path)
-    fresh = []
-    for segment in segments:
-        for row in journal.entries(segment.read_bytes()):
-            key = int.from_bytes(row[0], "big")
-            if key not in known:
-                known[key] = row[3]
-                fresh.append(row)
-    if fresh:
-        with transaction(con):
-            insert_tables(con, {"raw_records": fresh})
-        log.info("loaded %d acknowledged games from the journal", len(fresh))
-    for segment in segments:
-        journal.remove(segment)
-    return len(fresh)
-
-
-def recover(con: duckdb.DuckDBPyConnection, judge=None) -> int:
+def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> int:
     """Rebuild the derived rows of raw records that have none (a crash between the commit of
-    a raw record and of its rows); returns how many games were rebuilt."""
+    a raw record and of its rows, in an older store); returns how many games were rebuilt.
+    `chunk` games to a transaction, so that a nearly full disk stops it between two (what is
+    left is found again next time)."""
     missing = con.execute(_MISSING_ROWS).fetchall()
     if not missing:
         return 0
     judge = judge or _default_judge()
-    games, moved = [], []
-    for gid, status, codec_id, blob, received in missing:
-        judged = judge.judge(0, codec.decode(codec_id, blob), received)
-        pending = judged.pending
-        if pending is None:  # no longer well-formed: leave it to `balance reverify`
-            log.warning("game %s: not well-formed any more; run balance reverify", gid)
-            continue
-        if pending.status != status:
-            moved.append((gid, pending.status))
-        games.append(pending.rows)
-    with transaction(con):
-        insert_tables(con, rows.tables_of(games))
-        for gid, status in moved:
-            con.execute("UPDATE raw_records SET status = ? WHERE game_id = ?", [status, gid])
+    for start in range(0, len(missing), chunk):
+        games, moved = [], []
+        for gid, status, codec_id, blob, received in missing[start : start + chunk]:
+            judged = judge.judge(0, codec.decode(codec_id, blob), received)
+            pending = judged.pending
+            if pending is None:  # no longer well-formed: leave it to `balance reverify`
+                log.warning("game %s: not well-formed any more; run balance reverify", gid)
+                continue
+            if pending.status != status:
+                moved.append((gid, pending.status))
+            games.append(pending.rows)
+        with transaction(con):
+            insert_tables(con, rows.tables_of(games))
+            for gid, status in moved:
+                con.execute("UPDATE raw_records SET status = ? WHERE game_id = ?", [status, gid])
     log.info("rebuilt the rows of %d stored games", len(missing))
     return len(missing)
 

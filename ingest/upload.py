@@ -20,6 +20,7 @@ from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
 from .pipeline import MAX_RECORD, TooLong, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
+from .store import StorageUnavailable
 
 log = logging.getLogger("ingest.upload")
 access_log = logging.getLogger("ingest.access")
@@ -61,6 +62,9 @@ def _upload(state, kind, encoding, length, stream) -> Answer:
     limit = MAX_RECORD + 2 if kind == JSON else state.config["BALANCE_MAX_BODY"]
     if length is not None and length > limit:
         return _too_large(kind, limit)
+    failure = state.store.failure
+    if failure is not None:  # nothing could be stored: answered before any judging
+        return _unavailable(StorageUnavailable(failure))
     received = utcnow()
     lines = []
     try:
@@ -91,6 +95,8 @@ def _upload(state, kind, encoding, length, stream) -> Answer:
             "storage is busy; retry (the same record is never stored twice)",
             {"Retry-After": "5"},
         )
+    except StorageUnavailable as exc:
+        return _unavailable(exc)
     except RuntimeError:
         return error(503, "the server is shutting down; retry", {"Retry-After": "5"})
     results = settle(judged, outcomes)
@@ -111,6 +117,18 @@ def _judge_and_store(state, lines: list, received) -> tuple[list, list[str]]:
     judged = state.pool.judge_many(lines, received)
     pending = [j.pending for j in judged if j.pending is not None]
     return judged, state.store.ingest(pending, timeout=state.commit_timeout)
+
+
+def _unavailable(exc: StorageUnavailable) -> Answer:
+    """503: the store cannot make writes durable now (disk full, I/O error); nothing of the
+    request was stored or acknowledged, and the store retries by itself."""
+    return error(
+        503,
+        f"storage unavailable: {exc.reason}; nothing was stored: retry later "
+        "(the same record is never stored twice)",
+        {"Retry-After": str(exc.retry_after)},
+        reason=exc.reason,
+    )
 
 
 def _too_large(kind: str, limit: int) -> Answer:
