@@ -55,7 +55,12 @@ def _square(rng: random.Random, n: int, near: str | None = None, on_board: float
         for _ in range(20):
             df, dr = rng.randint(-3, 3), rng.randint(-3, 3)
             x, y = f + df, r + dr
-            if (df or dr) and 0 <= x < 7 and 0 <= y < 7 and (x < n and y < n or rng.random() > on_board):
+            if (
+                (df or dr)
+                and 0 <= x < 7
+                and 0 <= y < 7
+                and (x < n and y < n or rng.random() > on_board)
+            ):
                 return f"{FILES[x]}{y + 1}"
     lim = n if rng.random() < on_board else 7
     return f"{FILES[rng.randrange(lim)]}{rng.randrange(lim) + 1}"
@@ -194,7 +199,9 @@ def result_altered(rec, rng):
         options = [w for w in (0, 1, None) if w != res["winner"]]
         res["winner"] = rng.choice(options)
     elif choice == 1:
-        reasons = [r for r in ("home", "wipeout", "points", "timeout", "resign") if r != res["reason"]]
+        reasons = [
+            r for r in ("home", "wipeout", "points", "timeout", "resign") if r != res["reason"]
+        ]
         res["reason"] = rng.choice(reasons)
         if res["reason"] == "points" and res.get("points") is None:
             res["points"] = [rng.randrange(0, 30), rng.randrange(0, 30)]
