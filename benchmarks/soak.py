@@ -8,7 +8,9 @@ timeouts"):
 
 - uploaders: keep-alive clients sending single records (4 in 5) and batches of 20 simulated
   Slow6 games with fresh ids; a game counts as acknowledged once its `accepted` answer is in;
-- the console: a SQL query (POST /sql/api) every 0.5 s and the dashboard page every 5 s;
+- the console: a SQL query (POST /sql/api) every 0.5 s and the dashboard page every 5 s; one
+  query in four is hostile (a setting that would kill DuckDB, a file read, a query past the
+  memory or time limit) and counts with the hostile clients;
 - hostile clients, each kept up for the whole run (reopened when the server closes them):
   `--silent` upload connections that send headers declaring 60,000 bytes and then nothing,
   `--trickle` ones sending one byte a second, `--idle` connections that never send a byte,
@@ -101,8 +103,9 @@ class Soak:
         self.healthz_failed = 0
         self.peak_rss = 0
         self.hostile: Counter = Counter()
-        records = pool("slow6", 1000)
-        self.lines = with_fresh_ids(records, 200_000, seed=int(time.time()))
+        self.records = pool("slow6", 1000)
+        self.refills = 0
+        self.lines = with_fresh_ids(self.records, 200_000, seed=int(time.time()))
         self.next_line = 0
 
     def count(self, kind: str, what) -> None:
@@ -115,9 +118,14 @@ class Soak:
 
     def take(self, n: int) -> list[bytes]:
         with self.lock:
+            if self.next_line + n > len(self.lines):  # a long soak: more games, new ids
+                self.refills += 1
+                seed = int(time.time()) * 1000 + self.refills
+                self.lines = with_fresh_ids(self.records, 200_000, seed=seed)
+                self.next_line = 0
             start = self.next_line
             self.next_line += n
-        return self.lines[start : start + n]
+            return self.lines[start : start + n]
 
     def conn(self, timeout: float = 60) -> http.client.HTTPConnection:
         return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
@@ -159,21 +167,33 @@ class Soak:
             "SELECT board, count(*) AS n FROM games GROUP BY ALL ORDER BY ALL",
             "SELECT winner, count(*) FROM games GROUP BY ALL",
         ]
+        # refused (400), or stopped at the time / memory limit (408 / 413): never a crash
+        hostile = [
+            "FROM enable_logging(storage='file', storage_path='x')",
+            "SELECT len(list_sort(range(200000000)))",
+            "SELECT repeat('x', 2000000000)",
+            "SELECT * FROM read_csv('/etc/passwd')",
+        ]
         i = 0
         while not self.stop.wait(0.5):
             i += 1
             conn = self.conn()
+            kind = "console"
             try:
                 if i % 10 == 0:
                     conn.request("GET", "/dashboard/")
                 else:
-                    body = orjson.dumps({"sql": queries[i % len(queries)], "limit": 100})
+                    if i % 4 == 0:
+                        sql, kind = hostile[(i // 4) % len(hostile)], "hostile_sql"
+                    else:
+                        sql = queries[i % len(queries)]
+                    body = orjson.dumps({"sql": sql, "limit": 100})
                     conn.request("POST", "/sql/api", body, {"Content-Type": "application/json"})
                 resp = conn.getresponse()
                 resp.read()
-                self.count("console", resp.status)
+                (self.hit if kind == "hostile_sql" else self.count)(kind, resp.status)
             except (OSError, http.client.HTTPException) as exc:
-                self.count("console", type(exc).__name__)
+                (self.hit if kind == "hostile_sql" else self.count)(kind, type(exc).__name__)
             finally:
                 conn.close()
 
