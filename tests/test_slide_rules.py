@@ -183,7 +183,7 @@ def test_bad_deal_is_reported_before_a_round_fault():
 
 
 @pytest.mark.rule("S2.1")
-def test_first_player_passes_to_the_left_each_round():
+def test_the_round_leader_passes_to_the_left_each_round():
     assert taking_order(first=2, round_index=0, players=4) == [2, 3, 0, 1]
     assert taking_order(first=2, round_index=1, players=4) == [3, 0, 1, 2]
     assert taking_order(first=2, round_index=3, players=4) == [1, 2, 3, 0]
@@ -191,7 +191,7 @@ def test_first_player_passes_to_the_left_each_round():
 
 
 @pytest.mark.rule("S2.3")
-def test_takes_are_read_in_taking_order_from_the_rounds_first_player():
+def test_takes_are_read_in_taking_order_from_the_round_leader():
     # Three different decks so that every round the three revealed values differ: reading the
     # takes in seat order instead of taking order would hand seats the wrong cards.
     grids = [NO_PAIRS, WORKED, NINETEEN_SIX]
@@ -199,10 +199,10 @@ def test_takes_are_read_in_taking_order_from_the_rounds_first_player():
     assert verify(record).ok
     seat_order = copy.deepcopy(record)
     for i, rnd in enumerate(seat_order["rounds"]):
-        lead = (1 + i) % 3
+        leader = (1 + i) % 3
         by_seat = [None] * 3
         for k, v in enumerate(rnd["takes"]):
-            by_seat[(lead + k) % 3] = v
+            by_seat[(leader + k) % 3] = v
         rnd["takes"] = by_seat
     assert not verify(seat_order).ok
 

@@ -6,12 +6,17 @@ middle. It never reads a face-down value, its own included.
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Sequence
+from typing import TypeVar
 
 from replays.slide.engine import CELLS, NEIGHBOURS, Table, legal_sides, shift
 
 DECK_MEAN = 5.5  # expected value of an unseen card (values 1..10, evenly represented)
 SPOIL_SLACK = 2.0  # points of own expected score the greedy bot gives up to deny the next taker
+
+T = TypeVar("T")
 
 
 class RandomBot:
@@ -29,7 +34,7 @@ class RandomBot:
         return self.rng.choice(table.legal_takes())
 
     def slide(self, table: Table, seat: int) -> str:
-        return self.rng.choice(legal_sides(table.gaps[seat]))
+        return self.rng.choice(legal_sides(table.gap(seat)))
 
 
 def expected_cost(vis: list[int]) -> float:
@@ -93,7 +98,7 @@ class GreedyBot:
     def __init__(self, rng: random.Random):
         self.rng = rng
 
-    def _pick(self, scored: list[tuple[float, object]]):
+    def _pick(self, scored: Sequence[tuple[float, T]]) -> T:
         best = min(score for score, _ in scored)
         return self.rng.choice([x for score, x in scored if score <= best + 1e-9])
 
@@ -103,14 +108,14 @@ class GreedyBot:
         for cell in table.legal_reveals(seat):
             trial = vis.copy()
             trial[cell] = 0
-            best = None
+            best = math.inf
             for _, after, entry, cost in _options(trial, cell):
                 # An unknown card: the deck mean, unless it lands next to a value it can join.
                 exp = DECK_MEAN
                 for u in {after[j] for j in NEIGHBOURS[entry] if after[j] > 0}:
                     exp += (_placed_delta(after, entry, u) - u) / 10.0
                 total = cost + exp
-                if best is None or total < best:
+                if total < best:
                     best = total
             scored.append((best, cell))
         return self._pick(scored)
@@ -119,7 +124,7 @@ class GreedyBot:
         values = table.legal_takes()
         if len(values) == 1:
             return values[0]
-        mine = _options(table.visible(seat), table.gaps[seat])
+        mine = _options(table.visible(seat), table.gap(seat))
         own = {v: _best_with(mine, v) for v in values}
         best = min(own.values())
         candidates = [v for v in values if own[v] <= best + SPOIL_SLACK]
@@ -127,14 +132,14 @@ class GreedyBot:
         k = order.index(seat)
         if len(candidates) > 1 and k + 1 < len(order):
             nxt = order[k + 1]
-            theirs = _options(table.visible(nxt), table.gaps[nxt])
+            theirs = _options(table.visible(nxt), table.gap(nxt))
             # Deny the card the next taker wants most; own score breaks ties.
             return self._pick([(_best_with(theirs, v) * 100 + own[v], v) for v in candidates])
         return self._pick([(own[v], v) for v in candidates])
 
     def slide(self, table: Table, seat: int) -> str:
-        card = table.took[seat]
-        options = _options(table.visible(seat), table.gaps[seat])
+        card = table.card(seat)
+        options = _options(table.visible(seat), table.gap(seat))
         return self._pick(
             [
                 (cost + _placed_delta(after, entry, card), side)

@@ -11,7 +11,7 @@ class SlideTakeFacts:
 
     round: int  # 0-based round index
     seat: int
-    order: int  # position in the round's taking order, 0 = the round's first player
+    order: int  # position in the round's taking order, 0 = the round leader
     revealed: int  # value of the card the seat revealed (S2.2)
     reveal_pos: tuple[int, int]  # (row, col) of that card, the seat's gap
     took: int  # value the seat took (S2.3)
