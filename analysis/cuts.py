@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 
 import polars as pl
 
+from .sql import sql_literal
+
 # The cut dimensions, in the order the agg_* tables carry them.
 DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version", "week")
 HUMAN_MODES = ("online", "friend")
@@ -119,12 +121,12 @@ class Cut:
         for name in ("variant", "mode", "platform", "client_version"):
             vals = getattr(self, name)
             if vals is not None:
-                conds.append(f"{a}{name} IN ({', '.join(_quote(v) for v in vals)})")
+                conds.append(f"{a}{name} IN ({', '.join(sql_literal(v) for v in vals)})")
         if self.date_from:
-            conds.append(f"{a}ended_at >= DATE '{self.date_from.isoformat()}'")
+            conds.append(f"{a}ended_at >= DATE {sql_literal(self.date_from.isoformat())}")
         if self.date_to:
             nxt = self.date_to + dt.timedelta(days=1)
-            conds.append(f"{a}ended_at < DATE '{nxt.isoformat()}'")
+            conds.append(f"{a}ended_at < DATE {sql_literal(nxt.isoformat())}")
         return " AND ".join(conds) if conds else "TRUE"
 
     # -- Polars on agg_* rows ---------------------------------------------------------------
@@ -179,7 +181,3 @@ class Cut:
 
     def as_json(self) -> str:
         return json.dumps(self.as_dict(), sort_keys=True)
-
-
-def _quote(v) -> str:
-    return "'" + str(v).replace("'", "''") + "'"

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from replays.vocabulary import POWERS
+
 from .cuts import DIMS, Cut
-from .load import EPOCH_DAY, POWERS, Data
+from .load import EPOCH_DAY, Data
 
 POWER = pl.Enum(POWERS)
 # the dimensions of the tables with many rows per cell (setup cells, power pairs and power

@@ -32,6 +32,7 @@ from . import (
     trends,
 )
 from .cuts import Cut, latest_version
+from .sql import sql_literal
 
 # Bump when the meaning or shape of any agg_* table changes: a run with another version never
 # counts as "unchanged" and always recomputes.
@@ -213,7 +214,8 @@ def replace_tables(con, arrow: dict, meta: dict, t0: float) -> dict:
                 f"{meta['started_at'].isoformat(timespec='seconds')}Z from "
                 f"{meta['games_read']} games; see agg_runs and docs/agg-tables.md"
             )
-            con.execute(f"COMMENT ON TABLE {name} IS '{stamp}'")
+            # COMMENT ON takes no parameter: the stamp goes in as a literal
+            con.execute(f"COMMENT ON TABLE {name} IS {sql_literal(stamp)}")
         finished = _now()
         con.execute(
             "INSERT INTO agg_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 import duckdb
 import polars as pl
 
-from .cuts import Cut
+from replays.vocabulary import POWERS
 
-POWERS = ("double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge")
+from .cuts import Cut
+from .sql import sql_literal
+
 SLIDE_TABLES = ("slide_games", "slide_seats", "slide_rounds")
 EPOCH_MONDAY = dt.date(1970, 1, 5)  # week numbers count Mondays from here
 EPOCH_DAY = dt.date(1970, 1, 1)
@@ -62,12 +64,9 @@ def _pl(con, sql: str) -> pl.DataFrame:
     return con.sql(sql).pl()
 
 
-def _quote(v: str) -> str:
-    return "'" + str(v).replace("'", "''") + "'"
-
-
 def _enum(values: list[str]) -> str:
-    return "ENUM(" + ", ".join(_quote(v) for v in values) + ")"
+    # a type, not a value: it cannot be a parameter
+    return "ENUM(" + ", ".join(sql_literal(v) for v in values) + ")"
 
 
 DICTS_SQL = """

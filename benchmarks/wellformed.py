@@ -21,13 +21,12 @@ from pathlib import Path
 import orjson
 
 from replays._wf_slow6 import text_proves
+from replays.vocabulary import POWERS
 from replays.wellformed import MAX_BYTES, check, load, parse
 
 EXAMPLES = Path("/work/shared/spec/examples")
 if not EXAMPLES.exists():
     EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
-
-POWERS = ["double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge"]
 
 
 def square(rng: random.Random) -> str:

@@ -18,6 +18,8 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from analysis.sql import sql_identifier
+
 # "api": the JSON answer of POST /sql/api; "arrow": Arrow IPC stream (the dashboard's queries)
 FORMATS = ("csv", "json", "parquet", "api", "arrow")
 MEDIA_TYPES = {
@@ -41,7 +43,7 @@ def _flat(table: pa.Table) -> pa.Table:
         rel = con.from_arrow(table)
         cols = []
         for name in table.column_names:
-            q = '"' + name.replace('"', '""') + '"'
+            q = sql_identifier(name)
             cols.append(f"to_json({q})::VARCHAR AS {q}" if name in nested else q)
         return rel.project(", ".join(cols)).to_arrow_table()
     finally:

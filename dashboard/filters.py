@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 from datetime import date, timedelta
 from urllib.parse import urlencode
 
-BOARDS = ("5", "7")
-VARIANTS = ("classic", "powers", "hidden")
-MODES = ("human", "online", "friend", "computer", "challenge", "tutorial")
-AI_LEVELS = ("1", "2", "3", "4")
-PLATFORMS = ("ios", "android", "web", "desktop", "bot")
-PLAYERS = ("2", "3", "4", "5", "6")  # Slide table sizes
+from analysis.cuts import HUMAN_MODES, VARIANTS
+from analysis.sql import sql_literal
+from replays import vocabulary
+
+# A form value is text: numbers are chosen as their digits.
+BOARDS = tuple(str(n) for n in vocabulary.BOARDS)
+MODES = ("human", *vocabulary.MODES)  # "human": the modes of the default cut (HUMAN_MODES)
+AI_LEVELS = tuple(str(n) for n in vocabulary.AI_LEVELS)
+PLATFORMS = vocabulary.PLATFORMS
+PLAYERS = tuple(str(n) for n in vocabulary.SLIDE_PLAYERS)  # Slide table sizes
 VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,63}")
 
 LABELS = {
@@ -36,10 +40,6 @@ KEYS = tuple(LABELS)
 # the select fields each game's pages show (a filter a table cannot take is still named under it)
 SLOW6_SELECTS = ("board", "variant", "mode", "ai_level", "platform")
 SLIDE_SELECTS = ("players", "mode", "platform")
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 @dataclass
@@ -111,16 +111,16 @@ class Filters:
                     continue
                 if col == "week":  # weekly tables: the whole weeks the dates fall in
                     op = ">=" if key == "date_from" else "<="
-                    conds.append(f"{col} {op} date_trunc('week', DATE {_q(value)})")
+                    conds.append(f"{col} {op} date_trunc('week', DATE {sql_literal(value)})")
                 elif key == "date_from":
-                    conds.append(f"{col} >= DATE {_q(value)}")
+                    conds.append(f"{col} >= DATE {sql_literal(value)}")
                 else:
                     end = date.fromisoformat(value) + timedelta(days=1)
-                    conds.append(f"{col} < DATE {_q(end.isoformat())}")
+                    conds.append(f"{col} < DATE {sql_literal(end.isoformat())}")
                 continue
             if key == "mode" and value == "human":
                 if "mode" in columns:
-                    conds.append("mode IN ('online', 'friend')")
+                    conds.append(f"mode IN ({', '.join(map(sql_literal, HUMAN_MODES))})")
                 else:
                     skipped.append(key)
                 continue
@@ -130,7 +130,7 @@ class Filters:
             if key in ("board", "ai_level", "players"):
                 conds.append(f"{key} = {int(value)}")
             else:
-                conds.append(f"{key} = {_q(value)}")
+                conds.append(f"{key} = {sql_literal(value)}")
         return conds, skipped
 
     def where(self, columns, date_column=None, extra: list[str] | None = None, override=None):

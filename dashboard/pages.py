@@ -7,10 +7,24 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
 
+from analysis.sql import sql_literal
+from replays.vocabulary import POWERS, REASONS
+
 from . import EXT_BUNDLE, export, snapshots
 from . import assets as assets_mod
 from .auth import require_token
-from .filters import KEYS, LABELS, MODES, PLATFORMS, PLAYERS, SLOW6_SELECTS, VARIANTS, Filters
+from .filters import (
+    AI_LEVELS,
+    BOARDS,
+    KEYS,
+    LABELS,
+    MODES,
+    PLATFORMS,
+    PLAYERS,
+    SLOW6_SELECTS,
+    VARIANTS,
+    Filters,
+)
 from .render import Ctx, build, console_link, table_of
 from .sqlsafe import QueryError
 
@@ -75,10 +89,10 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         "values": ctx.filters.values,
         "errors": ctx.filters.errors,
         "choices": {
-            "board": ["5", "7"],
+            "board": list(BOARDS),
             "variant": list(VARIANTS),
             "mode": list(MODES),
-            "ai_level": ["1", "2", "3", "4"],
+            "ai_level": list(AI_LEVELS),
             "players": list(PLAYERS),
             "platform": list(PLATFORMS),
         },
@@ -166,12 +180,6 @@ def bundle(filename: str):
 # -- game explorer ----------------------------------------------------------------------------
 
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-REASONS = ("home", "wipeout", "points", "timeout", "resign")
-POWERS = ("double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge")
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def explorer_sql(args) -> tuple[str, dict]:
@@ -186,17 +194,17 @@ def explorer_sql(args) -> tuple[str, dict]:
     lineup = (args.get("lineup") or "").strip()
     if re.fullmatch(r"[1-7]{5}|[1-7]{7}", lineup):
         chosen["lineup"] = lineup
-        played.append(f"(lineup_0 = {_q(lineup)} OR lineup_1 = {_q(lineup)})")
+        lit = sql_literal(lineup)
+        played.append(f"(lineup_0 = {lit} OR lineup_1 = {lit})")
     power = args.get("power") or ""
     if power in POWERS:
         chosen["power"] = power
-        played.append(
-            f"(list_contains(powers_0, {_q(power)}) OR list_contains(powers_1, {_q(power)}))"
-        )
+        lit = sql_literal(power)
+        played.append(f"(list_contains(powers_0, {lit}) OR list_contains(powers_1, {lit}))")
     reason = args.get("reason") or ""
     if reason in REASONS:
         chosen["reason"] = reason
-        played.append(f"reason = {_q(reason)}")
+        played.append(f"reason = {sql_literal(reason)}")
     rule = (args.get("rule") or "").strip()
     if re.fullmatch(r"[RS]\d{1,2}(\.\d{1,2})?", rule):
         chosen["rule"] = rule
@@ -220,7 +228,7 @@ def explorer_sql(args) -> tuple[str, dict]:
   {where(common + played)}
   ORDER BY ended_at DESC LIMIT 200""")
     if status != "verified":
-        qconds = ["game = 'slow6'", *common] + ([f"rule = {_q(rule)}"] if rule else [])
+        qconds = ["game = 'slow6'", *common] + ([f"rule = {sql_literal(rule)}"] if rule else [])
         early = "" if played else " ORDER BY ended_at DESC LIMIT 200"
         branches.append(f"""  SELECT * FROM (
     SELECT q.game_id, 'quarantined' AS status, (j->>'$.rules.board')::INTEGER AS board,
@@ -290,7 +298,8 @@ def load_record(game_id: str):
     sql = (
         "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message "
         "FROM raw_records r "
-        f"LEFT JOIN quarantine q USING (game_id) WHERE r.game_id = {_q(game_id.lower())}::UUID"
+        "LEFT JOIN quarantine q USING (game_id) "
+        f"WHERE r.game_id = {sql_literal(game_id.lower())}::UUID"
     )
     result = snapshots(current_app).run(sql, limit=1, timeout=10)
     rows = export.rows(result.table)

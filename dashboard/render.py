@@ -16,6 +16,8 @@ from urllib.parse import urlencode
 import polars as pl
 import pyarrow as pa
 
+from analysis.sql import sql_literal
+
 from .filters import Filters
 from .sqlsafe import QueryError
 
@@ -56,7 +58,7 @@ class Ctx:
         if key not in _COLUMN_CACHE:
             sql = (
                 "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database()"
-                f" AND table_name = '{table}'"
+                f" AND table_name = {sql_literal(table)}"
             )
             try:
                 result = self.snapshots.run(sql, limit=1000, timeout=5)

@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 import duckdb
 import pyarrow as pa
 
+from analysis.sql import sql_literal
+
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_LIMIT = 10_000
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024  # a result (Arrow in the engine, then the bytes sent)
@@ -478,10 +480,6 @@ LOCKED_CONFIG = {
 }
 
 
-def _quote_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 class Engine:
     """One read-only, locked DuckDB instance over one snapshot file; a cursor per query."""
 
@@ -504,7 +502,8 @@ class Engine:
         self.memory_label = memory_label or memory_limit  # the limit as the console states it
         con = duckdb.connect(":memory:", config=config)
         try:
-            con.execute(f"ATTACH {_quote_str(str(path))} AS {ALIAS} (READ_ONLY)")
+            # ATTACH takes no parameter: the path goes in as a literal
+            con.execute(f"ATTACH {sql_literal(path)} AS {ALIAS} (READ_ONLY)")
             con.execute(f"USE {ALIAS}")
             if setup is not None:
                 setup(con)  # e.g. register trusted Python UDFs (no SQL-visible settings)

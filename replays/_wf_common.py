@@ -10,6 +10,8 @@ import re
 
 import orjson
 
+from replays import vocabulary
+
 MAX_BYTES = 64 * 1024  # a record is at most 64 KiB of JSON text
 MAX_DEPTH = 32  # nesting levels; the record object itself is level 1
 MAX_VERSION = 64  # client.version characters
@@ -34,18 +36,15 @@ class Malformed(ValueError):
 
 Malformed.__module__ = "replays.wellformed"
 
-# --- vocabularies (upload-format.md, R8.2) ------------------------------------------------------
+# --- vocabularies (replays/vocabulary.py), as sets for membership tests -------------------------
 
-PLATFORMS = frozenset({"ios", "android", "web", "desktop", "bot"})
-MODES = frozenset({"online", "friend", "computer", "challenge", "tutorial"})
-REASONS = frozenset({"home", "wipeout", "points", "timeout", "resign"})
-POWERS = frozenset(
-    {"double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge"}
-)
-ONE_SQUARE_POWERS = frozenset(
-    {"dash", "leap", "surge", "shield", "freeze", "shove", "recall", "trap"}
-)
-EDGES = frozenset({"left", "right", "top", "bottom"})
+PLATFORMS = frozenset(vocabulary.PLATFORMS)
+MODES = frozenset(vocabulary.MODES)
+REASONS = frozenset(vocabulary.REASONS)
+POWERS = frozenset(vocabulary.POWERS)
+ONE_SQUARE_POWERS = frozenset(vocabulary.ONE_SQUARE_POWERS)
+EDGES = frozenset(vocabulary.EDGES)
+BOARDS = vocabulary.BOARDS
 CLIENT_KEYS = ("platform", "version")  # the client object, in the format's order
 
 SQUARES = frozenset(f + r for f in "abcdefg" for r in "1234567")
@@ -120,11 +119,6 @@ def kind(value: object) -> str:
     if type(value) is dict:
         return "an object"
     return type(value).__name__
-
-
-def is_int(value: object) -> bool:
-    # bool is an int subclass and 5.0 is a float: neither is a JSON integer literal.
-    return type(value) is int
 
 
 def check_keys(obj: dict, required: frozenset, order: tuple, prefix: str, optional=frozenset()):

@@ -16,6 +16,7 @@ import re
 import orjson
 
 from replays._wf_common import (
+    BOARDS,
     CLIENT_KEYS,
     ENDED_AT_PATTERN,
     MAX_ID,
@@ -65,11 +66,11 @@ _RESULT_OPTIONAL = frozenset({"points"})
 _RESULT_ORDER = ("winner", "reason")
 _RESULT_ALL = _RESULT | _RESULT_OPTIONAL
 
-_RANKS = {5: [1, 2, 3, 4, 5], 7: [1, 2, 3, 4, 5, 6, 7]}
+_RANKS = {n: list(range(1, n + 1)) for n in BOARDS}
 # Every lineup of each board, as orjson writes it: a type-exact permutation test in one lookup.
 _LINEUPS = {
     n: frozenset(orjson.dumps(list(p)) for p in itertools.permutations(range(1, n + 1)))
-    for n in (5, 7)
+    for n in BOARDS
 }
 
 _SQ = "[a-g][1-7]"

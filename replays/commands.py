@@ -7,6 +7,8 @@ import time
 
 import orjson
 
+from replays.vocabulary import BOARDS, GAMES
+
 
 def register(sub) -> None:
     p = sub.add_parser("verify", help="verify JSON or NDJSON upload records, one verdict line each")
@@ -14,9 +16,9 @@ def register(sub) -> None:
     p.set_defaults(run=run_verify)
 
     p = sub.add_parser("simulate", help="write simulated, valid schema-1 records as NDJSON")
-    p.add_argument("--game", choices=("slow6", "slide"), default="slow6")
+    p.add_argument("--game", choices=GAMES, default="slow6")
     p.add_argument("--games", type=int, default=100, metavar="N")
-    p.add_argument("--board", type=int, choices=(5, 7), help="Slow6 board (default: a mix)")
+    p.add_argument("--board", type=int, choices=BOARDS, help="Slow6 board (default: a mix)")
     p.add_argument("--powers", action="store_true", default=None, help="Slow6 with powers")
     p.add_argument("--no-powers", dest="powers", action="store_false", help="Slow6 without powers")
     p.add_argument("--hidden", action="store_true", default=None, help="hidden variant")

@@ -40,7 +40,7 @@ PAGES = [
 def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     from analysis import jobs
     from ingest.demo import load_records, simulated_records
-    from ingest.store import Store
+    from ingest.storage import Store
 
     store = Store(path)
     try:
@@ -281,7 +281,7 @@ SLIDE_ALL = "?mode=&client_version="  # every Slide game, not the default cut
 
 
 def test_slide_page_draws_every_chart_from_agg_slide_tables(demo_server):
-    from dashboard import slide_charts
+    from dashboard.catalog import slide as slide_charts
 
     page = html(demo_server, "/dashboard/p/slide" + SLIDE_ALL)
     drawn = {c.id for c in slide_charts.CHARTS if c.draw is not None}

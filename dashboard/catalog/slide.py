@@ -1,4 +1,4 @@
-"""The Slide page (issue 6): seats from the first player, scores and cards left, groups, which
+"""The Slide page: seats from the first player, scores and cards left, groups, which
 value is taken when there is a choice, match results.
 
 Same conventions as the Slow6 pages: one SQL string over an agg_slide_* table (docs/agg-tables.md)
@@ -12,18 +12,15 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.sql import sql_literal
 from analysis.tables import ADDITIVE
 
-from . import charts
-from .render import Chart, Ctx
+from .. import charts
+from ..filters import SLIDE_SELECTS
+from ..render import Chart, Ctx
+from .base import Page, sums
 
 SEAT_SUMS = ", ".join(f"sum({c}) AS {c}" for c in ADDITIVE["agg_slide_seats"][2])
-
-
-def _sums(ctx: Ctx, table: str, keys: list[str], aggs: str, **kw) -> str:
-    from .catalog import sums  # the catalog imports this module: import at call time
-
-    return sums(ctx, table, keys, aggs, **kw)
 
 
 def players_label(col: str = "players") -> pl.Expr:
@@ -66,7 +63,7 @@ seats = Chart(
     "slide-seats",
     "Win rate by seat, counted from the first player, for each table size",
     "agg_slide_seats",
-    lambda ctx: _sums(ctx, "agg_slide_seats", ["players", "seat_from_first"], SEAT_SUMS),
+    lambda ctx: sums(ctx, "agg_slide_seats", ["players", "seat_from_first"], SEAT_SUMS),
     post=_seats,
     draw=lambda rows, ctx: charts.rate_chart(
         rows,
@@ -105,12 +102,12 @@ def _measure_chart(measure: str, title: str, x_title: str, x_type: str) -> Chart
         f"slide-{measure.replace('_', '-')}",
         title,
         "agg_slide_scores",
-        lambda ctx: _sums(
+        lambda ctx: sums(
             ctx,
             "agg_slide_scores",
             ["players", "value"],
             "sum(seats) AS seats, sum(wins) AS wins",
-            extra=[f"measure = '{measure}'"],
+            extra=[f"measure = {sql_literal(measure)}"],
         ),
         post=_distribution,
         draw=lambda rows, ctx: charts.bars(
@@ -149,7 +146,7 @@ group_rate = Chart(
     "slide-group-rate",
     "How often groups form: share of seats that cancelled at least one group",
     "agg_slide_seats",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx,
         "agg_slide_seats",
         ["players"],
@@ -179,7 +176,7 @@ group_sizes = Chart(
     "slide-group-sizes",
     "Groups cancelled: size, and the card value they were made of",
     "agg_slide_groups",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx, "agg_slide_groups", ["players", "size", "value"], "sum(groups) AS groups"
     ),
     post=_group_sizes,
@@ -232,7 +229,7 @@ take_pick = Chart(
     "slide-take-lowest",
     "With a choice in the middle, how often the lowest value is taken (by order of taking)",
     "agg_slide_takes",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx,
         "agg_slide_takes",
         ["players", "take_order"],
@@ -270,7 +267,7 @@ take_values = Chart(
     "slide-take-values",
     "Which card value is taken when there is a choice",
     "agg_slide_takes",
-    lambda ctx: _sums(ctx, "agg_slide_takes", ["players", "took"], "sum(takes) AS takes"),
+    lambda ctx: sums(ctx, "agg_slide_takes", ["players", "took"], "sum(takes) AS takes"),
     post=_take_values,
     draw=lambda rows, ctx: charts.heatmap(
         rows,
@@ -299,7 +296,7 @@ match_games = Chart(
     "slide-match-games",
     "Games per match",
     "agg_slide_matches",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx,
         "agg_slide_matches",
         ["players", "games"],
@@ -323,7 +320,7 @@ winner_total = Chart(
     "slide-winner-total",
     "The winner's total in complete matches",
     "agg_slide_matches",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx,
         "agg_slide_matches",
         ["players", "winner_total"],
@@ -346,7 +343,7 @@ match_summary = Chart(
     "slide-matches",
     "Matches by table size: complete, consistent (S4.4), mean games and winner's total",
     "agg_slide_matches",
-    lambda ctx: _sums(
+    lambda ctx: sums(
         ctx,
         "agg_slide_matches",
         ["players"],
@@ -372,3 +369,17 @@ CHARTS = [
     winner_total,
     match_summary,
 ]
+
+PAGE = Page(
+    "Slide",
+    CHARTS,
+    "Verified Slide games only. A seat is counted from the player who led round 1 "
+    "(seat_from_first = (seat − first) mod players).",
+    coverage_table="agg_slide_seats",
+    coverage_sum="sum(seats)",
+    coverage_extra=("seat_from_first = 0",),  # one leading seat per game
+    selects=SLIDE_SELECTS,
+    versions_table="agg_slide_seats",
+    game_label="Slide",
+    games_read="slide_games_read",
+)

@@ -1,0 +1,102 @@
+"""The Overview page: games and records per day, how games end, game length, first move."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .. import charts
+from ..render import Chart
+from .base import OUT, Page, board_label, draw_rate, first_move_rates, sums
+
+games_daily = Chart(
+    "games-daily",
+    "Verified games per day, by board and variant",
+    "agg_games_daily",
+    lambda ctx: sums(
+        ctx, "agg_games_daily", ["day", "board", "variant"], "sum(games) AS games", date="day"
+    ),
+    draw=lambda rows, ctx: charts.bars(
+        [dict(r, board_variant=f"{r['board']}×{r['board']} {r['variant']}") for r in rows],
+        "day",
+        "games",
+        color="board_variant",
+        x_type="T",
+        width=640,
+    ),
+)
+
+records_status = Chart(
+    "records-status",
+    "Records per day: verified and quarantined",
+    "agg_ingest_status",
+    lambda ctx: sums(
+        ctx, "agg_ingest_status", ["day", "game", "status"], "sum(records) AS records", date="day"
+    ),
+    draw=lambda rows, ctx: charts.bars(
+        [dict(r, kind=f"{r['game']} {r['status']}") for r in rows],
+        "day",
+        "records",
+        color="kind",
+        x_type="T",
+        width=640,
+    ),
+)
+
+end_reasons = Chart(
+    "end-reasons",
+    "How games end (draws apart)",
+    "agg_end_reasons",
+    lambda ctx: sums(
+        ctx, "agg_end_reasons", ["board", "reason"], "sum(games) AS games, sum(draws) AS draws"
+    ),
+    post=lambda df, ctx: (
+        pl.concat(
+            [
+                df.select(
+                    "board",
+                    pl.col("reason").cast(pl.String),
+                    (pl.col("games") - pl.col("draws")).alias("games"),
+                ),
+                df.group_by("board").agg(
+                    pl.lit("draw").alias("reason"), pl.col("draws").sum().alias("games")
+                ),
+            ],
+            how="vertical_relaxed",
+        )
+        .filter(pl.col("games") > 0)
+        .with_columns(share=pl.col("games") / pl.col("games").sum().over("board"))
+        .with_columns(board=board_label(df))
+        .sort("board", "reason")
+    ),
+    draw=lambda rows, ctx: charts.bars(
+        rows, "reason", "share", color="reason", facet="board", width=260, y_title="share of games"
+    ),
+)
+
+game_length = Chart(
+    "game-length",
+    "Game length in turns",
+    "agg_game_length",
+    lambda ctx: sums(ctx, "agg_game_length", ["board", "turns"], "sum(games) AS games"),
+    post=lambda df, ctx: df.with_columns(board=board_label(df)),
+    draw=lambda rows, ctx: charts.bars(
+        rows, "turns", "games", x_type="O", facet="board", width=300
+    ),
+)
+
+
+first_move = Chart(
+    "first-move",
+    "First-move advantage: score rate of the side that moved first",
+    "agg_first_move",
+    lambda ctx: sums(ctx, "agg_first_move", ["board", "variant"], OUT),
+    post=first_move_rates,
+    draw=draw_rate(),
+    note="Tested against ½ (Benjamini-Hochberg over the rows shown).",
+)
+
+PAGE = Page(
+    "Overview",
+    [games_daily, records_status, end_reasons, game_length, first_move],
+    "Verified Slow6 games only (quarantined records are counted apart and never enter a rate).",
+)

@@ -1,0 +1,98 @@
+"""The Data quality page: quarantined records by rule, client version and platform."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from .. import charts
+from ..render import Chart, Ctx
+from .base import Page, draw_rate, proportion, sums
+
+q_by_rule = Chart(
+    "quarantine-rules",
+    "Quarantined records by rule and client version",
+    "agg_ingest_status",
+    lambda ctx: sums(
+        ctx,
+        "agg_ingest_status",
+        ["game", "rule", "client_version"],
+        "sum(records) AS records",
+        date="day",
+        extra=["status = 'quarantined'"],
+        order="records DESC",
+    ),
+    draw=lambda rows, ctx: charts.bars(rows, "rule", "records", color="client_version", width=560),
+)
+
+
+def _q_share(df, ctx):
+    out = proportion(df, "quarantined", "records")
+    return (
+        out.rename({"records": "n"})
+        .with_columns(label=pl.col("client_version"))
+        .sort("lo", descending=True)
+    )
+
+
+q_share = Chart(
+    "quarantine-share",
+    "Share of records quarantined, per client version",
+    "agg_ingest_status",
+    lambda ctx: sums(
+        ctx,
+        "agg_ingest_status",
+        ["client_version"],
+        "sum(records) AS records, "
+        "sum(records) FILTER (WHERE status = 'quarantined') AS quarantined",
+        date="day",
+    ),
+    post=lambda df, ctx: _q_share(df.with_columns(pl.col("quarantined").fill_null(0)), ctx),
+    draw=draw_rate(reference=None, domain=None, x_title="quarantined share, 95% interval"),
+)
+
+q_platform = Chart(
+    "quarantine-platform",
+    "Quarantined records by rule and platform",
+    "agg_ingest_status",
+    lambda ctx: sums(
+        ctx,
+        "agg_ingest_status",
+        ["rule", "platform"],
+        "sum(records) AS records",
+        date="day",
+        extra=["status = 'quarantined'"],
+    ),
+    draw=lambda rows, ctx: charts.heatmap(
+        rows,
+        "platform",
+        "rule",
+        value="records",
+        domain=None,
+        scheme="oranges",
+        text="records",
+        n_field="records",
+        min_n=0,
+    ),
+)
+
+
+def examples_sql(ctx: Ctx) -> str:
+    where = ctx.where("quarantine", "ended_at")
+    return (
+        "SELECT rule, game_id, game, client_version, platform, turn, message, ended_at\n"
+        f"FROM quarantine\n{where + chr(10) if where else ''}"
+        "QUALIFY row_number() OVER (PARTITION BY rule ORDER BY received_at DESC) <= 3\n"
+        "ORDER BY rule, received_at DESC"
+    )
+
+
+q_examples = Chart(
+    "quarantine-examples",
+    "Examples: the latest three quarantined records of each rule",
+    "quarantine",
+    examples_sql,
+    table_rows=60,
+    note="Open a game in the explorer to step to the turn that broke the rule.",
+)
+
+PAGE = Page("Data quality", [q_by_rule, q_share, q_platform, q_examples], coverage_table="")
