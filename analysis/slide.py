@@ -1,4 +1,4 @@
-"""Slide (issue 6): seats relative to the first player, scores and cards left, groups, which
+"""Slide: seats relative to the first player, scores and cards left, groups, which
 value is taken when there is a choice, and match results (S3.4, with the consistency checks
 S4.4 leaves to analysis).
 

@@ -16,7 +16,6 @@ expected score, from which a calibration computes the true size of any score-rat
 from __future__ import annotations
 
 import datetime as dt
-import importlib.resources
 import re
 from dataclasses import dataclass, field
 
@@ -25,7 +24,10 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-POWERS = ("double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge")
+from ingest import storage
+from replays.vocabulary import POWERS
+
+# Weighted tables: the names are replays/vocabulary.py's (tests/test_vocabulary.py holds them).
 MODES = (("online", 45), ("friend", 15), ("computer", 25), ("challenge", 8), ("tutorial", 7))
 PLATFORMS = (("ios", 35), ("android", 35), ("web", 15), ("desktop", 10), ("bot", 5))
 VERSIONS = (("2.4.0", 10), ("2.5.0", 15), ("2.5.3", 25), ("3.0.0", 35), ("3.1.0-beta.2", 15))
@@ -357,8 +359,8 @@ def expected_scores(games: pl.DataFrame, draw_rate: float) -> pl.DataFrame:
 
 
 def schema_sql(constraints: bool = True) -> str:
-    """The store schema (ingest/schema.sql); without constraints for fast bulk benchmarks."""
-    sql = importlib.resources.files("ingest").joinpath("schema.sql").read_text()
+    """The store's schema; without constraints for fast bulk benchmarks."""
+    sql = storage.schema_sql()
     if not constraints:
         sql = re.sub(r",\s*PRIMARY KEY \([^)]*\)", "", sql)
         sql = sql.replace(" PRIMARY KEY", "")

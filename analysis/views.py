@@ -24,10 +24,6 @@ from . import stats as st
 OUTCOME = ("n", "wins", "draws", "losses")
 
 
-def _collect(frame) -> pl.DataFrame:
-    return frame.collect() if isinstance(frame, pl.LazyFrame) else frame
-
-
 def _labels(df: pl.DataFrame, family: Sequence[str]) -> np.ndarray:
     if not family:
         return np.zeros(df.height, dtype=np.int64)

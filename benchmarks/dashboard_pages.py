@@ -103,7 +103,7 @@ def main(argv=None) -> int:
                 "PYTHONPATH": str(ROOT)})  # fmt: skip
     log = open(work / "server.log", "wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "replays.cli", "serve", "--db", str(served), "--port", str(port),
+        [sys.executable, "-m", "ingest.cli", "serve", "--db", str(served), "--port", str(port),
          "--quiet"],
         cwd=ROOT, env=env, stdout=log, stderr=log,
     )  # fmt: skip

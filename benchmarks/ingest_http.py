@@ -46,7 +46,7 @@ def start_server(db: Path, threads: int) -> tuple[subprocess.Popen, int]:
     cmd = [
         sys.executable,
         "-m",
-        "replays.cli",
+        "ingest.cli",
         "serve",
         "--db",
         str(db),

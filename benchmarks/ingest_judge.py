@@ -49,7 +49,7 @@ def load(root: Path) -> SimpleNamespace:
     sys.path.insert(0, str(root))
     try:
         import ingest.pipeline
-        import ingest.rows
+        import ingest.storage.rows
         import ingest.workers
         import replays.slide.verify
         import replays.slow6.verify  # noqa: F401  (the verifier imports them on first use)
@@ -59,7 +59,7 @@ def load(root: Path) -> SimpleNamespace:
         root=root,
         modules={n: m for n, m in sys.modules.items() if _ours(n)},
         pipeline=ingest.pipeline,
-        rows=ingest.rows,
+        rows=ingest.storage.rows,
         chunk=getattr(ingest.workers, "_Chunk", list),  # what _judge_chunk returns
         judge=ingest.pipeline.Judge(),
         spent=[],

@@ -7,7 +7,7 @@ every shipped codec and with a freshly built one (microseconds per record too), 
 simulated games of another seed than the ones the dictionary is built from. A dictionary is the
 last 32 KiB of shuffled canonical records with the tokens substituted (what beat
 frequent-substring dictionaries here). Shipped files are frozen: --write-dir writes new files
-for NEW codec ids in ingest/codec.py, never replacements.
+for NEW codec ids in ingest/storage/codec.py, never replacements.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ingest import codec  # noqa: E402
+from ingest.storage import codec  # noqa: E402
 
 SIZE, LEVEL = 32 * 1024, 9
 # The most repeated fragments of canonical records (sorted keys, compact), longest first.

@@ -56,7 +56,7 @@ def start_server(db: Path, log: Path) -> tuple[subprocess.Popen, int]:
         port = s.getsockname()[1]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
     env.update(BALANCE_RATE_LIMIT="0", BALANCE_JOBS_INTERVAL="60", PYTHONPATH=str(ROOT))
-    cmd = [sys.executable, "-m", "replays.cli", "serve", "--db", str(db), "--port", str(port)]
+    cmd = [sys.executable, "-m", "ingest.cli", "serve", "--db", str(db), "--port", str(port)]
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [*cmd, "--quiet"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT

@@ -2,7 +2,7 @@
 
 The corpus is simulated (realistic players, levels 0-2 mixed with stronger bots) and cached in
 benchmarks/out/. Each record goes through the whole path a server runs: parse, well-formedness,
-replay. Target (issue 2): at least 10,000 games/s per core on 5x5 with powers.
+replay. Target: at least 10,000 games/s per core on 5x5 with powers.
 
 The cores of a VM are not equally fast (on the development VM core 0 is consistently slower),
 so the figure is measured on each core this process may use, one after the other, pinned to it,

@@ -1,5 +1,5 @@
 """Slide games verified per second on one core, from NDJSON text to verdict, for 2, 4 and 6
-players. Target (issue 6): at least 5,000 games/s per core for 4 players.
+players. Target: at least 5,000 games/s per core for 4 players.
 
 Each line goes through `replays.wellformed.parse` and `check` (the server's path; plain
 `orjson.loads` when that module is missing) and then `replays.slide.verify.verify`. Also shown:

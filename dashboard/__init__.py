@@ -53,11 +53,6 @@ def snapshots(app):
     return snaps
 
 
-def refresh_snapshot(app) -> str | None:
-    """Take a fresh snapshot now (call after a jobs run); returns its time."""
-    return snapshots(app).refresh().snapshot_at
-
-
 def init_app(app) -> None:
     from .assets import Bundle
     from .pages import bp as pages_bp

@@ -1,9 +1,9 @@
 """Column documentation for the schema browser.
 
 Sources, later ones filling gaps only: DuckDB `COMMENT ON` (copied into the snapshot), the
-analyst docs docs/tables.md and docs/agg-tables.md, and the trailing `-- comments` of
-ingest/schema.sql (installed with the package, so always there). In the docs, headings name
-a table and markdown table rows name a column in their first cell and describe it in their last.
+analyst docs docs/tables.md and docs/agg-tables.md, and the trailing `-- comments` of the
+store's schema.sql (installed with the package, so always there). In the docs, headings name a
+table and markdown table rows name a column in their first cell and describe it in their last.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 from pathlib import Path
+
+from ingest import storage
 
 IDENT = re.compile(r"`?([A-Za-z_][A-Za-z0-9_]*)`?")
 CREATE = re.compile(
@@ -123,12 +125,7 @@ def load(docs_dir: str | None = None) -> Docs:
             if path.is_file() and path.resolve() not in seen:
                 seen.add(path.resolve())
                 _merge(docs, parse_markdown(path.read_text(encoding="utf-8")))
-    try:
-        from importlib.resources import files
-
-        _merge(docs, parse_schema_sql(files("ingest").joinpath("schema.sql").read_text()))
-    except (ModuleNotFoundError, FileNotFoundError, OSError):
-        pass
+    _merge(docs, parse_schema_sql(storage.schema_sql()))  # installed with the package
     return docs
 
 

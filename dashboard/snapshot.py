@@ -13,7 +13,6 @@ is swapped instead, and queries running on the old one finish there.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
 import shutil
@@ -22,6 +21,8 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+
+from analysis.sql import sql_identifier, sql_literal
 
 from . import export
 from .sqlsafe import (
@@ -35,14 +36,6 @@ from .sqlsafe import (
 )
 
 log = logging.getLogger(__name__)
-
-
-def _quote_ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _quote_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def write_snapshot(con, path: str) -> None:
@@ -65,11 +58,12 @@ def write_snapshot(con, path: str) -> None:
             shutil.copyfile(file, path)
             return
     alias = f"dash_snap_{os.getpid()}_{threading.get_ident()}"
-    con.execute(f"ATTACH {_quote_str(path)} AS {_quote_ident(alias)}")
+    # ATTACH takes no parameter: the path goes in as a literal
+    con.execute(f"ATTACH {sql_literal(path)} AS {sql_identifier(alias)}")
     try:
-        con.execute(f"COPY FROM DATABASE {_quote_ident(source)} TO {_quote_ident(alias)}")
+        con.execute(f"COPY FROM DATABASE {sql_identifier(source)} TO {sql_identifier(alias)}")
     finally:
-        con.execute(f"DETACH {_quote_ident(alias)}")
+        con.execute(f"DETACH {sql_identifier(alias)}")
 
 
 def _udfs(con) -> None:
@@ -147,12 +141,6 @@ class Snapshots:
             "threads": self.threads,
             "setup": _udfs,
         }
-        # ATTACH cannot run inside a transaction: stores that wrap submit() in one let us opt out.
-        try:
-            params = inspect.signature(store.submit).parameters
-        except (TypeError, ValueError):
-            params = {}
-        self._submit_args = {"transaction": False} if "transaction" in params else {}
         self._pool = None  # sqlpool.Pool, started with the first snapshot (workers > 0)
         self._current: Snapshot | None = None
         self._engine: Engine | None = None  # workers == 0
@@ -190,7 +178,8 @@ class Snapshots:
             stamp = datetime.now(UTC)
             path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
             self.store.submit(
-                lambda con: write_snapshot(con, str(path)), **self._submit_args
+                lambda con: write_snapshot(con, str(path)),
+                transaction=False,  # ATTACH cannot run inside a transaction
             ).result()
             current = Snapshot(str(path), stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
             old_engine = None

@@ -1,6 +1,6 @@
 """Trusted Python functions of the console's engine: `raw_json(record, codec)`, bounded.
 
-`ingest.codec.decode` inflates whatever it is given, and the console lets anyone hand it a
+`ingest.storage.codec.decode` inflates whatever it is given, and the console lets anyone hand it a
 literal: a 40 KB deflate stream of one token byte inflates to 41 MB and the token substitution
 turns that into 1.1 GB. Stored records are at most 64 KiB of JSON (replays/wellformed.py), so
 here the inflated stream is capped at MAX_INFLATED bytes and the decoded text at MAX_DECODED:
@@ -21,7 +21,7 @@ class RecordTooLarge(ValueError):
 
 
 def decode_bounded(codec_id: int, data: bytes) -> bytes:
-    from ingest import codec
+    from ingest.storage import codec
 
     if codec_id == codec.PLAIN:
         if len(data) > MAX_DECODED:
@@ -47,7 +47,7 @@ def decode_bounded(codec_id: int, data: bytes) -> bytes:
 def register(con) -> None:
     """Make the bounded `raw_json(record, codec)` available on `con` (and its cursors)."""
     try:
-        import ingest.codec  # noqa: F401  (the dictionaries live there)
+        import ingest.storage.codec  # noqa: F401  (the dictionaries live there)
     except ImportError:
         return
 

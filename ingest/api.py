@@ -1,4 +1,6 @@
-"""POST /v1/games (one record or an NDJSON batch) and GET /v1/schema."""
+"""The upload API's Flask blueprint: GET /v1/schema, and POST /v1/games for requests that reach
+the Flask app itself (its test client); the server answers uploads before Flask (guard.py,
+upload.py), with the same `upload.handle`."""
 
 from __future__ import annotations
 

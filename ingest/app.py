@@ -1,14 +1,16 @@
-"""The Flask app: upload API, ops endpoints, admin, and the dashboard when installed."""
+"""The server's composition: the Flask app with the upload API, ops endpoints, admin and the
+dashboard (/dashboard, /sql), the store, the judge processes and the jobs schedule."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import time
 from dataclasses import dataclass, field
 
 from flask import Flask, g, request
+
+import dashboard
 
 from . import admin, api, ops
 from . import config as settings
@@ -19,7 +21,7 @@ from .metrics import OTHER, Metrics, method_label
 from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .responses import register_error_handlers
-from .store import Store
+from .storage import Store
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
@@ -71,7 +73,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(bp)
     register_error_handlers(app)
     _instrument(app, metrics)
-    _init_dashboard(app)
+    dashboard.init_app(app)  # /dashboard and /sql
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     app.wsgi_app = GuardedUploadRoute(app.wsgi_app, state)
     app.extensions["uploads"] = app.wsgi_app.uploads  # for the reaper (wsgi.py)
@@ -126,14 +128,3 @@ def _instrument(app: Flask, metrics: Metrics) -> None:
         metrics.observe_request(route, method, response.status_code, seconds)
         access_log.info("%s %s %d %.1fms", method, route, response.status_code, seconds * 1000)
         return response
-
-
-def _init_dashboard(app: Flask) -> None:
-    try:
-        dashboard = importlib.import_module("dashboard")
-    except ModuleNotFoundError as exc:
-        if exc.name != "dashboard":
-            raise
-        return
-    if hasattr(dashboard, "init_app"):
-        dashboard.init_app(app)

@@ -1,19 +1,23 @@
-"""`balance`: one command, a subcommand per job. Each package registers its own subcommands."""
+"""`balance`: one command, a subcommand per job; each package registers its own subcommands.
+
+The command line composes every package, so it lives at the top of the import order (here,
+with the server), never in the engine package. The `commands` modules import only the
+standard library at module level, so that `balance verify` does not pay for Flask, Polars or
+Altair.
+"""
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-# package module -> registers its subcommands on the parser; imported lazily so that
-# `balance verify` does not pay for Flask, Polars or Altair.
-COMMAND_MODULES = (
-    "replays.commands",
-    "ingest.commands",
-    "analysis.commands",
-    "dashboard.commands",
-)
+from analysis import commands as analysis_commands
+from dashboard import commands as dashboard_commands
+from replays import commands as replays_commands
+
+from . import commands as ingest_commands
+
+COMMANDS = (replays_commands, ingest_commands, analysis_commands, dashboard_commands)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -21,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="balance", description="Slow6 and Slide balance backend: verify, simulate, serve."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:
-                raise
-            continue
+    for module in COMMANDS:
         module.register(sub)
     return parser
 

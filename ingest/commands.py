@@ -65,7 +65,7 @@ def run_serve(args) -> int:
         return 2
     configure_logging(access_log=not args.quiet)
     if args.demo:  # before the server opens the file (one process at a time may)
-        from .store import Store
+        from .storage import Store
 
         with Store(db) as store:
             _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
@@ -92,7 +92,7 @@ def _cannot_serve(db: str, host: str, port: int) -> str | None:
 
 
 def run_load_demo(args) -> int:
-    from .store import Store
+    from .storage import Store
 
     slide = args.games // 2 if args.slide is None else args.slide
     try:
@@ -128,7 +128,7 @@ def run_reverify(args) -> int:
     if args.server:
         return _reverify_remote(args)
     from .reverify import reverify
-    from .store import Store, open_db
+    from .storage import Store, open_db
 
     try:
         Store(_db(args)).close()  # first store the games a crash left in the upload journal

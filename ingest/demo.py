@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 import orjson
 
 from .pipeline import Judge, settle, utcnow
-from .store import Store
+from .storage import Store
 
 BATCH = 500
 

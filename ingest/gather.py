@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 
 from . import workers
 from .pipeline import Judge, Judged
-from .store import Store
+from .storage import Store
 
 log = logging.getLogger("ingest.gather")
 

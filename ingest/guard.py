@@ -1,5 +1,5 @@
-"""POST /v1/games with limits no client can hold the server past: a body deadline and a bound
-on uploads in flight (issue: eight silent uploads blocked every route).
+"""The limits in front of the upload route, so that no client can hold the server: a body
+deadline and a bound on uploads in flight (eight silent uploads once blocked every route).
 
 granian 2.8.9 calls the app as soon as a request's headers are in; `wsgi.input.read(n)` then
 blocks its Python thread (the GIL released) until n bytes, the end of the body or the end of

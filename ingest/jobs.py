@@ -1,37 +1,21 @@
-"""Running the analysis jobs (analysis.jobs.run, when installed) against the server's store."""
+"""Running the analysis jobs (analysis.jobs.run) against the server's store, on a schedule."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import threading
+
+from analysis import jobs as analysis_jobs
 
 log = logging.getLogger("ingest.jobs")
 
 
-def analysis_run():
-    """`analysis.jobs.run(read_con, write)` if the analysis package provides it, else None."""
-    try:
-        module = importlib.import_module("analysis.jobs")
-    except ModuleNotFoundError as exc:
-        if exc.name not in ("analysis", "analysis.jobs"):
-            log.error("analysis jobs unavailable: %s", exc)
-        return None
-    except ImportError as exc:  # a broken analysis package must not take uploads down
-        log.error("analysis jobs unavailable: %s", exc)
-        return None
-    return getattr(module, "run", None)
-
-
-def run_once(store) -> dict | None:
+def run_once(store) -> dict:
     """One analysis run through the store: reads on a cursor, writes on the store's calls thread."""
-    run = analysis_run()
-    if run is None:
-        return None
     reader = store.reader()  # sees every game stored so far, derived rows included
     try:
         # analysis.jobs opens its own transaction (and falls back to ours if one is open)
-        return run(reader, lambda fn: store.submit(fn, transaction=False).result())
+        return analysis_jobs.run(reader, lambda fn: store.submit(fn, transaction=False).result())
     finally:
         reader.close()
 
@@ -46,7 +30,7 @@ class JobScheduler:
         self._thread = threading.Thread(target=self._loop, name="analysis-jobs", daemon=True)
 
     def start(self) -> JobScheduler:
-        if self.interval > 0 and analysis_run() is not None:
+        if self.interval > 0:
             self._thread.start()
         return self
 

@@ -8,7 +8,7 @@ from flask import Blueprint, Response, current_app
 
 from .openapi import document
 from .responses import error, json_response, storage_unavailable
-from .store import RETRY_AFTER, StorageUnavailable
+from .storage import RETRY_AFTER, StorageUnavailable
 
 bp = Blueprint("ops", __name__)
 

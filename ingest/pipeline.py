@@ -7,17 +7,14 @@ is always replayed before it is acknowledged; the store then decides duplicate /
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import logging
 import re
 import uuid
 from dataclasses import dataclass
-from types import ModuleType
 
 from replays import verdict as V
 
-from . import codec, rows
-from .store import QUARANTINED, VERIFIED, Pending
+from .storage import VERIFIED, Pending, Rejudge, codec
 
 log = logging.getLogger("ingest.pipeline")
 
@@ -65,17 +62,9 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
-class Judge:
-    """Turns one line of upload text into a verdict and, if well-formed, a Pending game.
-
-    `verifier` is anything with `replay_record(record) -> (Verdict, facts | None)` (default
-    `replays.verifier`); `wellformed` anything with load/Malformed (default
-    `replays.wellformed`). Tests inject fakes through the app config.
-    """
-
-    def __init__(self, verifier: ModuleType | None = None, wellformed: ModuleType | None = None):
-        self.verifier = verifier or importlib.import_module("replays.verifier")
-        self.wellformed = wellformed or importlib.import_module("replays.wellformed")
+class Judge(Rejudge):
+    """Turns one line of upload text into a verdict and, if well-formed, a Pending game
+    (`verifier`, `wellformed`: see storage.Rejudge)."""
 
     def judge(
         self, line: int, text: bytes | TooLong, received: dt.datetime, with_rows: bool = True
@@ -94,71 +83,28 @@ class Judge:
             rej = result(line, gid, "rejected", message=exc.message, field=exc.field)
             return Judged(rej, None, exc.field != "line")
         gid = _game_id(record)
-        verdict, facts = self._replay(record)
+        verdict, facts = self.replay(record)
         if verdict.verdict == V.MALFORMED:  # a shape the schema cannot tie (counts per seat)
             rej = result(line, gid, "rejected", message=verdict.message, field=verdict.field)
             return Judged(rej, None, True)
         return Judged(*self._pending(line, gid, record, verdict, facts, received, with_rows), True)
 
-    def rows_of(self, text: bytes, received: dt.datetime) -> tuple[str | None, object]:
-        """(status, rows) of a stored record judged again, for rows it was stored without
-        (gather.py): a verified game's rows; a game that no longer verifies gives its status
-        and no rows. Only what the rows need: no canonical form, hash or compression."""
-        try:
-            record = self.wellformed.load(text)
-        except self.wellformed.Malformed:
-            return None, None
-        verdict, facts = self._replay(record)
-        if verdict.verdict != V.VALID or facts is None:
-            return QUARANTINED, None
-        gid = uuid.UUID(record["game_id"])
-        try:
-            return VERIFIED, rows.game_rows(gid.bytes, record, facts, received)
-        except Exception as exc:
-            log.error("rows for a verified %s game failed: %r", record["game"], exc)
-            return VERIFIED, None
-
-    def rows_many(self, lines: list, received: list[dt.datetime]) -> list[tuple]:
-        """`rows_of` each (number, text) line, with its receive time."""
-        return [self.rows_of(text, at) for (_, text), at in zip(lines, received, strict=True)]
-
-    def _replay(self, record: dict):
-        try:
-            return self.verifier.replay_record(record)
-        except Exception as exc:  # an engine bug must not lose the game or fail the batch
-            log.error("verifier failed on a well-formed %s record: %r", record["game"], exc)
-            msg = (
-                "the verifier failed on this record; it is kept and will be judged again "
-                "by `balance reverify` after a fix"
-            )
-            return V.invalid(record["game_id"], "internal", None, msg), None
-
     def _pending(self, line, gid, record, verdict, facts, received, with_rows=True):
         canonical = codec.canonical(record)
         codec_id, blob = codec.encode(canonical, record["game"])
-        key = uuid.UUID(gid)
-        text_id = str(key)
-        if verdict.verdict == V.VALID and facts is None:
-            verdict = V.invalid(gid, "internal", None, "the verifier gave no replay facts")
-        table_rows = None
-        if verdict.verdict == V.VALID and with_rows:
-            try:
-                table_rows = rows.game_rows(key.bytes, record, facts, received)
-            except Exception as exc:  # facts that do not fit the tables: keep the record
-                log.error("rows for a verified %s game failed: %r", record["game"], exc)
-                msg = "its replay facts did not fit the tables; kept for `balance reverify`"
-                verdict = V.invalid(gid, "internal", None, msg)
-        if verdict.verdict == V.VALID:
-            status = VERIFIED
+        if verdict.verdict == V.VALID and facts is not None and not with_rows:
+            status, table_rows = VERIFIED, None
+        else:
+            status, table_rows, verdict = self.rows_for(record, verdict, facts, received)
+        if status == VERIFIED:
             res = result(line, gid, "accepted")
         else:
-            status = QUARANTINED
-            table_rows = rows.quarantine_row(key.bytes, record, verdict, received)
             res = result(line, gid, "quarantined", verdict.rule, verdict.turn, verdict.message)
             if record["game"] == "slide":
                 res["seat"] = verdict.seat
+        key = uuid.UUID(gid)
         pending = Pending(
-            text_id,
+            str(key),
             key.int,
             record["game"],
             codec.content_hash(canonical),

@@ -23,7 +23,7 @@ def error(status: int, message: str, headers: dict | None = None, **extra) -> Re
 
 
 def storage_unavailable(reason: str, retry_after: int = 5, **extra) -> Response:
-    """503 + Retry-After: the store cannot make writes durable now (see ingest/store.py)."""
+    """503 + Retry-After: the store cannot make writes durable now (see ingest/storage/store.py)."""
     return error(
         503,
         f"storage unavailable: {reason}",
@@ -55,7 +55,7 @@ def register_error_handlers(app: Flask) -> None:
     def unexpected(exc: Exception):
         if isinstance(exc, HTTPException):
             return http_error(exc)
-        from .store import StorageUnavailable  # store imports nothing of Flask
+        from .storage import StorageUnavailable  # store imports nothing of Flask
 
         if isinstance(exc, StorageUnavailable):  # a full disk is no bug: retry later
             return storage_unavailable(exc.reason, exc.retry_after)

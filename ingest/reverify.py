@@ -12,9 +12,8 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from . import codec, rows
 from .pipeline import Judge
-from .store import QUARANTINED, VERIFIED, insert_tables
+from .storage import QUARANTINED, VERIFIED, codec, insert_tables, rows
 
 _CHUNK = 2000
 

@@ -1,4 +1,5 @@
-"""POST /v1/games, one record or an NDJSON batch, without a web framework in the way.
+"""Answering an upload (one record or an NDJSON batch) from the WSGI environ, without a web
+framework in the way.
 
 The upload is the one route clients hit thousands of times a second, and Flask's request
 and response objects, routing and hooks cost about as much CPU as judging a record. So
@@ -20,7 +21,7 @@ from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
 from .pipeline import MAX_RECORD, TooLong, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
-from .store import StorageUnavailable
+from .storage import StorageUnavailable
 
 log = logging.getLogger("ingest.upload")
 access_log = logging.getLogger("ingest.access")

@@ -21,8 +21,8 @@ from itertools import repeat
 from operator import attrgetter
 
 from .pipeline import Judge, Judged, TooLong
-from .rows import Block, Part, share_block
-from .store import Pending
+from .storage import Pending
+from .storage.rows import Block, Part, share_block
 
 log = logging.getLogger("ingest.workers")
 

@@ -11,7 +11,7 @@
         s = server_factory(env={...}, args=["--threads", "4"])
         s.kill(); s.start()                  # same file, same port
 
-The server runs from this working tree (`python -m replays.cli serve`), with rate limiting and
+The server runs from this working tree (`python -m ingest.cli serve`), with rate limiting and
 the analysis schedule off unless the test's env says otherwise; its stdout/stderr go to files
 in tmp_path (`server.output()`).
 """
@@ -111,7 +111,7 @@ class Server:
         return [
             sys.executable,
             "-m",
-            "replays.cli",
+            "ingest.cli",
             "serve",
             "--db",
             str(self.db),

@@ -81,7 +81,7 @@ def test_rates_on_a_cut_equal_rates_after_filtering_first(store, full, cut):
         ("agg_power_vs", ["board", "power", "opp_power"], ["board"]),
     ]:
         if not set(cut.restricts()) <= set(tables.columns(name)):
-            continue  # e.g. agg_lineup has no platform column (its key is fixed by the issue)
+            continue  # e.g. agg_lineup has no platform column (its key is fixed by design)
         a = views.rates(_text(cut.apply(full[name])), by, family=family)
         b = views.rates(_text(first[name]), by, family=family)
         assert_frame_equal(a, b, check_dtypes=False)

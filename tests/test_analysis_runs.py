@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import duckdb
-import pytest
 
 from analysis import jobs, load
 from analysis import synthetic as sy
 from analysis.cuts import Cut
-from replays import cli
+from ingest import cli
 
 
 def _write(con):
@@ -101,9 +100,10 @@ def test_cli_jobs_run(tmp_path, capsys):
 
 
 def test_the_server_path_reads_a_cursor_and_writes_on_the_store_thread(tmp_path):
-    store_mod = pytest.importorskip("ingest.store")
-    ingest_jobs = pytest.importorskip("ingest.jobs")
-    store = store_mod.Store(tmp_path / "server.duckdb")
+    from ingest import jobs as ingest_jobs
+    from ingest.storage import Store
+
+    store = Store(tmp_path / "server.duckdb")
     try:
         data = sy.generate(sy.Plan(n=900, seed=9))
         store.submit(lambda con: sy.insert(con, data, tag="srv")).result()

@@ -11,12 +11,11 @@ import random
 
 import pytest
 
-from replays.slow6.board import POWERS
+from ingest import demo
+from ingest import jobs as ingest_jobs
+from ingest.storage import Store
 from replays.slow6.simulate import simulate_game
-
-store_mod = pytest.importorskip("ingest.store")
-demo = pytest.importorskip("ingest.demo")
-ingest_jobs = pytest.importorskip("ingest.jobs")
+from replays.vocabulary import POWERS
 
 Q = 0.8  # chance that a side picking the power plays well
 PI = 3 / len(POWERS)  # chance that a side picks a given power (3 of 10, uniformly)
@@ -57,7 +56,7 @@ def true_pick_effect(s1: float) -> float:
 
 
 def stored_rates(tmp_path, records):
-    store = store_mod.Store(tmp_path / "sim.duckdb")
+    store = Store(tmp_path / "sim.duckdb")
     try:
         counts = demo.load_records(store, records, echo=lambda *_: None)
         assert set(counts) == {"accepted"}  # legal games, all verified

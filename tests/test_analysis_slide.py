@@ -1,4 +1,4 @@
-"""Slide tables (issue 6) against hand-written SQL over slide_games / slide_seats /
+"""Slide tables against hand-written SQL over slide_games / slide_seats /
 slide_rounds, from simulated games stored through ingest; match checks (S3.4, S4.4)."""
 
 from __future__ import annotations
@@ -7,11 +7,10 @@ import copy
 
 import pytest
 
+from ingest import demo
+from ingest import jobs as ingest_jobs
+from ingest.storage import Store
 from replays.slide.simulate import simulate_games
-
-store_mod = pytest.importorskip("ingest.store")
-demo = pytest.importorskip("ingest.demo")
-ingest_jobs = pytest.importorskip("ingest.jobs")
 
 DIMS = "g.players, g.mode, g.platform, g.client_version, date_trunc('week', g.ended_at)::DATE"
 
@@ -43,7 +42,7 @@ def _broken_matches(records: list[dict]) -> list[dict]:
 def stored(tmp_path_factory):
     records = _records()
     added, gap_id, extra_id = _broken_matches(records)
-    store = store_mod.Store(tmp_path_factory.mktemp("slide") / "slide.duckdb")
+    store = Store(tmp_path_factory.mktemp("slide") / "slide.duckdb")
     counts = demo.load_records(store, records + added, echo=lambda *_: None)
     assert set(counts) == {"accepted"}
     summary = ingest_jobs.run_once(store)

@@ -87,7 +87,7 @@ def test_browser_token_once_sets_a_cookie(exposed):
 def test_balance_sql_sends_the_token(exposed):
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
     env.update({"PYTHONPATH": str(REPO), "BALANCE_URL": exposed.url})
-    cmd = [sys.executable, "-m", "replays.cli", "sql", "SELECT 42 AS answer"]
+    cmd = [sys.executable, "-m", "ingest.cli", "sql", "SELECT 42 AS answer"]
     denied = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
     assert denied.returncode == 1 and "unauthorized" in denied.stderr
     env["BALANCE_TOKEN"] = TOKEN

@@ -194,7 +194,7 @@ def test_mixed_batch_stores_the_good_lines(server_factory):
     q = query(s.db, "SELECT game_id::VARCHAR, rule FROM quarantine")
     assert [g for g, _ in q] == [quarantined["game_id"]]
     # what was stored for the accepted record is the record, canonical
-    from ingest.codec import canonical, decode
+    from ingest.storage.codec import canonical, decode
 
     blob, codec_id = query(
         s.db, "SELECT record, codec FROM raw_records WHERE game_id = ?", [good["game_id"]]

@@ -27,10 +27,9 @@ import pyarrow as pa
 import pytest
 from conftest import SLIDE, SLOW6, descendants, dumps, fresh, query
 
-from ingest import journal
-from ingest import store as store_module
 from ingest.pipeline import Judge, utcnow
-from ingest.store import StorageUnavailable, Store
+from ingest.storage import StorageUnavailable, Store, journal
+from ingest.storage import store as store_module
 
 ENOSPC_COMMIT = (
     'TransactionContext Error: Failed to commit: Could not write file "s.duckdb.wal": '

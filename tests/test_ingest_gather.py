@@ -12,10 +12,9 @@ import threading
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh, query, verdicts
 
-from ingest import rows
 from ingest.gather import Gatherer
 from ingest.pipeline import Judge, settle
-from ingest.store import QUARANTINED, Store
+from ingest.storage import QUARANTINED, Store, rows
 from ingest.workers import JudgePool
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0)

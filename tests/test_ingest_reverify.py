@@ -13,10 +13,9 @@ import pytest
 from conftest import REPO, SLIDE, SLOW6, fresh, query
 
 from ingest.demo import load_records
-from ingest.jobs import analysis_run
 from ingest.pipeline import Judge
 from ingest.reverify import reverify
-from ingest.store import Store
+from ingest.storage import Store
 from replays import verdict as V
 from replays import verifier as real
 
@@ -34,7 +33,7 @@ def buggy_verifier(bad_ids: set[str]):
 
 def balance(*args, env=None) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "replays.cli", *args],
+        [sys.executable, "-m", "ingest.cli", *args],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -118,8 +117,6 @@ def test_load_demo_fills_every_table(tmp_path):
 
 
 def test_server_runs_the_analysis_jobs_on_its_schedule(server_factory):
-    if analysis_run() is None:
-        pytest.skip("analysis.jobs is not installed")
     server = server_factory(env={"BALANCE_JOBS_INTERVAL": "1"})
     server.upload([fresh(r) for r in SLOW6[:10]])
     for _ in range(600):

@@ -17,9 +17,9 @@ import pyarrow as pa
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import rows, workers
+from ingest import workers
 from ingest.pipeline import Judge, Judged, utcnow
-from ingest.store import Pending
+from ingest.storage import Pending, rows
 from replays.slide.simulate import simulate_games as simulate_slide
 from replays.slow6 import verify
 from replays.slow6.facts import PieceFacts, TurnFacts

@@ -16,7 +16,7 @@ from conftest import REPO, SLOW6, Server, children, descendants, free_port, fres
 
 
 def serve(server, db, port) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "replays.cli", "serve", "--db", str(db), "--port", str(port)]
+    cmd = [sys.executable, "-m", "ingest.cli", "serve", "--db", str(db), "--port", str(port)]
     return subprocess.run(
         cmd, cwd=REPO, env=server.environment(), capture_output=True, text=True, timeout=60
     )

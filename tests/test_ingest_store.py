@@ -12,9 +12,8 @@ import duckdb
 import pytest
 from conftest import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import codec, journal, rows
 from ingest.pipeline import Judge, utcnow
-from ingest.store import Store
+from ingest.storage import Store, codec, journal, rows
 
 
 @pytest.fixture

@@ -6,9 +6,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from replays.slow6.board import POWERS
 from replays.slow6.simulate import simulate_game, simulate_games
 from replays.slow6.verify import replay
+from replays.vocabulary import POWERS
 
 
 def score_rate(strong: int, weak: int, games: int, seed: int) -> float:

@@ -12,8 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from replays import wellformed
-from replays.slow6.board import POWERS
 from replays.verifier import verify_record
+from replays.vocabulary import POWERS
 
 EXAMPLES = Path(__file__).resolve().parent / "spec" / "examples"
 RECORDS = [

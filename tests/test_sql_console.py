@@ -118,7 +118,7 @@ def test_console_page_has_schema_browser_with_docs_and_examples(server):
     page = server.get("/sql").body.decode()
     for table in ("games", "quarantine", "raw_records", "agg_lineup", "agg_runs"):
         assert f"<code>{table}</code>" in page, table
-    # column notes (docs/tables.md, docs/agg-tables.md, ingest/schema.sql comments)
+    # column notes (docs/tables.md, docs/agg-tables.md, ingest/storage/schema.sql comments)
     tables = {t["name"]: t for t in server.get("/sql/schema").json()["tables"]}
     for table in ("games", "game_turns", "quarantine"):
         undocumented = [c["name"] for c in tables[table]["columns"] if not c["doc"]]
@@ -176,7 +176,7 @@ def balance_sql(*args, env=None):
     environ["PYTHONPATH"] = str(REPO)
     environ.update(env or {})
     return subprocess.run(
-        [sys.executable, "-m", "replays.cli", "sql", *args],
+        [sys.executable, "-m", "ingest.cli", "sql", *args],
         capture_output=True,
         text=True,
         env=environ,

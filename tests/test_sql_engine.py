@@ -15,7 +15,7 @@ import pytest
 
 from dashboard import sqlsafe
 from dashboard.snapshot import Snapshots
-from ingest.store import Store
+from ingest.storage import Store
 
 GAME = (
     "INSERT INTO games VALUES ('{gid}', 'slow6', 5, false, false, 'classic', 'online', NULL, "

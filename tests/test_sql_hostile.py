@@ -195,7 +195,7 @@ def _peaks(server, stop: threading.Event, out: dict) -> None:
 
 def _deflate_bomb() -> bytes:
     """40 KB that inflate (codec 3) to 41 MB of one token byte, i.e. 1.1 GB of JSON text."""
-    from ingest import codec
+    from ingest.storage import codec
 
     comp = zlib.compressobj(9, zlib.DEFLATED, -15, 9, zlib.Z_DEFAULT_STRATEGY, codec.dictionary(3))
     return comp.compress(b"\x01" * 41_000_000) + comp.flush()
@@ -310,7 +310,7 @@ def test_nothing_the_console_allows_shows_a_path(hostile):
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
     from dashboard.sqlfuncs import register
-    from ingest.store import Store
+    from ingest.storage import Store
 
     path = tmp_path_factory.mktemp("allow") / "store.duckdb"
     Store(path).close()
@@ -420,7 +420,7 @@ def test_an_oversized_text_is_refused(engine):
 
 def test_raw_json_decodes_stored_records_and_refuses_bombs():
     from dashboard.sqlfuncs import RecordTooLarge, decode_bounded
-    from ingest import codec
+    from ingest.storage import codec
 
     text = codec.canonical(SLOW6[0])
     cid, stored = codec.encode(text, "slow6")
@@ -436,7 +436,7 @@ def test_a_worker_reopens_a_refreshed_snapshot_and_old_files_go(tmp_path):
     from test_sql_engine import GAME
 
     from dashboard.snapshot import Snapshots
-    from ingest.store import Store
+    from ingest.storage import Store
 
     store = Store(tmp_path / "store.duckdb")
     snaps = Snapshots(store, tmp_path / "snaps", workers=1, kill_margin=0.3)

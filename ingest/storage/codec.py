@@ -6,7 +6,7 @@ sixth. Codecs 3 and 4 first replace the record's most repeated fragments (`"]},{
 by single control bytes, which canonical JSON never contains (orjson escapes them), so the
 substitution is exactly reversible and deflate spends a few bits instead of a match on each.
 That keeps a stored game under 500 bytes (benchmarks/ingest_size.py). A codec id names its
-tokens and dictionary forever: a file in ingest/zdicts/ never changes once shipped; a better
+tokens and dictionary forever: a file in ingest/storage/zdicts/ never changes once shipped; a better
 one gets a new id, and old rows keep decoding with their own.
 """
 
@@ -21,7 +21,7 @@ from importlib import resources
 import orjson
 
 PLAIN = 0  # canonical JSON bytes, uncompressed
-# codec id -> file in ingest/zdicts/ (never edit a shipped file: add a new id)
+# codec id -> file in ingest/storage/zdicts/ (never edit a shipped file: add a new id)
 DICTIONARIES = {1: "slow6-v1.json", 2: "slide-v1.json", 3: "slow6-v2.json", 4: "slide-v2.json"}
 CODEC_FOR_GAME = {"slow6": 3, "slide": 4}  # what new records are stored with
 _WBITS = -15  # raw deflate: no zlib header or checksum (the content hash is the check)
@@ -40,7 +40,7 @@ def content_hash(canonical_bytes: bytes) -> int:
 @functools.cache
 def _spec(codec: int) -> dict:
     name = DICTIONARIES[codec]
-    text = resources.files("ingest").joinpath("zdicts", name).read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("zdicts", name).read_text(encoding="utf-8")
     return json.loads(text)
 
 

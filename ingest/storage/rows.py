@@ -27,7 +27,7 @@ U8, U16, U64 = pa.uint8(), pa.uint16(), pa.uint64()
 STR, BOOL, TS = pa.string(), pa.bool_(), pa.timestamp("us")
 UUID = pa.uuid()  # DuckDB reads the arrow.uuid extension type as UUID
 
-# table -> ((column, arrow type), ...) in the exact order of ingest/schema.sql (the insert is
+# table -> ((column, arrow type), ...) in the exact order of schema.sql (the insert is
 # positional); game_id values are the UUID's 16 bytes (or its text, converted on the way).
 COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
     "raw_records": (

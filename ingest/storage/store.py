@@ -13,7 +13,7 @@ CPU, as much as the rest of a commit (a writer thread woken for each group, whic
 every request, cost ~250 µs of CPU a single-record upload).
 
 With `defer_rows` (the default) the commit is an append + fdatasync of the upload journal
-(ingest/journal.py): a DuckDB commit costs 2-3 ms of CPU whatever its size, and committing
+(ingest/storage/journal.py): a DuckDB commit costs 2-3 ms of CPU whatever its size, and committing
 each small group of single-record uploads made it the server's bottleneck. The rows thread
 then writes journaled games into DuckDB in batches, each game's raw record and derived rows
 (games, game_turns, ..., quarantine) in one transaction. It counts, per journal segment, the
@@ -72,10 +72,10 @@ import orjson
 import pyarrow as pa
 
 from . import codec, journal, rows
+from .rejudge import QUARANTINED, VERIFIED, Rejudge
 
 log = logging.getLogger("ingest.store")
 
-VERIFIED, QUARANTINED = "verified", "quarantined"
 ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
 
 MiB = 1024 * 1024
@@ -215,7 +215,7 @@ _STOP = object()
 
 
 def schema_sql() -> str:
-    return resources.files("ingest").joinpath("schema.sql").read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
 
 
 def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
@@ -1019,13 +1019,13 @@ def _rebuilt(row: tuple, judge) -> _Rows:
     that changed since (an engine fix) is stored as it is now, as `recover` does."""
     key, game, status, content_hash, blob, codec_id, received = row
     gid = str(uuid.UUID(bytes=bytes(key)))
-    pending = judge.judge(0, codec.decode(codec_id, blob), received).pending
-    if pending is None:  # no longer well-formed: leave it to `balance reverify`
+    now, game_rows = judge.stored_rows(codec.decode(codec_id, blob), received)
+    if now is None:  # no longer well-formed: leave it to `balance reverify`
         log.warning("game %s: not well-formed any more; run balance reverify", gid)
         return _Rows(gid, row, {})
-    if pending.status != status:
-        row = (key, game, pending.status, content_hash, blob, codec_id, received)
-    return _Rows(gid, row, pending.rows)
+    if now != status:
+        row = (key, game, now, content_hash, blob, codec_id, received)
+    return _Rows(gid, row, game_rows)
 
 
 def insert_tables(
@@ -1067,14 +1067,13 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> in
     for start in range(0, len(missing), chunk):
         games, moved = [], []
         for gid, status, codec_id, blob, received in missing[start : start + chunk]:
-            judged = judge.judge(0, codec.decode(codec_id, blob), received)
-            pending = judged.pending
-            if pending is None:  # no longer well-formed: leave it to `balance reverify`
+            now, game_rows = judge.stored_rows(codec.decode(codec_id, blob), received)
+            if now is None:  # no longer well-formed: leave it to `balance reverify`
                 log.warning("game %s: not well-formed any more; run balance reverify", gid)
                 continue
-            if pending.status != status:
-                moved.append((gid, pending.status))
-            games.append(pending.rows)
+            if now != status:
+                moved.append((gid, now))
+            games.append(game_rows)
         with transaction(con):
             insert_tables(con, rows.tables_of(games))
             for gid, status in moved:
@@ -1083,10 +1082,8 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> in
     return len(missing)
 
 
-def _default_judge():
-    from .pipeline import Judge  # pipeline imports this module
-
-    return Judge()
+def _default_judge() -> Rejudge:
+    return Rejudge()
 
 
 @contextlib.contextmanager

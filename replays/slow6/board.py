@@ -6,10 +6,9 @@ the replay loop never slices strings.
 
 from __future__ import annotations
 
-POWERS = ("double", "dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge")
-POWER_SET = frozenset(POWERS)
+from ..vocabulary import BOARDS
+
 TURN_LIMIT = {5: 15, 7: 21}  # R2.5: turns each
-BOARDS = (5, 7)
 DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
 
 FILES = "abcdefg"
@@ -26,10 +25,6 @@ MOVE_XY: dict[str, tuple[int, int, int, int]] = {
 
 def square_name(square: int, n: int) -> str:
     return f"{FILES[square % n]}{square // n + 1}"
-
-
-def move_name(frm: int, to: int, n: int) -> str:
-    return f"{square_name(frm, n)}-{square_name(to, n)}"
 
 
 # "c3" -> its square on each board, -1 when off it (R2.6)

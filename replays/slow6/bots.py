@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import random
 
-from .board import DIRECTIONS, POWERS
+from ..vocabulary import POWERS
+from .board import DIRECTIONS
 from .position import Position, RuleBroken
 
 Turn = tuple[str | None, object, list[tuple[int, int]]]

@@ -2,7 +2,7 @@
 
 The per-turn and per-piece facts are kept column by column (one list per fact, as the replay
 counted them): storage builds its Arrow columns from these lists directly, with no object per
-turn or piece (ingest/rows.py). `Slow6Facts.turns` and `.pieces` give them as one object per
+turn or piece (ingest/storage/rows.py). `Slow6Facts.turns` and `.pieces` give them as one object per
 turn / piece (`TurnFacts`, `PieceFacts`) for code that wants them so; they are built on each
 access. The lists are the facts' own: read them, do not change them.
 """

@@ -11,11 +11,12 @@ import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
-from .board import TURN_LIMIT, back_row, square_name
+from .board import TURN_LIMIT, square_name
 from .bots import make_player
 from .position import Position
 
 EPOCH = datetime(2026, 11, 30, tzinfo=UTC)
+# Weighted tables: the names are replays/vocabulary.py's (tests/test_vocabulary.py holds them).
 MODES = (("online", 45), ("friend", 15), ("computer", 25), ("challenge", 8), ("tutorial", 7))
 PLATFORMS = (("ios", 35), ("android", 35), ("web", 15), ("desktop", 10), ("bot", 5))
 VERSIONS = (("2.4.0", 10), ("2.5.0", 15), ("2.5.3", 25), ("3.0.0", 35), ("3.1.0-beta.2", 15))
@@ -187,8 +188,3 @@ def simulate_games(
         settings = random_game_settings(rng, board, powers, hidden)
         settings["levels"] = tuple(min(lv, max_level) for lv in settings["levels"])
         yield simulate_game(rng, quit_rate=QUIT_RATE, **settings)
-
-
-def back_row_squares(side: int, n: int) -> list[int]:
-    row = back_row(side, n)
-    return [row * n + f for f in range(n)]

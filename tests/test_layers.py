@@ -1,0 +1,93 @@
+"""Imports run one way: replays (the rules engines) <- ingest.storage <- analysis <- dashboard
+<- the server (the rest of ingest: HTTP, judging, jobs schedule, command line). Read from the
+source (every import statement, function-level ones included), so a new upward import fails
+here before it becomes a cycle; and no package is found by a name in a string."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("replays", "ingest", "analysis", "dashboard")
+
+# layer -> the project layers it may import (itself included)
+ALLOWED = {
+    "replays": {"replays"},
+    "ingest.storage": {"replays", "ingest.storage"},
+    "analysis": {"replays", "ingest.storage", "analysis"},
+    "dashboard": {"replays", "ingest.storage", "analysis", "dashboard"},
+    "ingest": {"replays", "ingest.storage", "analysis", "dashboard", "ingest"},
+}
+
+
+def layer(module: str) -> str | None:
+    if module == "ingest.storage" or module.startswith("ingest.storage."):
+        return "ingest.storage"
+    top = module.split(".")[0]
+    return top if top in PACKAGES else None
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in the file, relative ones resolved."""
+    here = module_name(path)
+    package = here if path.name == "__init__.py" else here.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            # each name, as `target.name`: `from ingest import storage` is ingest.storage
+            out += [(node.lineno, f"{target}.{alias.name}") for alias in node.names]
+    return out
+
+
+def sources() -> list[Path]:
+    return sorted(p for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_run_one_way(path):
+    mine = layer(module_name(path))
+    wrong = [
+        f"line {line}: {target}"
+        for line, target in imported(path)
+        if (theirs := layer(target)) is not None and theirs not in ALLOWED[mine]
+    ]
+    assert not wrong, f"{mine} may import only {sorted(ALLOWED[mine])}: {wrong}"
+
+
+def test_no_package_is_imported_by_a_string():
+    found = []
+    for path in sources():
+        text = path.read_text(encoding="utf-8")
+        for name in PACKAGES:
+            for call in ("import_module(", "importorskip(", "__import__("):
+                if f'{call}"{name}' in text or f"{call}'{name}" in text:
+                    found.append(f"{path.relative_to(ROOT)}: {call}{name}...")
+    assert not found, found
+
+
+def test_the_check_sees_an_upward_import(tmp_path):
+    """The test above can fail: an engine module importing the server is caught."""
+    fake = ROOT / "replays" / "_layer_probe.py"
+    fake.write_text("def f():\n    from ingest.app import create_app\n")
+    try:
+        targets = [t for _, t in imported(fake)]
+        assert "ingest.app.create_app" in targets
+        assert layer("ingest.app.create_app") not in ALLOWED["replays"]
+    finally:
+        fake.unlink()
