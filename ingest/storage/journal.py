@@ -30,6 +30,7 @@ from pathlib import Path
 MAGIC = b"balance-journal 1\n"
 _HEAD = struct.Struct("<II")  # payload length, crc32 of payload
 _ROW = struct.Struct("<16sBBQBq")  # game_id, game, status, content_hash, codec, received µs
+# the bytes written for game and status: an on-disk format, frozen (not the vocabulary's order)
 GAMES = ("slow6", "slide")
 STATUSES = ("verified", "quarantined")
 _EPOCH = dt.datetime(1970, 1, 1)
