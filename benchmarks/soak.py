@@ -103,6 +103,7 @@ class Soak:
         self.healthz_failed = 0
         self.peak_rss = 0
         self.hostile: Counter = Counter()
+        self.unexpected: list[str] = []  # answers to legitimate uploads other than 200/503
         self.records = pool("slow6", 1000)
         self.refills = 0
         self.lines = with_fresh_ids(self.records, 200_000, seed=int(time.time()))
@@ -150,6 +151,9 @@ class Soak:
                 conn = self.conn()
                 continue
             self.count("upload", resp.status)
+            if resp.status not in (200, 503) and len(self.unexpected) < 5:
+                with self.lock:  # what a legitimate client should never see: keep the answer
+                    self.unexpected.append(f"{resp.status} {data[:300]!r}")
             if resp.status == 200:
                 results = orjson.loads(data)["results"]
                 with self.lock:
@@ -376,6 +380,8 @@ def main() -> int:
     print(f"5xx to legitimate clients: {sum(five.values())} {dict(five) or ''}".rstrip())
     if errors:
         print(f"connection errors of legitimate clients: {dict(errors)}")
+    for answer in soak.unexpected:
+        print(f"unexpected answer to a legitimate upload: {answer}")
     h = soak.healthz
     print(
         f"/healthz: {len(h)} answered, {soak.healthz_failed} failed or over 10 s; "
