@@ -35,6 +35,33 @@ def register(subparsers) -> None:
     run.add_argument("--date-from", help="first day of ended_at (UTC, YYYY-MM-DD)")
     run.add_argument("--date-to", help="last day of ended_at (UTC, YYYY-MM-DD)")
     run.set_defaults(run=run_jobs)
+    register_export(subparsers)
+
+
+def register_export(subparsers) -> None:
+    """`balance export`: the public dataset (analysis/public_dataset.py)."""
+    p = subparsers.add_parser(
+        "export",
+        help="write the public dataset of verified games (a row a game, a row a turn, by week)",
+        description="Write every verified game (a row a game with its lineups, picks, result, "
+        "version and week; a row a turn; Slide's games, seats and rounds) into DIR, partitioned "
+        "by week, with a README data dictionary and a manifest of row counts and checksums. "
+        "Reads a stopped store (--db) or a running server (--server, with $BALANCE_TOKEN).",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced)")
+    p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of ended_at (UTC)")
+    p.add_argument("--to", dest="date_to", metavar="DATE", help="last day of ended_at (UTC)")
+    p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
+    where.add_argument("--server", metavar="URL", help="a running server instead")
+    p.set_defaults(run=_run_export)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from .public_dataset import run_export
+
+    return run_export(args)
 
 
 def run_jobs(args: argparse.Namespace) -> int:

@@ -3,8 +3,12 @@
 Asks the server at $BALANCE_URL (default http://127.0.0.1:8000) through POST /sql/api, sending
 $BALANCE_TOKEN as a bearer token when set; or, with --db PATH, opens that store file read-only
 itself (it must not be open by a running server) under the same locked engine as the console.
-Prints a table, or CSV with --csv. Exit 0 on success, 1 when the query is refused or fails
-(the reason on stderr), 2 when the server cannot be reached or answers something unexpected.
+Prints a table, or CSV with --csv. `:name` in the query is a parameter: give its value with
+`--param name=value` (bound by DuckDB, never written into the text). `--saved SLUG` runs a
+saved query of the server (its parameters with --param, the rest take their defaults).
+Exit 0 on success, 1 when the query is refused or fails (the reason on stderr), 2 when the
+server cannot be reached or answers something unexpected. Output that stops being read
+(`balance sql ... | head`) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -24,7 +28,18 @@ def register(subparsers) -> None:
         help="run a read-only SQL query on the store (via the server, or a file with --db)",
         description=__doc__,
     )
-    p.add_argument("query", help="one SELECT statement; '-' reads it from standard input")
+    p.add_argument(
+        "query", nargs="?", help="one SELECT statement; '-' reads it from standard input"
+    )
+    p.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="the value of the parameter :NAME (repeatable)",
+    )
+    p.add_argument("--saved", metavar="SLUG", help="run this saved query of the server")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", metavar="PATH", help="open this DuckDB store file read-only instead")
     p.add_argument(
@@ -40,9 +55,21 @@ def _fail(message: str, code: int = 1) -> int:
     return code
 
 
-def _via_server(sql: str, args) -> tuple[list[str], list[list], bool] | int:
+def _params(args) -> dict | int:
+    out = {}
+    for item in args.param:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            return _fail(f"--param takes NAME=VALUE, not {item!r}")
+        out[name.strip().lstrip(":$")] = value
+    return out
+
+
+def _via_server(sql: str, args, params: dict) -> tuple[list[str], list[list], bool] | int:
     base = (args.url or os.environ.get("BALANCE_URL") or DEFAULT_URL).rstrip("/")
-    body = {"sql": sql}
+    body: dict = {"saved": args.saved} if args.saved else {"sql": sql}
+    if params:
+        body["params"] = params
     if args.limit is not None:
         body["limit"] = args.limit
     req = urllib.request.Request(
@@ -68,10 +95,14 @@ def _via_server(sql: str, args) -> tuple[list[str], list[list], bool] | int:
     return answer["columns"], answer["rows"], bool(answer.get("truncated"))
 
 
-def _via_file(sql: str, args) -> tuple[list[str], list[list], bool] | int:
+def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool] | int:
     from . import export
+    from .sqlparams import prepare
     from .sqlsafe import DEFAULT_LIMIT, Engine, QueryError
 
+    if args.saved:
+        return _fail("--saved asks a server (its saved queries); leave out --db", 2)
+    sql = prepare(sql)[0]
     if not os.path.isfile(args.db):
         return _fail(f"no such database file: {args.db}", 2)
     try:
@@ -79,7 +110,9 @@ def _via_file(sql: str, args) -> tuple[list[str], list[list], bool] | int:
     except Exception as exc:  # locked by a running server, not a DuckDB file, ...
         return _fail(f"cannot open {args.db} read-only: {exc}", 2)
     try:
-        result = engine.run(sql, limit=args.limit or DEFAULT_LIMIT, timeout=args.timeout)
+        result = engine.run(
+            sql, limit=args.limit or DEFAULT_LIMIT, timeout=args.timeout, params=params or None
+        )
     except QueryError as exc:
         return _fail(f"{exc.kind}: {exc.message}")
     finally:
@@ -114,13 +147,26 @@ def print_csv(columns: list[str], rows: list[list], out=sys.stdout) -> None:
 
 
 def run(args) -> int:
-    sql = sys.stdin.read() if args.query == "-" else args.query
-    got = _via_file(sql, args) if args.db else _via_server(sql, args)
+    if args.query is None and not args.saved:
+        return _fail("give a query (or - to read it from standard input), or --saved SLUG", 2)
+    sql = sys.stdin.read() if args.query == "-" else (args.query or "")
+    params = _params(args)
+    if isinstance(params, int):
+        return params
+    got = _via_file(sql, args, params) if args.db else _via_server(sql, args, params)
     if isinstance(got, int):
         return got
     columns, rows, truncated = got
-    (print_csv if args.csv else print_table)(columns, rows)
-    sys.stdout.flush()
+    try:
+        (print_csv if args.csv else print_table)(columns, rows)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader left (`| head`): nothing more to say, and nothing for Python to flush
+        # into the closed pipe at exit either
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
     if truncated:
         print(f"balance sql: truncated at {len(rows)} rows", file=sys.stderr)
     return 0

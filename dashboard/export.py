@@ -1,7 +1,10 @@
-"""Tables out: CSV, JSON and Parquet via the Polars/pyarrow/DuckDB writers; JSON-safe rows.
+"""Tables out: CSV, JSON, JSON lines and Parquet via the Polars/pyarrow/DuckDB writers;
+JSON-safe rows.
 
 `encode` is what the console's SQL engine sends back (in its worker process): the file, the JSON
 API's answer, or Arrow IPC for the dashboard's own queries; `decode_arrow` reads the last.
+`StreamWriter` writes a whole result batch by batch (downloads): the same files as `to_bytes`
+gives for the same rows, without ever holding all of them.
 """
 
 from __future__ import annotations
@@ -21,31 +24,44 @@ import pyarrow.parquet as pq
 from analysis.sql import sql_identifier
 
 # "api": the JSON answer of POST /sql/api; "arrow": Arrow IPC stream (the dashboard's queries)
-FORMATS = ("csv", "json", "parquet", "api", "arrow")
+FORMATS = ("csv", "json", "jsonl", "parquet", "api", "arrow")
+# Flask adds "; charset=utf-8" to a text/* mimetype itself (so it is not written here twice)
 MEDIA_TYPES = {
-    "csv": "text/csv; charset=utf-8",
+    "csv": "text/csv",
     "json": "application/json",
+    "jsonl": "application/x-ndjson",
     "parquet": "application/vnd.apache.parquet",
 }
+FILE_FORMATS = tuple(MEDIA_TYPES)
+PARQUET_ROW_GROUP_ROWS = 128 * 1024  # rows buffered before a row group is written
+PARQUET_ROW_GROUP_BYTES = 8 * 1024 * 1024  # ... or this many bytes of Arrow
+
+
+def _nested(schema: pa.Schema) -> list[str]:
+    return [
+        f.name
+        for f in schema
+        if pa.types.is_nested(f.type) or pa.types.is_map(f.type) or pa.types.is_dictionary(f.type)
+    ]
+
+
+def _flatten(con, table: pa.Table, nested: list[str]) -> pa.Table:
+    rel = con.from_arrow(table)
+    cols = []
+    for name in table.column_names:
+        q = sql_identifier(name)
+        cols.append(f"to_json({q})::VARCHAR AS {q}" if name in nested else q)
+    return rel.project(", ".join(cols)).to_arrow_table()
 
 
 def _flat(table: pa.Table) -> pa.Table:
     """CSV has no nested values: lists and structs become their JSON text (DuckDB's to_json)."""
-    nested = [
-        f.name
-        for f in table.schema
-        if pa.types.is_nested(f.type) or pa.types.is_map(f.type) or pa.types.is_dictionary(f.type)
-    ]
+    nested = _nested(table.schema)
     if not nested:
         return table
     con = duckdb.connect()  # private, in memory: only ever sees this table
     try:
-        rel = con.from_arrow(table)
-        cols = []
-        for name in table.column_names:
-            q = sql_identifier(name)
-            cols.append(f"to_json({q})::VARCHAR AS {q}" if name in nested else q)
-        return rel.project(", ".join(cols)).to_arrow_table()
+        return _flatten(con, table, nested)
     finally:
         con.close()
 
@@ -58,9 +74,126 @@ def to_bytes(table: pa.Table, fmt: str) -> bytes:
         pl.from_arrow(_flat(table)).write_csv(buf)
     elif fmt == "json":
         pl.from_arrow(table).write_json(buf)  # an array of one object per row
+    elif fmt == "jsonl":
+        pl.from_arrow(table).write_ndjson(buf)  # one object a line
     else:
         raise ValueError(f"unknown format {fmt!r}")
     return buf.getvalue()
+
+
+class StreamWriter:
+    """A whole result written to a binary file batch by batch: csv (a header, then the rows;
+    nested values as JSON text), json (one array), jsonl (one object a line) or parquet (row
+    groups of up to PARQUET_ROW_GROUP_ROWS rows). `rows` and `bytes` say how far it got."""
+
+    def __init__(self, fmt: str, out, schema: pa.Schema):
+        if fmt not in FILE_FORMATS:
+            raise ValueError(f"unknown format {fmt!r}")
+        self.fmt = fmt
+        self.out = out
+        self.schema = schema
+        self.rows = 0
+        self.bytes = 0
+        self._started = False
+        self._nested = _nested(schema) if fmt == "csv" else []
+        self._con = duckdb.connect() if self._nested else None  # private: flattens batches
+        self._parquet = None
+        self._pending: list[pa.RecordBatch] = []
+        self._pending_rows = self._pending_bytes = 0
+        if fmt == "parquet":
+            self._parquet = pq.ParquetWriter(_Counted(out, self), schema)
+        elif fmt == "json":
+            self._put(b"[")
+
+    def _put(self, data: bytes) -> None:
+        if data:
+            self.out.write(data)
+            self.bytes += len(data)
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows and self.fmt != "csv":
+            return
+        self.rows += batch.num_rows
+        if self.fmt == "parquet":
+            self._pending.append(batch)
+            self._pending_rows += batch.num_rows
+            self._pending_bytes += batch.nbytes
+            if (
+                self._pending_rows >= PARQUET_ROW_GROUP_ROWS
+                or self._pending_bytes >= PARQUET_ROW_GROUP_BYTES
+            ):
+                self._flush_parquet()
+            return
+        table = pa.Table.from_batches([batch], schema=self.schema)
+        buf = io.BytesIO()
+        if self.fmt == "csv":
+            if self._nested:
+                table = _flatten(self._con, table, self._nested)
+            pl.from_arrow(table).write_csv(buf, include_header=not self._started)
+            self._started = True
+            self._put(buf.getvalue())
+        elif self.fmt == "jsonl":
+            pl.from_arrow(table).write_ndjson(buf)
+            self._put(buf.getvalue())
+        else:  # json: the batch's array without its brackets, after a comma
+            pl.from_arrow(table).write_json(buf)
+            body = buf.getvalue().strip()[1:-1]
+            if body:
+                self._put((b"," if self._started else b"") + body)
+                self._started = True
+
+    def _flush_parquet(self) -> None:
+        if self._pending:
+            self._parquet.write_table(pa.Table.from_batches(self._pending, schema=self.schema))
+        self._pending = []
+        self._pending_rows = self._pending_bytes = 0
+
+    def close(self) -> None:
+        if self.fmt == "csv" and not self._started:  # no rows: the header alone
+            empty = pa.Table.from_batches([], schema=self.schema)
+            if self._nested:
+                empty = _flatten(self._con, empty, self._nested)
+            buf = io.BytesIO()
+            pl.from_arrow(empty).write_csv(buf)
+            self._put(buf.getvalue())
+            self._started = True
+        elif self.fmt == "json":
+            self._put(b"]")
+        elif self.fmt == "parquet":
+            self._flush_parquet()
+            self._parquet.close()
+        if self._con is not None:
+            self._con.close()
+            self._con = None
+
+
+class _Counted:
+    """A file object that counts what the Parquet writer puts in it."""
+
+    def __init__(self, out, writer: StreamWriter):
+        self._out = out
+        self._writer = writer
+        self.closed = False
+
+    def write(self, data) -> int:
+        n = self._out.write(data)
+        self._writer.bytes += len(data)
+        return n
+
+    def tell(self) -> int:
+        return self._writer.bytes
+
+    def flush(self) -> None:
+        self._out.flush()
+
+    def close(self) -> None:  # the caller closes the file itself
+        self.closed = True
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
 
 
 def _plain(value):

@@ -9,10 +9,16 @@ default): a refresh writes a new file, names it to the pool (idle workers reopen
 ones on their next query) and deletes the old file (Linux keeps it readable for a query still
 running on it). With `workers=0` (tests, `balance sql --db`) one in-process Engine per snapshot
 is swapped instead, and queries running on the old one finish there.
+
+Downloads (`write_file`) are the whole result: the engine writes it, batch by batch, into a file
+of its own in `<snapshot dir>/downloads` (up to the download byte limit, else nothing), which
+the server then streams and deletes; at most SQL_DOWNLOADS (4) of them at a time, and only while
+the disk keeps room for the limit plus a reserve.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import shutil
@@ -29,11 +35,15 @@ from .sqlsafe import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
+    Busy,
     Engine,
     Payload,
     Replaced,
     Result,
+    TooBig,
 )
+
+DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +95,37 @@ def _setting(name: str, default):
 
         return setting(current_app, name, default)
     return os.environ.get(f"BALANCE_{name}") or default
+
+
+class Download:
+    """A download's file, open and already unlinked: read it in chunks, then close it (which
+    frees its place among the downloads in flight)."""
+
+    CHUNK = 256 * 1024
+
+    def __init__(self, file, size: int, release):
+        self.file = file
+        self.size = size
+        self._release = release
+        self._closed = False
+        self._close_lock = threading.Lock()
+
+    def __iter__(self):
+        while True:
+            chunk = self.file.read(self.CHUNK)
+            if not chunk:
+                return
+            yield chunk
+
+    def close(self) -> None:
+        with self._close_lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self.file.close()
+        finally:
+            self._release()
 
 
 @dataclass(frozen=True)
@@ -151,6 +192,13 @@ class Snapshots:
         self._refreshing = False
         for old in self.directory.glob("snapshot-*.duckdb*"):
             old.unlink(missing_ok=True)  # left by an earlier run of the server
+        self.downloads_dir = self.directory / "downloads"
+        self.downloads_dir.mkdir(exist_ok=True)
+        for old in self.downloads_dir.glob("download-*"):
+            old.unlink(missing_ok=True)
+        self.max_downloads = int(_setting("SQL_DOWNLOADS", 4))
+        self._downloads = threading.BoundedSemaphore(max(1, self.max_downloads))
+        self._download_seq = itertools.count(1)
 
     @property
     def pool(self):
@@ -260,13 +308,18 @@ class Snapshots:
         limit: int = DEFAULT_LIMIT,
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
     ) -> Result:
         """The result as an Arrow table (the dashboard's own queries, the console page)."""
         if self.workers <= 0:
             return self._retry(
-                lambda: self.engine().run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes)
+                lambda: self.engine().run(
+                    sql, limit=limit, timeout=timeout, max_bytes=max_bytes, params=params
+                )
             )
-        meta, body = self._retry(lambda: self._in_worker(sql, "arrow", limit, timeout, max_bytes))
+        meta, body = self._retry(
+            lambda: self._in_worker(sql, "arrow", limit, timeout, max_bytes, params)
+        )
         return Result(
             export.decode_arrow(body),
             list(meta.get("columns") or []),
@@ -284,24 +337,97 @@ class Snapshots:
         limit: int = DEFAULT_LIMIT,
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
     ) -> Payload:
         """The result as the bytes to send: csv, json, parquet, or "api" (POST /sql/api)."""
         if self.workers <= 0:
             return self._retry(
                 lambda: self.engine().run_encoded(
-                    sql, fmt, limit=limit, timeout=timeout, max_bytes=max_bytes
+                    sql, fmt, limit=limit, timeout=timeout, max_bytes=max_bytes, params=params
                 )
             )
-        meta, body = self._retry(lambda: self._in_worker(sql, fmt, limit, timeout, max_bytes))
+        meta, body = self._retry(
+            lambda: self._in_worker(sql, fmt, limit, timeout, max_bytes, params)
+        )
         return Payload(meta, body)
 
-    def _in_worker(self, sql: str, fmt: str, limit: int, timeout: float, max_bytes: int):
+    def check(self, sql: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Refused (or BadSQL) unless `sql` passes the console's checks; nothing runs."""
+        if self.workers <= 0:
+            self._retry(lambda: self.engine().check(sql))
+            return
+        current = self.current()
+        request = {"op": "check", "path": current.path, "snapshot_at": current.snapshot_at}
+        self._retry(lambda: self._pool.run({**request, "sql": sql}, timeout=timeout, max_bytes=0))
+
+    def write_file(
+        self,
+        sql: str,
+        fmt: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
+    ) -> tuple[dict, Download]:
+        """The whole result as a file (a download): (its facts, the Download to stream).
+
+        Busy when SQL_DOWNLOADS downloads are being written or sent; TooBig when the disk has
+        no room for `max_bytes` and the reserve. The caller closes the Download."""
+        if not self._downloads.acquire(timeout=min(timeout, 5.0)):
+            raise Busy(
+                f"{self.max_downloads} downloads are being prepared or sent; try again in a "
+                f"few seconds."
+            )
+        try:
+            free = shutil.disk_usage(self.downloads_dir).free
+            if free < max_bytes + DOWNLOAD_RESERVE:
+                raise TooBig(
+                    f"The server's disk has no room to prepare a download now "
+                    f"({free // (1024 * 1024):,} MB free). Try a smaller result later."
+                )
+            seq = next(self._download_seq)
+            path = self.downloads_dir / f"download-{os.getpid()}-{seq}.{fmt}"
+            try:
+                meta = self._retry(
+                    lambda: self._file(sql, fmt, str(path), timeout, max_bytes, params)
+                )
+                f = open(path, "rb")
+            finally:
+                # Linux keeps the open file readable; nothing is left behind if the server dies
+                path.unlink(missing_ok=True)
+        except BaseException:
+            self._downloads.release()
+            raise
+        return meta, Download(f, int(meta.get("bytes") or 0), self._downloads.release)
+
+    def _file(self, sql, fmt, path, timeout, max_bytes, params) -> dict:
+        if self.workers <= 0:
+            return self.engine().write_file(
+                sql, fmt, path, timeout=timeout, max_bytes=max_bytes, params=params
+            )
+        current = self.current()
+        request = {
+            "op": "file",
+            "path": current.path,
+            "snapshot_at": current.snapshot_at,
+            "sql": sql,
+            "params": params or None,
+            "format": fmt,
+            "out": path,
+        }
+        meta, _ = self._pool.run(request, timeout=timeout, max_bytes=int(max_bytes))
+        return meta
+
+    def _in_worker(
+        self, sql: str, fmt: str, limit: int, timeout: float, max_bytes: int, params=None
+    ):
         current = self.current()
         request = {
             "op": "query",
             "path": current.path,
             "snapshot_at": current.snapshot_at,
             "sql": sql,
+            "params": params or None,
             "format": fmt,
             "limit": int(limit),
         }

@@ -18,6 +18,11 @@ holds the whole request to its time:
   answers its query "too_big: stopped", and either way a new worker is started in the
   background, while uploads and /healthz never noticed.
 
+A download (`op: "file"`) is answered differently: the worker writes the whole result, batch by
+batch, into the file the parent names (sqlsafe.Engine.write_file) and sends only its facts, so
+neither process holds the result and a slow client holds no worker (snapshot.Download streams
+the file). `op: "check"` runs the allow-list alone (a saved query being saved).
+
 Workers open the current snapshot file read-only (sqlsafe.Engine attaches it as `store`) on
 their first query and reopen when the parent names a newer one (Snapshots.refresh asks the idle
 ones at once, busy ones on their next query). A worker leaves when its pipe closes or its
@@ -175,6 +180,19 @@ def worker_main(conn, options: dict) -> None:
                 )
             if op == "open":
                 header = {"ok": True}
+            elif op == "check":  # the allow-list alone: nothing runs
+                engine.check(request["sql"])
+                header = {"ok": True, "meta": {}}
+            elif op == "file":  # a download: the whole result, written to the file named
+                meta = engine.write_file(
+                    request["sql"],
+                    request["format"],
+                    request["out"],
+                    timeout=float(request["timeout"]),
+                    max_bytes=int(request["max_bytes"]),
+                    params=request.get("params"),
+                )
+                header = {"ok": True, "meta": meta}
             else:
                 payload = engine.run_encoded(
                     request["sql"],
@@ -182,6 +200,7 @@ def worker_main(conn, options: dict) -> None:
                     limit=int(request["limit"]),
                     timeout=float(request["timeout"]),
                     max_bytes=int(request["max_bytes"]),
+                    params=request.get("params"),
                 )
                 body = payload.body
                 header = {"ok": True, "meta": payload.meta, "size": len(body)}
@@ -189,6 +208,8 @@ def worker_main(conn, options: dict) -> None:
             header = {"ok": False, "kind": "replaced", "message": exc.message}
         except QueryError as exc:
             header = {"ok": False, "kind": exc.kind, "message": exc.message}
+            if exc.position is not None:
+                header["position"] = exc.position
         except MemoryError:
             body = b""
             header = {
@@ -406,7 +427,9 @@ class Pool:
             raise _Dead(str(exc)) from None
 
     def run(self, request: dict, *, timeout: float, max_bytes: int) -> tuple[dict, bytes]:
-        """Run one query request ({"op": "query", "path", "sql", "format", "limit", ...})."""
+        """Run one request: {"op": "query", "path", "sql", "params", "format", "limit"} (the
+        result encoded, as the body), or {"op": "file", ..., "out"} (the whole result written to
+        the file `out`: a download)."""
         worker = self._acquire(timeout)
         request = {**request, "timeout": timeout, "max_bytes": max_bytes}
         ok = False
@@ -427,7 +450,9 @@ class Pool:
             else:
                 self._discard(worker)
         if not header.get("ok"):
-            raise error_of(header.get("kind", "error"), header.get("message", "failed"))
+            raise error_of(
+                header.get("kind", "error"), header.get("message", "failed"), header.get("position")
+            )
         return header.get("meta") or {}, body
 
     def reopen_idle(self, path: str, snapshot_at: str | None) -> None:

@@ -13,7 +13,11 @@ Safety is layered so that no single check has to be perfect:
    network, ATTACH/COPY/INSTALL), extension autoload/autoinstall off, Python replacement scans
    off, no spilling to disk, a memory limit, and its configuration locked;
 3. a timer interrupts the query after `timeout` seconds, at most `limit` rows are fetched, and a
-   result over `max_bytes` (in Arrow, then as the file or JSON sent) is refused, never cut;
+   result over `max_bytes` (in Arrow, then as the file or JSON sent) is refused, never cut; a
+   download (`write_file`) is the whole result, written batch by batch to a file and refused
+   (the file deleted) once it passes its own byte limit;
+   parameters (`params`, named `$name` in the text) are bound as values by DuckDB, never
+   written into the text, so a value cannot change what the allow-list checked;
 4. on the server, all of this runs in worker processes (sqlpool.py) under an OS memory limit,
    which the server kills when the whole request (execute, fetch, encode) overruns its time.
 """
@@ -24,7 +28,9 @@ import json
 import re
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -35,6 +41,9 @@ DEFAULT_TIMEOUT = 5.0
 DEFAULT_LIMIT = 10_000
 DEFAULT_MAX_BYTES = 32 * 1024 * 1024  # a result (Arrow in the engine, then the bytes sent)
 MAX_SQL_CHARS = 256 * 1024
+MAX_PARAMS = 64
+MAX_PARAM_CHARS = 10_000
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 ALIAS = "store"  # the name the snapshot is attached under: current_database() in the console
 FETCH_ROWS = 2048  # rows per Arrow batch while fetching: the byte limit is checked this often
 
@@ -99,13 +108,15 @@ TABLE_REFS = frozenset(
 
 
 class QueryError(Exception):
-    """A query that was not answered; `kind` says why, the message says it for a person."""
+    """A query that was not answered; `kind` says why, the message says it for a person;
+    `position`: where in the query text the engine points (a character offset), if it does."""
 
     kind = "error"
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, position: int | None = None):
         super().__init__(message)
         self.message = message
+        self.position = position
 
 
 class Refused(QueryError):
@@ -143,10 +154,58 @@ class Replaced(QueryError):
 ERRORS = {cls.kind: cls for cls in (Refused, BadSQL, TimedOut, TooBig, Busy)}
 
 
-def error_of(kind: str, message: str) -> QueryError:
+def error_of(kind: str, message: str, position: int | None = None) -> QueryError:
     if kind == "replaced":
         return Replaced(message)
-    return ERRORS.get(kind, BadSQL)(message)
+    return ERRORS.get(kind, BadSQL)(message, position)
+
+
+_LINE = re.compile(r"LINE (\d+): (.*)\n( *)\^")
+
+
+def error_position(message: str, text: str) -> int | None:
+    """The character offset in `text` that DuckDB's "LINE n: ...\n    ^" excerpt points at."""
+    m = _LINE.search(message or "")
+    if not m:
+        return None
+    number, excerpt = int(m.group(1)), m.group(2)
+    caret = len(m.group(3)) - len(f"LINE {number}: ")
+    lines = text.split("\n")
+    if not 1 <= number <= len(lines) or caret < 0:
+        return None
+    line = lines[number - 1]
+    column = caret
+    if excerpt.startswith("..."):  # a long line, shown around the error
+        body = excerpt[3:].removesuffix("...")
+        found = line.find(body)
+        if found < 0:
+            return None
+        column = found + caret - 3
+    column = max(0, min(column, len(line)))
+    return sum(len(ln) + 1 for ln in lines[: number - 1]) + column
+
+
+def check_params(params) -> dict | None:
+    """Parameter values as DuckDB binds them: a name -> text, number, boolean or NULL."""
+    if not params:
+        return None
+    if not isinstance(params, dict):
+        raise Refused('Parameters are given by name: {"name": value}.')
+    out = {}
+    for name, value in params.items():
+        if not isinstance(name, str) or not PARAM_NAME.fullmatch(name):
+            raise Refused(f"{str(name)[:40]!r} is not a parameter name (letters, digits, _).")
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise Refused(
+                f"The parameter {name} must be text, a number, a boolean or null, "
+                f"not {type(value).__name__}."
+            )
+        if isinstance(value, str) and len(value) > MAX_PARAM_CHARS:
+            raise Refused(f"The parameter {name} is longer than {MAX_PARAM_CHARS:,} characters.")
+        out[name] = value
+    if len(out) > MAX_PARAMS:
+        raise Refused(f"At most {MAX_PARAMS} parameters.")
+    return out
 
 
 @dataclass
@@ -273,7 +332,11 @@ def parse(con, sql: str) -> dict:
     if tree.get("error"):
         message = tree.get("error_message") or "the query could not be parsed"
         if tree.get("error_type") == "parser":
-            raise BadSQL(message)
+            try:
+                position = int(tree["position"])
+            except (KeyError, TypeError, ValueError):
+                position = error_position(message, sql)
+            raise BadSQL(message, position)
         raise Refused(
             "Only plain queries (SELECT, WITH, FROM, VALUES, DESCRIBE, SUMMARIZE) run here, "
             f"and this one cannot be checked: {message}"
@@ -295,7 +358,15 @@ def check_select(sql: str, con=None, policy: Policy | None = None) -> str:
     try:
         statements = duckdb.extract_statements(sql)
     except duckdb.Error as exc:
-        raise BadSQL(_clean(exc)) from None
+        position = error_position(_clean(exc), sql)
+        if position is None and con is not None:  # the parser's own position, if it has one
+            try:
+                parse(con, sql)
+            except QueryError as parsed:
+                position = parsed.position
+            except duckdb.Error:
+                pass
+        raise BadSQL(_clean(exc), position) from None
     if not statements:
         raise Refused("The query is empty.")
     if len(statements) > 1:
@@ -379,7 +450,10 @@ class Checker:
     def _expression(self, expr: dict) -> None:
         if expr.get("class") in ("FUNCTION", "WINDOW"):
             name = str(expr.get("function_name", "")).lower()
-            self._function(name)
+            try:
+                self._function(name)
+            except Refused as exc:
+                raise _at(exc, expr) from None
         for v in expr.values():
             self.walk(v)
 
@@ -400,6 +474,15 @@ class Checker:
         )
 
     def _table_ref(self, ref: dict) -> None:
+        try:
+            self._check_ref(ref)
+        except Refused as exc:
+            raise _at(exc, ref) from None
+        for v in ref.values():
+            self.walk(v)
+
+    def _check_ref(self, ref: dict) -> None:
+        """Refused unless the reference itself is allowed (its parts are walked after)."""
         kind = ref.get("type")
         if kind not in TABLE_REFS:
             raise Refused(f"This kind of table reference ({kind}) does not run here.")
@@ -415,13 +498,6 @@ class Checker:
                     f"files, settings or the server's state, or changes them. The console "
                     f"reads the store's tables and views, and these table functions: {allowed}."
                 )
-            for key, v in function.items():
-                if key != "function_name":
-                    self.walk(v)
-            for key, v in ref.items():
-                if key != "function":
-                    self.walk(v)
-            return
         elif kind == "SHOW_REF":
             show = ref.get("show_type")
             if show in ("DESCRIBE", "SUMMARY") and ref.get("query"):
@@ -433,8 +509,6 @@ class Checker:
                     "Only SHOW TABLES, DESCRIBE <table or query> and SUMMARIZE <table or query> "
                     "run here; the schema browser lists every table and column."
                 )
-        for v in ref.values():
-            self.walk(v)
 
     def _base_table(self, ref: dict) -> None:
         name = str(ref.get("table_name", ""))
@@ -455,6 +529,14 @@ class Checker:
             f"Table {shown} does not exist in the store: the console reads only the store's "
             f"tables and views (see the schema browser), not system views or other databases."
         )
+
+
+def _at(exc: Refused, node: dict) -> Refused:
+    """The refusal, pointing at the node's place in the text (DuckDB's query_location)."""
+    where = node.get("query_location")
+    if exc.position is None and isinstance(where, int) and 0 <= where < MAX_SQL_CHARS:
+        exc.position = where
+    return exc
 
 
 _STORE_SCOPES = frozenset({("", ""), ("", "main"), ("", ALIAS), (ALIAS, ""), (ALIAS, "main")})
@@ -529,18 +611,14 @@ class Engine:
         try:
             return check_select(sql, cur, self.policy)
         except duckdb.Error as exc:
-            raise BadSQL(self._scrub(_clean(exc))) from None
+            message = self._scrub(_clean(exc))
+            raise BadSQL(message, error_position(_clean(exc), sql)) from None
         finally:
             cur.close()
 
-    def run(
-        self,
-        sql: str,
-        *,
-        limit: int = DEFAULT_LIMIT,
-        timeout: float = DEFAULT_TIMEOUT,
-        max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> Result:
+    @contextmanager
+    def _slot(self, timeout: float):
+        """One of the engine's query slots, for as long as a query runs on this snapshot."""
         if not self._slots.acquire(timeout=timeout):
             raise Busy(f"The console is busy; try again in a few seconds (waited {timeout:g} s).")
         with self._lock:
@@ -551,8 +629,7 @@ class Engine:
             self._slots.release()
             raise Replaced("The snapshot was replaced while the query waited; run it again.")
         try:
-            query = self.check(sql)
-            return self._run(query, limit, timeout, max_bytes)
+            yield
         finally:
             with self._lock:
                 self._active -= 1
@@ -560,6 +637,118 @@ class Engine:
             self._slots.release()
             if done:
                 self._con.close()
+
+    @staticmethod
+    def _located(exc: QueryError, query: str, sql: str) -> QueryError:
+        """The error with its position in `sql` as given (the engine ran it stripped)."""
+        if exc.position is None and isinstance(exc, BadSQL):
+            at = error_position(exc.message, query)
+            if at is not None:
+                exc.position = at + len(sql) - len(sql.lstrip())
+        return exc
+
+    def run(
+        self,
+        sql: str,
+        *,
+        limit: int = DEFAULT_LIMIT,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
+    ) -> Result:
+        values = check_params(params)
+        with self._slot(timeout):
+            query = self.check(sql)
+            try:
+                return self._run(query, limit, timeout, max_bytes, values)
+            except QueryError as exc:
+                raise self._located(exc, query, sql) from None
+
+    def write_file(
+        self,
+        sql: str,
+        fmt: str,
+        path: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
+    ) -> dict:
+        """The whole result written to `path` as csv / json / jsonl / parquet, batch by batch
+        (never the whole result in memory), refused (the file deleted) past `max_bytes` or
+        `timeout` (execute, fetch and encode). Returns the facts: columns, types, rows, bytes."""
+        from . import export
+
+        values = check_params(params)
+        with self._slot(timeout):
+            query = self.check(sql)
+            try:
+                return self._write(query, fmt, path, timeout, max_bytes, values, export)
+            except QueryError as exc:
+                Path(path).unlink(missing_ok=True)
+                raise self._located(exc, query, sql) from None
+            except BaseException:
+                Path(path).unlink(missing_ok=True)
+                raise
+
+    def _write(self, query, fmt, path, timeout, max_bytes, params, export) -> dict:
+        cur = self._cursor()
+        fired = threading.Event()
+
+        def stop():
+            fired.set()
+            cur.interrupt()
+
+        timer = threading.Timer(timeout, stop)
+        timer.daemon = True
+        start = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        timer.start()
+        try:
+            rel = cur.execute(query, params) if params else cur.execute(query)
+            columns = [d[0] for d in rel.description or []]
+            types = [str(d[1]) for d in rel.description or []]
+            reader = rel.to_arrow_reader(FETCH_ROWS)
+            with open(path, "wb") as f:
+                writer = export.StreamWriter(fmt, f, reader.schema)
+                for batch in reader:
+                    writer.write(batch)
+                    if writer.bytes > max_bytes:
+                        raise TooBig(download_too_big_message(max_bytes, writer.rows))
+                    if time.monotonic() > deadline:
+                        raise TimedOut(timed_out_message(timeout))
+                writer.close()
+                if writer.bytes > max_bytes:
+                    raise TooBig(download_too_big_message(max_bytes, writer.rows))
+        except duckdb.Error as exc:
+            raise self._engine_error(exc, fired, timeout) from None
+        except MemoryError:
+            raise TooBig(out_of_memory_message(self.memory_label)) from None
+        finally:
+            timer.cancel()
+            cur.close()
+        return {
+            "columns": columns,
+            "types": types,
+            "row_count": writer.rows,
+            "bytes": writer.bytes,
+            "format": fmt,
+            "truncated": False,
+            "elapsed_ms": round((time.perf_counter() - start) * 1000, 1),
+            "snapshot_at": self.snapshot_at,
+        }
+
+    def _engine_error(self, exc: duckdb.Error, fired: threading.Event, timeout: float):
+        if isinstance(exc, duckdb.InterruptException) or fired.is_set():
+            return TimedOut(timed_out_message(timeout))
+        if isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory Error" in str(exc):
+            return TooBig(out_of_memory_message(self.memory_label))
+        if isinstance(exc, duckdb.PermissionException):
+            return Refused(
+                "The console has no access to files, the network or extensions: "
+                + self._scrub(_clean(exc))
+            )
+        return BadSQL(self._scrub(_clean(exc)))
 
     def run_encoded(
         self,
@@ -569,11 +758,12 @@ class Engine:
         limit: int = DEFAULT_LIMIT,
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
+        params: dict | None = None,
     ) -> Payload:
         """The result as the bytes to send (see export.encode), refused over `max_bytes`."""
         from . import export
 
-        result = self.run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes)
+        result = self.run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes, params=params)
         try:
             body = export.encode(result, fmt, limit=limit)
         except MemoryError:
@@ -582,7 +772,9 @@ class Engine:
             raise TooBig(too_big_message(max_bytes, len(body)))
         return Payload({**result.describe(), "format": fmt, "limit": limit}, body)
 
-    def _run(self, query: str, limit: int, timeout: float, max_bytes: int) -> Result:
+    def _run(
+        self, query: str, limit: int, timeout: float, max_bytes: int, params: dict | None = None
+    ) -> Result:
         cur = self._cursor()
         fired = threading.Event()
 
@@ -595,7 +787,7 @@ class Engine:
         start = time.perf_counter()
         timer.start()
         try:
-            rel = cur.execute(query)
+            rel = cur.execute(query, params) if params else cur.execute(query)
             columns = [d[0] for d in rel.description or []]
             types = [str(d[1]) for d in rel.description or []]
             batches, rows, size = [], 0, 0
@@ -674,6 +866,15 @@ def too_big_message(max_bytes: int, size: int | None = None, partial: bool = Fal
     return (
         f"The result is too big for the console{got}: it sends at most {_mb(max_bytes)}. "
         f"Select fewer rows or columns, or aggregate."
+    )
+
+
+def download_too_big_message(max_bytes: int, rows: int) -> str:
+    return (
+        f"The whole result is larger than the download limit of {_mb(max_bytes)} "
+        f"(BALANCE_SQL_DOWNLOAD_MAX_BYTES; passed after {rows:,} rows), so nothing was sent: a "
+        f"download is never cut. Select fewer rows or columns, or take the public dataset with "
+        f"`balance export --out DIR` (every verified game and turn, by week)."
     )
 
 

@@ -154,3 +154,18 @@ CREATE TABLE IF NOT EXISTS slide_rounds (
     available   UTINYINT[] NOT NULL,        -- values in the middle when it took, sorted
     side        VARCHAR NOT NULL            -- edge the card entered from: left|right|top|bottom
 );
+
+-- The SQL console's saved queries (/sql/q/<slug>): not game data. Written only by the server,
+-- when an analyst saves, changes or deletes one (with the token where the server requires
+-- one); `balance reverify` and the analysis jobs never touch it. Unique per `slug`.
+CREATE TABLE IF NOT EXISTS saved_queries (
+    slug        VARCHAR NOT NULL,           -- unique: the stable URL /sql/q/<slug>
+    title       VARCHAR NOT NULL,           -- its name, as the console lists it
+    description VARCHAR NOT NULL,           -- what it answers ('' when not given)
+    sql         VARCHAR NOT NULL,           -- one read-only query; :name marks a parameter
+    params      VARCHAR NOT NULL,           -- JSON list of {"name", "type", "default", "label"}
+    chart       VARCHAR,                    -- JSON {"mark", "x", "y", "color", "facet"}; NULL: none
+    created_at  TIMESTAMP NOT NULL,         -- server clock, UTC
+    updated_at  TIMESTAMP NOT NULL,         -- server clock, UTC, of the last change
+    version     UINTEGER NOT NULL           -- 1 when first saved, one more at each change
+);

@@ -1,0 +1,343 @@
+"""Saved queries of the SQL console: a name, a description, parameters and a stable URL.
+
+They live in the store's `saved_queries` table (ingest/storage/schema.sql, docs/tables.md), so
+they outlast restarts and `balance reverify`, which only rewrites game tables. The server writes
+them on its calls thread (`store.submit`, one transaction each: a slug is unique because every
+write is checked and made there, one at a time) and reads them with a reader cursor (a saved
+query is listed as soon as it is saved, not at the next snapshot).
+
+Nothing about a saved query runs anything the console would not: its text is checked by the
+console's allow-list when it is saved (a refused text is never stored) and again each time it
+runs, through the same engine as a typed query; its parameters are values DuckDB binds
+(sqlparams.py), never text in the query.
+
+The dashboard's own chart queries are listed too, read-only, as `dashboard-<chart id>`: their
+parameters are the page's filters (checked against the filters' vocabularies, as on the page),
+and their text is the chart's SQL for those filters, generated the way the page generates it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import orjson
+
+from .sqlparams import Param, declare
+from .sqlsafe import MAX_SQL_CHARS, QueryError, Refused
+
+SLUG = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+BUILTIN = "dashboard-"  # the dashboard's chart queries; no saved query takes the prefix
+MAX_TITLE = 200
+MAX_DESCRIPTION = 5000
+COLUMNS = "slug, title, description, sql, params, chart, created_at, updated_at, version"
+
+
+class NotFound(QueryError):
+    kind = "not_found"
+
+
+class Conflict(QueryError):
+    kind = "conflict"
+
+
+class ReadOnly(QueryError):
+    kind = "read_only"
+
+
+class Unavailable(QueryError):
+    """The store cannot be read or written now (a full disk, closing)."""
+
+    kind = "busy"
+
+
+@dataclass
+class Saved:
+    slug: str
+    title: str
+    description: str
+    sql: str  # as written: `:name` marks a parameter
+    params: list[Param] = field(default_factory=list)
+    chart: dict | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
+    version: int = 0
+    builtin: bool = False
+    page: str | None = None  # a dashboard chart's page key
+    chart_id: str | None = None
+
+    @property
+    def url(self) -> str:
+        return f"/sql/q/{self.slug}"
+
+    def as_json(self) -> dict:
+        return {
+            "slug": self.slug,
+            "title": self.title,
+            "description": self.description,
+            "sql": self.sql,
+            "params": [p.as_json() for p in self.params],
+            "chart": self.chart,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "version": self.version,
+            "read_only": self.builtin,
+            "url": self.url,
+        }
+
+
+def _text(body: dict, key: str, limit: int, required: bool = False) -> str:
+    value = body.get(key)
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise Refused(f"{key} is text.")
+    value = value.strip()
+    if required and not value:
+        raise Refused(f"Give the query a {key}.")
+    if len(value) > limit:
+        raise Refused(f"The {key} is longer than {limit:,} characters.")
+    return value
+
+
+def slug_of(title: str) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60].strip("-")
+    return slug or "query"
+
+
+def check_slug(slug) -> str:
+    if not isinstance(slug, str) or not SLUG.fullmatch(slug):
+        raise Refused(
+            "A slug (the query's URL) is 1 to 64 lower-case letters, digits and -, "
+            "starting with a letter or digit."
+        )
+    if slug.startswith(BUILTIN):
+        raise ReadOnly(f"Slugs starting with {BUILTIN} are the dashboard's own queries.")
+    return slug
+
+
+def from_body(body, check_sql) -> dict:
+    """The fields of a saved query from a JSON body, each checked; `check_sql(text)` raises
+    unless the console's allow-list passes the text (with `$name` parameters)."""
+    from . import sqlchart
+
+    if not isinstance(body, dict):
+        raise Refused('Send JSON {"title": ..., "sql": ..., "params": [...], "chart": {...}}.')
+    title = _text(body, "title", MAX_TITLE, required=True)
+    description = _text(body, "description", MAX_DESCRIPTION)
+    sql = body.get("sql")
+    if not isinstance(sql, str) or not sql.strip():
+        raise Refused("Give the query's SQL.")
+    if len(sql) > MAX_SQL_CHARS:
+        raise Refused(f"The query text is longer than {MAX_SQL_CHARS:,} characters.")
+    raw_params = body.get("params") or []
+    if not isinstance(raw_params, list):
+        raise Refused("params is a list of {name, type, default}.")
+    text, params = declare(sql, [Param.of(p) for p in raw_params])
+    check_sql(text)  # refused texts are never stored
+    chart = sqlchart.checked(body.get("chart"))
+    return {
+        "title": title,
+        "description": description,
+        "sql": sql.strip(),
+        "params": params,
+        "chart": chart,
+    }
+
+
+def _row(row) -> Saved:
+    slug, title, description, sql, params, chart, created, updated, version = row
+    return Saved(
+        slug,
+        title,
+        description,
+        sql,
+        [Param.of(p) for p in orjson.loads(params)],
+        orjson.loads(chart) if chart else None,
+        _iso(created),
+        _iso(updated),
+        int(version),
+    )
+
+
+def _iso(value) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+
+
+class SavedQueries:
+    """The saved_queries table of the server's store (ingest.storage.Store)."""
+
+    def __init__(self, store):
+        self.store = store
+
+    def _read(self, sql: str, params=()) -> list[tuple]:
+        try:
+            cur = self.store.reader()
+        except Exception as exc:  # storage failing, or closing: say so, do not fail the page
+            raise Unavailable(f"Saved queries cannot be read now: {exc}") from None
+        try:
+            return cur.execute(sql, list(params)).fetchall()
+        except Exception as exc:
+            if "saved_queries" in str(exc):  # a store opened read-only, before the table
+                return []
+            raise Unavailable(f"Saved queries cannot be read now: {exc}") from None
+        finally:
+            cur.close()
+
+    def _write(self, fn):
+        try:
+            return self.store.submit(fn).result(timeout=60)
+        except QueryError:
+            raise
+        except Exception as exc:
+            raise Unavailable(f"The query could not be saved now: {exc}") from None
+
+    def list(self) -> list[Saved]:
+        rows = self._read(f"SELECT {COLUMNS} FROM saved_queries ORDER BY lower(title), slug")
+        return [_row(r) for r in rows]
+
+    def get(self, slug: str) -> Saved | None:
+        rows = self._read(f"SELECT {COLUMNS} FROM saved_queries WHERE slug = ?", [slug])
+        return _row(rows[0]) if rows else None
+
+    def create(self, fields: dict, slug: str | None = None) -> Saved:
+        explicit = slug is not None
+        base = check_slug(slug) if explicit else check_slug(slug_of(fields["title"]))
+
+        def write(con) -> str:
+            taken = {
+                s
+                for (s,) in con.execute(
+                    "SELECT slug FROM saved_queries WHERE slug = ? OR slug LIKE ?",
+                    [base, base + "-%"],
+                ).fetchall()
+            }
+            chosen = base
+            if chosen in taken:
+                if explicit:
+                    raise Conflict(f"A saved query {base} exists already: change it with PUT.")
+                n = 2
+                while f"{base[:58]}-{n}" in taken:
+                    n += 1
+                chosen = f"{base[:58]}-{n}"
+            now = datetime.now(UTC).replace(tzinfo=None)
+            con.execute(
+                f"INSERT INTO saved_queries ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
+                [chosen, *_values(fields), now, now],
+            )
+            return chosen
+
+        return self.get(self._write(write))
+
+    def update(self, slug: str, fields: dict, version: int | None = None) -> Saved:
+        check_slug(slug)
+
+        def write(con) -> None:
+            row = con.execute("SELECT version FROM saved_queries WHERE slug = ?", [slug]).fetchone()
+            if row is None:
+                raise NotFound(f"No saved query {slug}.")
+            if version is not None and int(row[0]) != version:
+                raise Conflict(
+                    f"{slug} was changed meanwhile (version {row[0]}, not {version}): "
+                    f"reload it and change it again."
+                )
+            now = datetime.now(UTC).replace(tzinfo=None)
+            con.execute(
+                "UPDATE saved_queries SET title = ?, description = ?, sql = ?, params = ?, "
+                "chart = ?, updated_at = ?, version = version + 1 WHERE slug = ?",
+                [*_values(fields), now, slug],
+            )
+
+        self._write(write)
+        return self.get(slug)
+
+    def delete(self, slug: str) -> None:
+        check_slug(slug)
+
+        def write(con) -> None:
+            found = con.execute("SELECT 1 FROM saved_queries WHERE slug = ?", [slug]).fetchone()
+            if found is None:
+                raise NotFound(f"No saved query {slug}.")
+            con.execute("DELETE FROM saved_queries WHERE slug = ?", [slug])
+
+        self._write(write)
+
+
+def _values(fields: dict) -> list:
+    chart = fields.get("chart")
+    return [
+        fields["title"],
+        fields["description"],
+        fields["sql"],
+        orjson.dumps([p.as_json() for p in fields["params"]]).decode(),
+        orjson.dumps(chart).decode() if chart else None,
+    ]
+
+
+# -- the dashboard's chart queries ----------------------------------------------------------------
+
+
+def _filter_params(page) -> list[Param]:
+    from .filters import LABELS
+
+    keys = [*page.selects, "client_version", "date_from", "date_to"]
+    return [
+        Param(k, "date" if k.startswith("date_") else "text", None, LABELS.get(k, k)) for k in keys
+    ]
+
+
+def builtins() -> list[Saved]:
+    from . import catalog
+
+    out = []
+    for key, page in catalog.PAGES.items():
+        for chart in page.charts:
+            out.append(
+                Saved(
+                    f"{BUILTIN}{chart.id}",
+                    f"{page.title}: {chart.title}",
+                    f"The query behind the chart \u201c{chart.title}\u201d on the dashboard's "
+                    f"{page.title} page, for the filters given (none: the page's default cut). "
+                    f"It sums {chart.table}; the page then adds rates and intervals "
+                    f"(analysis.views). Read-only.",
+                    "",
+                    _filter_params(page),
+                    builtin=True,
+                    page=key,
+                    chart_id=chart.id,
+                )
+            )
+    return out
+
+
+def builtin(slug: str) -> Saved | None:
+    return next((s for s in builtins() if s.slug == slug), None)
+
+
+def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], list[str]]:
+    """(the chart's SQL for the filters in `args`, the filter values applied, the filters'
+    complaints) the way its page makes them; with no filter in `args`, the page's defaults."""
+    from . import catalog
+    from .filters import KEYS, Filters
+    from .render import Ctx
+
+    page = catalog.PAGES[saved.page]
+    chart = catalog.CHARTS[saved.chart_id]
+    ctx = Ctx(Filters(), snapshots)
+    defaults = catalog.defaults(catalog.client_versions(ctx, page.versions_table))
+    given = {k: args.get(k) for k in KEYS if k in args}
+    ctx.filters = Filters.from_args(given, defaults)
+    if not ctx.has(chart.table):
+        raise Refused(
+            f"No data yet: the table {chart.table} is not in the snapshot "
+            "(the analysis jobs write it: balance jobs run)."
+        )
+    return chart.sql(ctx), dict(ctx.filters.values), list(ctx.filters.errors)
+
+
+def dashboard_url(saved: Saved, values: dict[str, str]) -> str:
+    from urllib.parse import urlencode
+
+    base = "/dashboard/" if saved.page == "overview" else f"/dashboard/p/{saved.page}"
+    return base + ("?" + urlencode(values) if values else "")
