@@ -10,6 +10,12 @@ MiB = 1024 * 1024
 # name -> (default, parser); the name is both the environment variable and the app.config key
 SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_DB": ("balance.duckdb", str),  # the DuckDB file (created on first start)
+    # a lake instead of the file (docs/lake.md): its catalog's PostgreSQL connection string,
+    # its data path (optional: the lake knows it), this server's local directory, the lease
+    "BALANCE_LAKE": ("", str),
+    "BALANCE_LAKE_DATA": ("", str),
+    "BALANCE_LAKE_WORKDIR": ("", str),
+    "BALANCE_LAKE_LEASE": (60.0, float),  # seconds before a dead server's claims are taken over
     "BALANCE_RATE_LIMIT": (20.0, float),  # requests a second per client address; 0 = off
     "BALANCE_RATE_BURST": (0.0, float),  # bucket size; 0 = twice the rate
     "BALANCE_MAX_BODY": (8 * MiB, int),  # bytes in one request body

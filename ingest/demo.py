@@ -1,11 +1,21 @@
-"""Quick-start data: simulated games loaded through the very path uploads take."""
+"""Quick-start data: simulated games loaded through the very path uploads take.
+
+`balance serve --demo` loads the dataset shipped in `demo_data/` (made once, seeded, by
+`balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/demo_data`; see
+replays/demoset.py): 20,400 Slow6 and 5,200 Slide games over 13 weeks and five client
+versions, and the uploads of a client build with a bug (some quarantined, a few rejected).
+Playing that many games with the bots takes about 15 minutes on two cores, loading them about
+15 seconds. `balance serve --demo N` plays N fresh games instead (a minute for 500).
+"""
 
 from __future__ import annotations
 
+import gzip
 import itertools
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 
 import orjson
 
@@ -13,6 +23,14 @@ from .pipeline import Judge, settle, utcnow
 from .storage import Store
 
 BATCH = 500
+DATA_DIR = Path(__file__).resolve().parent / "demo_data"
+# (label, file) in loading order; the label is what the log says
+DEMO_SET = (
+    ("Slow6", "slow6.ndjson.gz"),
+    ("Slide", "slide.ndjson.gz"),
+    ("buggy client 3.1.0-beta.3+sim (Slow6 and Slide)", "buggy-client.ndjson.gz"),
+)
+SIM = "+sim"  # the build label of simulated client versions (replays/demoset.py)
 
 
 def simulated_records(slow6: int, slide: int, seed: int = 0, level: int = 2) -> Iterator[dict]:
@@ -29,22 +47,95 @@ def simulated_records(slow6: int, slide: int, seed: int = 0, level: int = 2) -> 
                 yield from slide_games(n, players, seed + players)
 
 
+def labelled(records: Iterable[dict]) -> Iterator[dict]:
+    """The records with the simulated build label on their client version (the dashboard
+    shows its banner for these)."""
+    for r in records:
+        version = r["client"]["version"]
+        if not version.endswith(SIM):
+            r["client"] = {**r["client"], "version": version + SIM}
+        yield r
+
+
+def demo_files() -> list[tuple[str, Path]]:
+    """The shipped dataset's files, with their labels; missing ones are left out."""
+    return [(label, DATA_DIR / name) for label, name in DEMO_SET if (DATA_DIR / name).exists()]
+
+
+def read_lines(path: Path) -> Iterator[bytes]:
+    """The records of an NDJSON.gz file, as the bytes an upload would send (a malformed line
+    stays malformed)."""
+    with gzip.open(path, "rb") as f:
+        for line in f:
+            line = line.rstrip(b"\n")
+            if line:
+                yield line
+
+
+def count_lines(path: Path) -> int:
+    with gzip.open(path, "rb") as f:
+        return sum(1 for line in f if line.strip())
+
+
 def load_records(
-    store: Store, records: Iterable[dict], judge: Judge | None = None, echo=print
+    store: Store,
+    records: Iterable[dict | bytes],
+    judge: Judge | None = None,
+    echo: Callable[[str], None] = print,
+    label: str = "",
+    total: int | None = None,
+    every: int = 5000,
 ) -> Counter:
-    """Judge and store records in batches, exactly as POST /v1/games would; verdict counts."""
+    """Judge and store records (dicts, or the bytes of a line) in batches, exactly as
+    POST /v1/games would; verdict counts. A progress line every `every` records and at the
+    end: "  Slow6: 5,000 of 20,400 records (1,950/s): accepted 5,000"."""
     judge = judge or Judge()
     counts: Counter = Counter()
     started = time.perf_counter()
     it = iter(records)
+    shown = 0
+    name = f"{label}: " if label else ""
+    of = f" of {total:,}" if total else ""
     while batch := list(itertools.islice(it, BATCH)):
         received = utcnow()
-        judged = [judge.judge(i, orjson.dumps(r), received) for i, r in enumerate(batch)]
+        judged = [
+            judge.judge(i, r if isinstance(r, bytes) else orjson.dumps(r), received)
+            for i, r in enumerate(batch)
+        ]
         outcomes = store.ingest([j.pending for j in judged if j.pending is not None])
         counts.update(r["verdict"] for r in settle(judged, outcomes))
-        total = sum(counts.values())
-        echo(
-            f"  {total} records ({total / (time.perf_counter() - started):.0f}/s): "
-            + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-        )
+        done = sum(counts.values())
+        if done - shown >= every or len(batch) < BATCH:
+            shown = done
+            rate = done / max(time.perf_counter() - started, 1e-9)
+            echo(f"  {name}{done:,}{of} records ({rate:,.0f}/s): {verdicts(counts)}")
+    if not counts:
+        echo(f"  {name}no records")
+    elif shown != sum(counts.values()):
+        done = sum(counts.values())
+        rate = done / max(time.perf_counter() - started, 1e-9)
+        echo(f"  {name}{done:,}{of} records ({rate:,.0f}/s): {verdicts(counts)}")
     return counts
+
+
+def verdicts(counts: Counter) -> str:
+    """The upload verdicts in their order: "accepted 20,400, quarantined 262, rejected 12"."""
+    order = ("accepted", "duplicate", "conflict", "quarantined", "rejected")
+    keys = [k for k in order if counts.get(k)] + sorted(k for k in counts if k not in order)
+    return ", ".join(f"{k} {counts[k]:,}" for k in keys) or "nothing"
+
+
+def load_demo_set(store: Store, echo: Callable[[str], None] = print) -> Counter:
+    """Load the shipped dataset, a stage a file; the verdict counts of all of it."""
+    files = demo_files()
+    if not files:
+        raise FileNotFoundError(
+            f"the demo dataset is not in {DATA_DIR} (make it: balance simulate --demo-set "
+            "--seed 2026 --jobs 2 --out ingest/demo_data)"
+        )
+    total: Counter = Counter()
+    for label, path in files:
+        n = count_lines(path)
+        echo(f"{label}: loading {n:,} records from {path.name}")
+        total += load_records(store, read_lines(path), echo=echo, label=label, total=n)
+    return total

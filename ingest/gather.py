@@ -20,14 +20,18 @@ import queue
 import threading
 from collections import deque
 from multiprocessing.connection import Connection
+from typing import TYPE_CHECKING
 
 from . import workers
 from .pipeline import Judge, Judged
 from .storage import Store
 
+if TYPE_CHECKING:
+    from .storage.lake import LakeStore
+
 log = logging.getLogger("ingest.gather")
 
-_STOP = object()
+_STOP = None  # in the queue: the gatherer stops
 _READY = "ready"
 # Starting a judge process (spawn, imports) takes ~0.3 s here; one that is not up in this long
 # is not coming.
@@ -90,7 +94,7 @@ class Gatherer:
 
     def __init__(
         self,
-        store: Store,
+        store: Store | LakeStore,
         judge: Judge,
         commit_timeout: float = 60.0,
         judge_timeout: float = 10.0,
@@ -101,7 +105,7 @@ class Gatherer:
         # A chunk is a few records, judged in milliseconds: a judge process silent this long
         # is stuck (stopped, swapping) and is replaced, its chunk judged here.
         self.judge_timeout = judge_timeout
-        self._queue: deque[_Request] = deque()
+        self._queue: deque[_Request | None] = deque()  # requests, or _STOP
         self._gate = threading.Lock()  # guards _queue, _sleeping, _closed
         self._doorbell = threading.Lock()  # released to wake the gatherer when it sleeps
         self._doorbell.acquire()
@@ -144,7 +148,7 @@ class Gatherer:
 
     # -- the gatherer thread ----------------------------------------------------------------
 
-    def _take(self, wait: bool) -> list:
+    def _take(self, wait: bool) -> list[_Request | None]:
         """Everything queued; when `wait`, sleep until something is."""
         while True:
             with self._gate:
@@ -159,12 +163,12 @@ class Gatherer:
         in_flight: list[_Request] = []  # sent to the judge process, not answered yet
         stopping = False
         while True:
-            taken = []
+            taken: list[_Request] = []
             try:
-                taken = self._take(wait=not in_flight and not stopping)
-                if _STOP in taken:
+                queued = self._take(wait=not in_flight and not stopping)
+                if _STOP in queued:
                     stopping = True
-                    taken = [r for r in taken if r is not _STOP]
+                taken = [r for r in queued if r is not _STOP]
                 if taken and not self._send(taken):
                     self._judge_failed(in_flight + taken)
                     in_flight, taken = [], []

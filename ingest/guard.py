@@ -68,9 +68,11 @@ class GuardedStream:
     """An upload body read in the request thread, with its deadline and at most `cap` bytes;
     what the reaper needs to find its socket (`head`: the request's bytes before the body)."""
 
-    __slots__ = ("stream", "deadline", "cap", "declared", "ip", "environ", "started", "chunked")
-    __slots__ += ("total", "want", "reading", "progress_at", "ended", "timed_out", "failed")
-    __slots__ += ("shut", "eof", "_head")
+    __slots__ = (
+        "stream", "deadline", "cap", "declared", "ip", "environ", "started", "chunked",
+        "total", "want", "reading", "progress_at", "ended", "timed_out", "failed",
+        "shut", "eof", "_head",
+    )  # fmt: skip
 
     def __init__(self, stream, started, deadline, cap, declared, ip, environ, chunked):
         self.stream = stream

@@ -49,6 +49,11 @@ class JobScheduler:
 
 
 def _short(summary) -> str:
+    """key=value for the summary's plain values; seconds to a tenth (not 2.5672843209999883)."""
     if not isinstance(summary, dict):
         return str(summary)
-    return ", ".join(f"{k}={v}" for k, v in summary.items() if not isinstance(v, dict | list))
+    return ", ".join(
+        f"{k}={v:.1f}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in summary.items()
+        if not isinstance(v, dict | list)
+    )

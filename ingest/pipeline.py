@@ -11,8 +11,11 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from replays import verdict as V
+from replays.slide.facts import SlideFacts
+from replays.slow6.facts import Slow6Facts
 
 from .storage import VERIFIED, Pending, Rejudge, codec
 
@@ -89,7 +92,16 @@ class Judge(Rejudge):
             return Judged(rej, None, True)
         return Judged(*self._pending(line, gid, record, verdict, facts, received, with_rows), True)
 
-    def _pending(self, line, gid, record, verdict, facts, received, with_rows=True):
+    def _pending(
+        self,
+        line: int,
+        gid: str | None,
+        record: V.Record,
+        verdict: V.Verdict,
+        facts: Slow6Facts | SlideFacts | None,
+        received: dt.datetime,
+        with_rows: bool = True,
+    ) -> tuple[dict[str, Any], Pending]:
         canonical = codec.canonical(record)
         codec_id, blob = codec.encode(canonical, record["game"])
         if verdict.verdict == V.VALID and facts is not None and not with_rows:

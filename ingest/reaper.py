@@ -38,8 +38,12 @@ import struct
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .guard import GuardedStream
 
 log = logging.getLogger("ingest.serve")
 
@@ -96,7 +100,7 @@ class Reaper(threading.Thread):
         port: int,
         idle_timeout: float,
         max_connections: int,
-        stalled: Callable[[float], list] = lambda now: [],
+        stalled: Callable[[float], list[GuardedStream]] = lambda now: [],
         metrics=None,
         interval: float | None = None,
     ):
@@ -143,14 +147,14 @@ class Reaper(threading.Thread):
         now = time.monotonic()
         conns = self.scan()
         self.open = len(conns)
-        closing: dict[int, tuple[Conn, str, int, object]] = {}
+        closing: dict[int, tuple[Conn, str, int, GuardedStream | None]] = {}
         for c in conns:
             if c.received == 0 and c.recv_ago >= self.idle_timeout:
                 closing[c.inode] = (c, "idle", socket.SHUT_RDWR, None)
-        for body in self.stalled(now):
-            c = self.match(body, conns, closing, now)
-            if c is not None:
-                closing[c.inode] = (c, "stalled", socket.SHUT_RD, body)
+        for stream in self.stalled(now):
+            hit = self.match(stream, conns, closing, now)
+            if hit is not None:
+                closing[hit.inode] = (hit, "stalled", socket.SHUT_RD, stream)
         if self._stopping or len(conns) - len(closing) > self.max_connections * SHED_AT:
             least = 0.0 if self._stopping else SHED_IDLE
             for c in conns:
@@ -181,7 +185,9 @@ class Reaper(threading.Thread):
         return closed
 
     @staticmethod
-    def match(body, conns: list[Conn], taken, now: float) -> Conn | None:
+    def match(
+        body: GuardedStream, conns: list[Conn], taken: Container[int], now: float
+    ) -> Conn | None:
         """The socket of `body` (guard.GuardedStream), a read blocked past its deadline."""
         ip = _address(body.ip)
         lo = body.head + body.total - SLACK

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from typing import Any
 
 import duckdb
 import orjson
@@ -51,7 +52,12 @@ def reverify(
 
 
 def _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo) -> dict:
-    plan = {"delete_games": [], "delete_quarantine": [], "status": [], "rows": []}
+    plan: dict[str, list[Any]] = {
+        "delete_games": [],
+        "delete_quarantine": [],
+        "status": [],
+        "rows": [],
+    }
     cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
     for gid, _game, status, codec_id, blob, received in zip(*cols, strict=True):
         counts["checked"] += 1

@@ -14,6 +14,7 @@ import os
 import resource
 import socket
 import sys
+import threading
 
 from . import config
 
@@ -80,8 +81,39 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     # 8 is what measured best here (above), so the warning would only alarm whoever reads it.
     logging.getLogger("_granian").addFilter(_ThreadsWarning())
     print(f"Serving on http://{host}:{port}", flush=True)
+    announce_when_ready(host, port)
     server.serve()
     return 0
+
+
+def announce_when_ready(host: str, port: int, timeout: float = 300.0) -> threading.Thread:
+    """Print the dashboard's address once the worker answers (the last line of the start-up
+    log: the worker's own start-up lines come before it)."""
+    base = f"http://{'[' + host + ']' if ':' in host else host}:{port}"
+
+    def wait() -> None:
+        import time
+        import urllib.request
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(base + "/healthz", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:  # not listening yet, or a 503 while storage is unavailable
+                pass
+            time.sleep(0.2)
+        else:
+            return
+        print(
+            f"Ready. Dashboard: {base}/dashboard/  (SQL console: {base}/sql)",
+            flush=True,
+        )
+
+    thread = threading.Thread(target=wait, name="announce-ready", daemon=True)
+    thread.start()
+    return thread
 
 
 def raise_open_files(wanted: int) -> None:

@@ -67,7 +67,7 @@ def _upload(state, kind, encoding, length, stream) -> Answer:
     if failure is not None:  # nothing could be stored: answered before any judging
         return _unavailable(StorageUnavailable(failure))
     received = utcnow()
-    lines = []
+    lines: list[tuple[int, bytes | TooLong]] = []
     try:
         if kind == JSON:
             body = whole_body(stream, limit).rstrip(b"\r\n")

@@ -19,6 +19,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import fields
 from itertools import repeat
 from operator import attrgetter
+from typing import cast
 
 from .pipeline import Judge, Judged, TooLong
 from .storage import Pending
@@ -43,6 +44,13 @@ def _init(parent: int) -> None:
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
 
 
+def _judge() -> Judge:
+    """This judge process's Judge (made by `_init`)."""
+    if _worker_judge is None:
+        raise RuntimeError("not a judge process: its initializer has not run")
+    return _worker_judge
+
+
 def _exit_with(parent: int) -> None:
     # A server killed with SIGKILL cannot stop its workers, and their task pipe stays open
     # (every worker holds both ends): leave when the parent is gone.
@@ -51,8 +59,11 @@ def _exit_with(parent: int) -> None:
     os._exit(0)
 
 
-def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> list[Judged]:
-    judged = [_worker_judge.judge(number, text, received) for number, text in lines]
+def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> _Chunk:
+    """The Judged lines, as a `_Chunk`: a list that pickles compactly (the pool hands the
+    server the plain list `_unchunk` rebuilds)."""
+    judge = _judge()
+    judged = [judge.judge(number, text, received) for number, text in lines]
     # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
     # game took a third of the server process's time (its GIL bounds batch uploads).
     share_block([j.pending for j in judged if j.pending is not None])
@@ -66,8 +77,9 @@ def _judge_light(
     gather.py), as plain tuples: a few µs to unpickle, where Judged objects with their rows
     took ~110 µs a game and a chunk's Arrow block ~750 µs to build for one game."""
     out = []
+    judge = _judge()
     for (number, text), at in zip(lines, received, strict=True):
-        judged = _worker_judge.judge(number, text, at, with_rows=False)
+        judged = judge.judge(number, text, at, with_rows=False)
         pending = judged.pending
         fields_ = None if pending is None else tuple(map(pending.__getattribute__, _PENDING))
         out.append((judged.result, fields_, judged.json_ok))
@@ -76,7 +88,7 @@ def _judge_light(
 
 def _rows_chunk(lines: list[tuple[int, bytes]], received: list[dt.datetime]) -> list[tuple]:
     """(status, rows) a line (Judge.rows_of), the rows as Parts of one Block."""
-    out = _worker_judge.rows_many(lines, received)
+    out = _judge().rows_many(lines, received)
     games = [_Rowed(rows) for _, rows in out if rows is not None]
     share_block(games)
     parts = iter(games)
@@ -98,7 +110,7 @@ _PENDING = tuple(f.name for f in fields(Pending))
 _ROWS = _PENDING.index("rows")
 
 
-class _Chunk(list):
+class _Chunk(list[Judged]):
     """A chunk's Judged as the process pool pickles them: field by field, each a list over
     the chunk, and the rows as the one Block their Parts share. Pickled one by one, the
     Judged and Pending dataclasses cost the judge ~8 µs of CPU a game, more than the Block
@@ -172,7 +184,7 @@ class JudgePool:
             log.error("a judge worker died; restarting the pool, judging this request here")
             self._restart(pool)
             return self._judge_here(lines, received)
-        return out
+        return cast("list[Judged]", out)  # every line judged: here, or in its chunk
 
     def rows_many(self, lines: list, received: list[dt.datetime]) -> list[tuple]:
         """(status, rows) for each line (Judge.rows_of), in chunks on the judge processes."""

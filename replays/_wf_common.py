@@ -7,10 +7,13 @@ strings of `replays/schema/upload-v1.schema.json`; a test keeps the two equal.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from typing import Any
 
 import orjson
 
 from replays import vocabulary
+from replays.verdict import Record
 
 MAX_BYTES = 64 * 1024  # a record is at most 64 KiB of JSON text
 MAX_DEPTH = 32  # nesting levels; the record object itself is level 1
@@ -23,14 +26,15 @@ class Malformed(ValueError):
     `record`: the parsed object, for a fault of its shape found by `wellformed.load` (not
     pickled)."""
 
-    record: object = None
+    record: Record | None = None
 
     def __init__(self, field: str, message: str) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
 
-    def __reduce__(self):  # keep both attributes across process pools
+    # keep both attributes across process pools
+    def __reduce__(self) -> tuple[type[Malformed], tuple[str, str]]:
         return (type(self), (self.field, self.message))
 
 
@@ -67,7 +71,7 @@ _TIME = "T(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\\.[0-9]+)?(?:Z|\\+00:00)
 ENDED_AT_PATTERN = f"^{_DATE}{_TIME}$"
 
 
-def _whole(pattern: str) -> re.Pattern:
+def _whole(pattern: str) -> re.Pattern[str]:
     # The schema's ^...$ mean the whole string (ECMA-262); fullmatch says the same in Python.
     return re.compile(pattern[1:-1])
 
@@ -121,7 +125,13 @@ def kind(value: object) -> str:
     return type(value).__name__
 
 
-def check_keys(obj: dict, required: frozenset, order: tuple, prefix: str, optional=frozenset()):
+def check_keys(
+    obj: dict[str, Any],
+    required: frozenset[str],
+    order: Iterable[str],
+    prefix: str,
+    optional: frozenset[str] = frozenset(),
+) -> None:
     """Unknown keys first (that is how personal data sneaks in), then missing ones in order."""
     if obj.keys() == required:
         return

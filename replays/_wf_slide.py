@@ -21,6 +21,7 @@ from replays._wf_common import (
     kind,
     show,
 )
+from replays.verdict import Record
 
 KEYS = frozenset(
     {
@@ -64,7 +65,7 @@ _ROUNDS_RE = {
 }
 
 
-def check(record: dict) -> None:  # (no colon count: see wellformed._check)
+def check(record: Record) -> None:  # (no colon count: see wellformed._check)
     """The Slide part of a record whose keys and common fields are already checked."""
     players = record["players"]
     if not (type(players) is int and 2 <= players <= 6):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 
 import orjson
 
@@ -38,6 +39,7 @@ from replays._wf_common import (
     kind,
     show,
 )
+from replays.verdict import Record
 
 KEYS = frozenset(
     {
@@ -89,7 +91,7 @@ _TURN_BODY_RE = re.compile(
 )
 
 
-def _turn_bodies() -> frozenset:
+def _turn_bodies() -> frozenset[bytes]:
     """The common turn bodies with every rank digit written 1 (about 10,000 of them)."""
     squares = [f'"{f}1"' for f in "abcdefg"]
     moves = [f'"{a}1-{b}1"' for a in "abcdefg" for b in "abcdefg"]
@@ -118,7 +120,7 @@ _RANKS_AS_1 = bytes.maketrans(b"1234567", b"1111111")
 _TURN_BODIES = _turn_bodies()
 
 
-def _record_pattern() -> re.Pattern:
+def _record_pattern() -> re.Pattern[bytes]:
     """The text of a well-formed record as orjson writes it: no space, fields in the format's
     order, strings printable ASCII without escapes. Built from the same vocabularies and
     patterns as `check`; each part admits only values `check` accepts, and the key sequence is
@@ -127,7 +129,7 @@ def _record_pattern() -> re.Pattern:
     piece's rank is at most the board's crown, and each lineup is a permutation of the
     board's ranks."""
 
-    def one_of(words) -> str:
+    def one_of(words: Iterable[str]) -> str:
         return "(?:" + "|".join(sorted(words)) + ")"
 
     integer = "-?(?:0|[1-9][0-9]*)"
@@ -197,7 +199,7 @@ def text_proves(data: bytes) -> bool:
     return match["lineup0"] in valid and match["lineup1"] in valid
 
 
-def check(record: dict) -> int | None:
+def check(record: Record) -> int | None:
     """The Slow6 part of a record whose keys and common fields are already checked. Returns the
     colons of its orjson text (see `colons`), or None when they did not come cheap."""
     rules = record["rules"]
@@ -250,11 +252,11 @@ def check(record: dict) -> int | None:
     return colons(record, turns_text) if turns_text is not None else None
 
 
-def colons(record: dict, turns_text: bytes) -> int:
+def colons(record: Record, turns_text: bytes) -> int:
     """The colons `orjson.dumps(record)` writes for a well-formed record, from the text of its
     turns (a turn's strings hold no colon, so those are its keys): every key once, and the
     colons inside the only strings that may hold them (version, ended_at, challenge id)."""
-    keys = len(KEYS) + len(CLIENT_KEYS) + len(_RULES) + len(record["result"])
+    keys: int = len(KEYS) + len(CLIENT_KEYS) + len(_RULES) + len(record["result"])
     keys += turns_text.count(b":")
     if record["ai"] is not None:
         keys += len(_AI)
@@ -263,7 +265,8 @@ def colons(record: dict, turns_text: bytes) -> int:
         pieces = challenge["position"]["pieces"]
         keys += len(_CHALLENGE) + len(_POSITION) + len(_PIECE) * len(pieces)
         keys += challenge["id"].count(":")
-    return keys + record["client"]["version"].count(":") + record["ended_at"].count(":")
+    keys += record["client"]["version"].count(":") + record["ended_at"].count(":")
+    return keys
 
 
 def _check_ai(ai: object) -> None:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import re
 from array import array
 from itertools import accumulate
+from typing import Any
 
 import orjson
 
 from replays._wf_common import MAX_BYTES, MAX_DEPTH, Malformed, kind
+from replays.verdict import Record
 
 _ALL = bytes(range(256))
 _NOT_MARK = bytes(c for c in _ALL if c not in b'[]{}"\\')  # keep brackets, quotes, backslash
@@ -63,14 +65,14 @@ def _too_big(size: int) -> Malformed:
     return Malformed("record", f"the record is {size} bytes of JSON; at most {MAX_BYTES} allowed")
 
 
-def parse(text: str | bytes) -> dict:
+def parse(text: str | bytes) -> Record:
     data = to_bytes(text)
     record = load_object(data)
     raise_structure_fault(data, record)
     return record
 
 
-def load_object(data: bytes) -> dict:
+def load_object(data: bytes) -> Record:
     """orjson's parse of `data`, which must be one JSON object (duplicates and depth unproven)."""
     try:
         record = orjson.loads(data)
@@ -85,7 +87,7 @@ def load_object(data: bytes) -> dict:
     return record
 
 
-def raise_structure_fault(data: bytes, record: dict) -> None:
+def raise_structure_fault(data: bytes, record: Record) -> None:
     """Raise the first duplicate key or too-deep value of the text, if it has one."""
     if not _structure_ok(data, record):
         fault = locate(data)
@@ -93,7 +95,7 @@ def raise_structure_fault(data: bytes, record: dict) -> None:
             raise fault
 
 
-def keys_all_kept(data: bytes, record: dict, colons: int | None = None) -> bool:
+def keys_all_kept(data: bytes, record: Record, colons: int | None = None) -> bool:
     """True: `record` kept every key of its text (no duplicate). Then the text nests exactly as
     the record does, so for a record of the upload format's shape (5 levels at most) this is
     the whole structure proof, at a third of `_structure_ok`'s cost. False: look closer.
@@ -106,7 +108,7 @@ def keys_all_kept(data: bytes, record: dict, colons: int | None = None) -> bool:
     return data.count(b":") == colons
 
 
-def _structure_ok(data: bytes, record: dict) -> bool:
+def _structure_ok(data: bytes, record: Record) -> bool:
     """True: no duplicate key and depth <= MAX_DEPTH, for certain. False: look closer."""
     try:
         canon = orjson.dumps(record)
@@ -146,8 +148,8 @@ def depth_at_most(skeleton: bytes, limit: int) -> bool:
     return max(accumulate(array("b", skeleton.translate(_STEPS)))) <= limit
 
 
-def _path(frames: list) -> str:
-    out = []
+def _path(frames: list[list[Any]]) -> str:
+    out: list[str] = []
     for is_object, _keys, at in frames:
         if is_object:
             out.append(at if not out else f".{at}")
@@ -158,7 +160,7 @@ def _path(frames: list) -> str:
 
 def locate(data: bytes) -> Malformed | None:
     """The first duplicate key or too-deep value in document order, named by field."""
-    frames: list[list] = []  # [is_object, keys seen, current key or index]
+    frames: list[list[Any]] = []  # [is_object, keys seen, current key or index]
     expect_key = False
     for match in _TOKEN.finditer(data):
         token = match.group()

@@ -1,8 +1,13 @@
-"""The verdict of checking one upload record: the one shape every checker returns."""
+"""The verdict of checking one upload record: the one shape every checker returns; and
+`Record`, the type of the record itself."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Any, NamedTuple, TypeAlias
+
+Record: TypeAlias = dict[str, Any]
+"""An upload record as parsed from its JSON text (`wellformed.load`): a JSON object, whose
+values are JSON data (the format fixes their types; the checkers test them)."""
 
 VALID = "valid"
 INVALID = "invalid"  # well-formed, but breaks a rule: quarantined by ingest
@@ -24,8 +29,8 @@ class Verdict(NamedTuple):
     def ok(self) -> bool:
         return self.verdict == VALID
 
-    def as_dict(self) -> dict:
-        out = {
+    def as_dict(self) -> dict[str, str | int | None]:
+        out: dict[str, str | int | None] = {
             "game_id": self.game_id,
             "verdict": self.verdict,
             "rule": self.rule,
@@ -42,9 +47,11 @@ def valid(game_id: str | None) -> Verdict:
     return Verdict(VALID, game_id)
 
 
-def invalid(game_id, rule: str, turn: int | None, message: str, seat: int | None = None):
+def invalid(
+    game_id: str | None, rule: str, turn: int | None, message: str, seat: int | None = None
+) -> Verdict:
     return Verdict(INVALID, game_id, rule, turn, message, None, seat)
 
 
-def malformed(game_id, field: str, message: str) -> Verdict:
+def malformed(game_id: str | None, field: str, message: str) -> Verdict:
     return Verdict(MALFORMED, game_id, None, None, message, field)

@@ -32,6 +32,8 @@ decides the shape), then unknown top-level fields, then missing ones, then each 
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from replays import _wf_slide, _wf_slow6
 from replays._wf_common import (
     CLIENT_KEYS,
@@ -58,14 +60,28 @@ from replays._wf_text import (
     raise_structure_fault,
     to_bytes,
 )
+from replays.verdict import Record
 
 __all__ = ["Malformed", "parse", "check", "load", "MAX_BYTES", "MAX_DEPTH", "MAX_VERSION", "MAX_ID"]
 
-_GAMES = {"slow6": _wf_slow6, "slide": _wf_slide}
+
+class _Format(Protocol):
+    """A game's part of the checker (`_wf_slow6`, `_wf_slide`)."""
+
+    @property
+    def KEYS(self) -> frozenset[str]: ...  # (module constants: read-only here)
+
+    @property
+    def ORDER(self) -> tuple[str, ...]: ...
+
+    def check(self, record: Record) -> int | None: ...
+
+
+_GAMES: dict[str, _Format] = {"slow6": _wf_slow6, "slide": _wf_slide}
 _CLIENT = frozenset(CLIENT_KEYS)
 
 
-def load(text: str | bytes) -> dict:
+def load(text: str | bytes) -> Record:
     """`check(parse(text))` in one step, returning the record: the same record or the same
     `Malformed`, faster. A Slow6 record written as orjson writes it in the format's order is
     proved well-formed by its text (`_wf_slow6.text_proves`); any other is parsed and checked.
@@ -88,7 +104,7 @@ def load(text: str | bytes) -> dict:
     return record
 
 
-def check(record: dict) -> None:
+def check(record: Record) -> None:
     """Raise `Malformed` unless `record` (as `parse` returns it) follows upload schema 1.
 
     The record is JSON data (dict, list, str, int, float, bool, None); other Python types, such
@@ -96,7 +112,7 @@ def check(record: dict) -> None:
     _check(record)
 
 
-def _check(record: dict) -> int | None:
+def _check(record: Record) -> int | None:
     """`check`, returning the colons orjson would write for the record (its keys and the colons
     in its strings) when that came cheap on the way, else None (see `keys_all_kept`)."""
     if type(record) is not dict:
@@ -113,7 +129,7 @@ def _check(record: dict) -> int | None:
     return rules.check(record)
 
 
-def _check_common(record: dict) -> None:
+def _check_common(record: Record) -> None:
     schema = record["schema"]
     if not (type(schema) is int and schema == 1):
         raise Malformed("schema", f"schema is the integer 1, got {show(schema)}")

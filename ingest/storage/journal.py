@@ -114,17 +114,20 @@ class Journal:
             raise RuntimeError("the failed journal segment must be rotated first")
         if self._fd is None:
             self.open_segment()
+        fd, path = self._fd, self.path
+        if fd is None or path is None:  # (never: open_segment opens one or raises)
+            raise RuntimeError("no journal segment is open")
         data = b"".join(encode(row) for row in rows)
         try:
             view = memoryview(data)
             while view:  # a write may be short (a signal, a full disk): the rest follows it
-                view = view[os.write(self._fd, view) :]
-            os.fdatasync(self._fd)
+                view = view[os.write(fd, view) :]
+            os.fdatasync(fd)
         except OSError:
-            self._fail()
+            self._fail(fd)
             raise
         self._size += len(data)
-        return self.path
+        return path
 
     def open_segment(self) -> None:
         """Open the next segment (if none is open): its name and magic line durable. Raises
@@ -146,12 +149,13 @@ class Journal:
             raise
         self._fd, self.path, self._size = fd, path, len(MAGIC)
 
-    def _fail(self) -> None:
+    def _fail(self, fd: int) -> None:
+        """Fail the open segment, whose file is `fd`."""
         try:  # never count on the bytes of the failed append: cut them off if we can
-            os.ftruncate(self._fd, self._size)
+            os.ftruncate(fd, self._size)
         except OSError:
             pass
-        _close(self._fd)
+        _close(fd)
         self._fd = None
         self.failed = True
 

@@ -17,6 +17,7 @@ import struct
 import uuid
 from collections import defaultdict
 from operator import itemgetter
+from typing import final
 
 import pyarrow as pa
 
@@ -85,6 +86,7 @@ GAME_TABLES = {
 ALL_GAME_TABLES = GAME_TABLES["slow6"] + GAME_TABLES["slide"] + ("quarantine",)
 
 
+@final  # (so that `type(part) is Cols` tells a type checker what `part` is when it is not)
 class Cols:
     """A game's rows of one table as columns: `columns` are the values of every column but
     game_id (each a sequence of `n`), and every row's game_id is `gid` (the UUID's 16 bytes).
@@ -93,7 +95,7 @@ class Cols:
     __slots__ = ("gid", "n", "columns")
 
     def __init__(self, gid: bytes | str, n: int, columns: list):
-        self.gid = gid if type(gid) is bytes else uuid.UUID(gid).bytes
+        self.gid = gid if isinstance(gid, bytes) else uuid.UUID(gid).bytes
         self.n = n
         self.columns = columns
 

@@ -328,8 +328,10 @@ class Store:
             # groups such transactions leave and frees their blocks, holes in the middle of
             # the file: 503-653 bytes a game at 100,000 games (rows batches of 1-5 s) instead
             # of 482 (benchmarks/ingest_size.py). Kept in memory until the commit instead, a
-            # transaction's rows are written once, compressed, at a checkpoint.
-            con.execute("SET GLOBAL enable_optimistic_write = false")
+            # transaction's rows are written once, compressed, at a checkpoint. (DuckDB 1.5.6
+            # has the setting, 1.5.5 not: there the file keeps the holes.)
+            with contextlib.suppress(duckdb.CatalogException):
+                con.execute("SET GLOBAL enable_optimistic_write = false")
             if self._threads > 0:
                 # The writer's statements are tiny (a few rows): with more than one DuckDB
                 # thread each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost
@@ -383,6 +385,8 @@ class Store:
             self._lead(task)
         if task.error is not None:
             raise task.error
+        if task.outcomes is None:  # (never: `_answer` gives every task outcomes or an error)
+            raise RuntimeError("the commit was interrupted; nothing was stored")
         return task.outcomes
 
     def submit(
@@ -552,7 +556,8 @@ class Store:
             self._answer(me, group)
 
     def _head_group(self) -> list[_Ingest]:
-        group, size = [], 0
+        group: list[_Ingest] = []
+        size = 0
         for task in self._writers:
             if group and size + len(task.items) > self.commit_max:
                 break
@@ -633,9 +638,9 @@ class Store:
                     self._end_segment()  # failed: deleted once its earlier games are stored
                     self._journal_failed(reason)
                     raise StorageUnavailable(reason) from exc
-                for item in derived:
-                    item.segment = segment
-                    self._rows_queue.put(item)  # before the answer: read-your-writes
+                for game in derived:
+                    game.segment = segment
+                    self._rows_queue.put(game)  # before the answer: read-your-writes
             else:
                 try:
                     with transaction(self._con):
@@ -1041,9 +1046,16 @@ def insert_tables(
 
 
 def _tables(items: list[_Rows]) -> dict[str, pa.Table]:
-    """The raw records and derived rows of `items` as one Arrow table per table."""
+    """The raw records and derived rows of `items` as one Arrow table per table. Their rows
+    are built: a game comes with its rows, or the rows thread builds them (`_fill_rows`) and
+    stores only the games it could."""
     raw = rows.to_arrow("raw_records", [item.raw for item in items])
-    return {"raw_records": raw, **rows.tables_of([item.rows for item in items])}
+    games: list[rows.Rows | rows.Part] = []
+    for item in items:
+        if item.rows is None:
+            raise ValueError(f"game {item.gid}: its rows were never built")
+        games.append(item.rows)
+    return {"raw_records": raw, **rows.tables_of(games)}
 
 
 _MISSING_ROWS = """

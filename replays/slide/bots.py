@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
-from typing import TypeVar
+from collections.abc import Callable, Sequence
+from typing import Protocol, TypeVar
 
 from replays.slide.engine import CELLS, NEIGHBOURS, Table, legal_sides, shift
 
@@ -17,6 +17,18 @@ DECK_MEAN = 5.5  # expected value of an unseen card (values 1..10, evenly repres
 SPOIL_SLACK = 2.0  # points of own expected score the greedy bot gives up to deny the next taker
 
 T = TypeVar("T")
+# (side, the grid after the push with the entry cell empty, entry, its expected cost)
+Option = tuple[str, list[int], int, float]
+
+
+class Bot(Protocol):
+    """A Slide player: its choice at each step of a round."""
+
+    def reveal(self, table: Table, seat: int) -> int: ...
+
+    def take(self, table: Table, seat: int) -> int: ...
+
+    def slide(self, table: Table, seat: int) -> str: ...
 
 
 class RandomBot:
@@ -24,7 +36,7 @@ class RandomBot:
 
     name = "random"
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
     def reveal(self, table: Table, seat: int) -> int:
@@ -69,7 +81,7 @@ def _placed_delta(after: list[int], entry: int, v: int) -> float:
     return delta if joined else delta + v
 
 
-def _options(vis: list[int], gap: int) -> list[tuple[str, list[int], int, float]]:
+def _options(vis: list[int], gap: int) -> list[Option]:
     """Per legal side: (side, grid after the push with the entry cell empty, entry, its cost)."""
     out = []
     for side in legal_sides(gap):
@@ -79,7 +91,7 @@ def _options(vis: list[int], gap: int) -> list[tuple[str, list[int], int, float]
     return out
 
 
-def _best_with(options, v: int) -> float:
+def _best_with(options: list[Option], v: int) -> float:
     return min(cost + _placed_delta(after, entry, v) for _, after, entry, cost in options)
 
 
@@ -95,7 +107,7 @@ class GreedyBot:
 
     name = "greedy"
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
     def _pick(self, scored: Sequence[tuple[float, T]]) -> T:
@@ -104,7 +116,7 @@ class GreedyBot:
 
     def reveal(self, table: Table, seat: int) -> int:
         vis = table.visible(seat)
-        scored = []
+        scored: list[tuple[float, int]] = []
         for cell in table.legal_reveals(seat):
             trial = vis.copy()
             trial[cell] = 0
@@ -148,8 +160,8 @@ class GreedyBot:
         )
 
 
-BOTS = {"random": RandomBot, "greedy": GreedyBot}
+BOTS: dict[str, Callable[[random.Random], Bot]] = {"random": RandomBot, "greedy": GreedyBot}
 
 
-def make_bot(name: str, rng: random.Random):
+def make_bot(name: str, rng: random.Random) -> Bot:
     return BOTS[name](rng)

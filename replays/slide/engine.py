@@ -13,6 +13,9 @@ so that the rule, round, seat and message of a verdict all come from here.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, TypeVar
+
+_T = TypeVar("_T")
 
 SIZE = 4
 CELLS = 16
@@ -41,7 +44,7 @@ class RuleBroken(ValueError):
     """A move or a claim that breaks `rule`; `round` is the 0-based round it happened in (None
     for the deal and the result, S4.2-S4.3) and `seat` the seat at fault, if one is."""
 
-    def __init__(self, rule: str, message: str, *, round: int | None, seat: int | None):
+    def __init__(self, rule: str, message: str, *, round: int | None, seat: int | None) -> None:
         super().__init__(f"{message} ({rule})")
         self.rule = rule
         self.message = message
@@ -102,7 +105,7 @@ PUSH_PLANS: dict[str, tuple[tuple[slice, slice, int] | None, ...]] = {
 }
 
 
-def shift(cells: list, gap: int, side: str, card) -> int:
+def shift(cells: list[_T], gap: int, side: str, card: _T) -> int:
     """S2.4 on one list in place: the entries between `side`'s edge and the gap move one step
     towards the gap and `card` lands on the edge cell, whose index is returned. ValueError when
     the gap touches that edge."""
@@ -115,7 +118,7 @@ def shift(cells: list, gap: int, side: str, card) -> int:
     return edge
 
 
-def push(values: list, down: list, gap: int, side: str, card: int) -> None:
+def push(values: list[int], down: list[bool], gap: int, side: str, card: int) -> None:
     """S2.4 on a seat's grid: the pushed cards keep their face-down flag, the taken card
     enters face up."""
     shift(values, gap, side, card)
@@ -174,7 +177,7 @@ class Table:
 
     __slots__ = ("players", "first", "values", "down", "round", "gaps", "middle", "took")
 
-    def __init__(self, grids: Sequence[Sequence[int]], first: int):
+    def __init__(self, grids: Sequence[Sequence[int]], first: int) -> None:
         for seat, grid in enumerate(grids):
             for cell, v in enumerate(grid):
                 if not MIN_VALUE <= v <= MAX_VALUE:
@@ -274,7 +277,7 @@ class Table:
             raise ValueError("round not finished")
         self.round += 1
 
-    def play_round(self, cells: Sequence[int], takes: Sequence[int], sides: Sequence[str]):
+    def play_round(self, cells: Sequence[int], takes: Sequence[int], sides: Sequence[str]) -> None:
         """A whole round as the log gives it, checked in S4.1's order: the reveals of `cells`
         in seat order, `takes` in taking order, the slides from `sides` in seat order."""
         for seat, cell in enumerate(cells):
@@ -288,14 +291,14 @@ class Table:
     def finished(self) -> bool:
         return self.round >= ROUNDS
 
-    def result(self) -> dict:
+    def result(self) -> dict[str, list[int]]:
         """S3.2-S3.3 on the final grids: `scores`, `cards_left` and `winners` by seat."""
         scored = [score_grid(v) for v in self.values]
         scores = [s for s, _ in scored]
         left = [n for _, n in scored]
         return {"scores": scores, "cards_left": left, "winners": winners(scores, left)}
 
-    def check_result(self, claimed: dict) -> None:
+    def check_result(self, claimed: dict[str, Any]) -> None:
         """S3.1, then S3.3 on a claimed result: `scores`, then `cards_left` (each naming the
         first wrong seat), then `winners` compared as a set (S4.2-S4.3)."""
         if not self.finished():

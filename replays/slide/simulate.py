@@ -7,9 +7,11 @@ import random
 import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from replays.slide.bots import make_bot
+from replays.slide.bots import Bot, make_bot
 from replays.slide.engine import CELLS, MAX_VALUE, MIN_VALUE, ROUNDS, Table, position
+from replays.verdict import Record
 
 MODES = (("online", 55), ("friend", 25), ("computer", 20))
 PLATFORMS = (("ios", 30), ("android", 35), ("web", 15), ("desktop", 12), ("bot", 8))
@@ -37,11 +39,13 @@ def deal(rng: random.Random, players: int) -> list[list[int]]:
     return [deck[s * CELLS : (s + 1) * CELLS] for s in range(players)]
 
 
-def play(grids: list[list[int]], first: int, bots: Sequence) -> tuple[list[dict], dict]:
+def play(
+    grids: list[list[int]], first: int, bots: Sequence[Bot]
+) -> tuple[list[dict[str, Any]], dict[str, list[int]]]:
     """Play a whole game; returns the logged rounds and the result, as the format writes them."""
     table = Table(grids, first)
     seats = range(table.players)
-    rounds = []
+    rounds: list[dict[str, Any]] = []
     while not table.finished():
         cells = [bot.reveal(table, s) for s, bot in enumerate(bots)]  # simultaneous (S2.2)
         for s in seats:
@@ -71,7 +75,7 @@ def _policies(rng: random.Random, players: int, policy: str) -> list[str]:
     return [policy] * players
 
 
-def simulate_games(n: int, players: int, seed: int, *, policy: str = "mixed") -> Iterator[dict]:
+def simulate_games(n: int, players: int, seed: int, *, policy: str = "mixed") -> Iterator[Record]:
     """Yield `n` valid schema-1 Slide records for `players` seats, deterministic for `seed`.
 
     `policy`: "mixed" (each seat greedy or random at random), "random" or "greedy". About a
@@ -95,7 +99,9 @@ def simulate_games(n: int, players: int, seed: int, *, policy: str = "mixed") ->
         left -= len(games)
 
 
-def _table(rng, players, policy, epoch, as_match: bool) -> list[dict]:
+def _table(
+    rng: random.Random, players: int, policy: str, epoch: datetime, as_match: bool
+) -> list[Record]:
     """One table's games: a single game, or a whole match."""
     bots = [make_bot(name, rng) for name in _policies(rng, players, policy)]
     client = {"platform": _weighted(rng, PLATFORMS), "version": _weighted(rng, VERSIONS)}
@@ -104,7 +110,7 @@ def _table(rng, players, policy, epoch, as_match: bool) -> list[dict]:
     first = rng.randrange(players)
     match_id = _uuid4(rng) if as_match else None
     totals = [0] * players
-    games = []
+    games: list[Record] = []
     for number in range(1, MAX_MATCH_GAMES + 1):
         grids = deal(rng, players)
         game_first = (first + number - 1) % players

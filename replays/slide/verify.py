@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import neg
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from replays.slide.engine import (
     CELLS,
@@ -37,7 +37,7 @@ from replays.slide.engine import (
     winners,
 )
 from replays.slide.facts import SlideFacts, SlideSeatFacts, SlideTakeFacts
-from replays.verdict import Verdict, invalid, malformed, valid
+from replays.verdict import Record, Verdict, invalid, malformed, valid
 
 _SIDES = frozenset(SIDES)
 # players -> first -> taking orders: round i's is at index i % players (S2.1, S2.3)
@@ -47,18 +47,19 @@ _TAKING_ORDERS = {
 }
 
 
-def verify(record: dict) -> Verdict:
+def verify(record: Record) -> Verdict:
     """The verdict for one well-formed Slide record (valid, invalid with rule/turn/seat, or
     malformed for a shape the schema cannot check)."""
     return _replay(record, collect=False)[0]
 
 
-def replay(record: dict) -> tuple[Verdict, SlideFacts | None]:
-    """Like `verify`, plus the facts of the game when it is valid (None otherwise)."""
-    return _replay(record, collect=True)
+def replay(record: Record, collect: bool = True) -> tuple[Verdict, SlideFacts | None]:
+    """Like `verify`, plus the facts of the game when it is valid (None otherwise, and without
+    `collect`)."""
+    return _replay(record, collect)
 
 
-def verify_plainly(record: dict) -> Verdict:
+def verify_plainly(record: Record) -> Verdict:
     """The verdict of the rules engine alone, the record played step by step on a `Table`:
     what `verify` gives for every record its fast path does not accept, and the same verdict as
     `verify` on every record `wellformed.check` accepted. Slower."""
@@ -66,15 +67,15 @@ def verify_plainly(record: dict) -> Verdict:
     return bad if bad is not None else _play_on_table(record)
 
 
-def _is_int(x) -> TypeGuard[int]:
+def _is_int(x: object) -> TypeGuard[int]:
     return type(x) is int  # JSON integers only; bool is not an int here
 
 
-def _int_list(x, n: int) -> bool:
+def _int_list(x: object, n: int) -> bool:
     return type(x) is list and len(x) == n and all(type(v) is int for v in x)
 
 
-def _shape(record: dict, deep: bool) -> Verdict | None:
+def _shape(record: Record, deep: bool) -> Verdict | None:
     """Shape the format needs but a schema cannot say: P entries everywhere, seats in range;
     `deep` also checks every round entry's type and range (see the module doc)."""
     gid = record.get("game_id")
@@ -123,7 +124,7 @@ def _shape(record: dict, deep: bool) -> Verdict | None:
     return None
 
 
-def _counts_ok(rounds: list, p: int) -> bool:
+def _counts_ok(rounds: list[Any], p: int) -> bool:
     """Fast path: every round has P reveals, takes and slides."""
     try:
         for rnd in rounds:
@@ -134,7 +135,7 @@ def _counts_ok(rounds: list, p: int) -> bool:
     return True
 
 
-def _rounds_shape(gid, rounds: list, p: int) -> Verdict | None:
+def _rounds_shape(gid: str | None, rounds: list[Any], p: int) -> Verdict | None:
     """The first round entry that breaks the shape, named precisely; None if there is none."""
     for i, rnd in enumerate(rounds):
         where = f"rounds[{i}]"
@@ -164,18 +165,20 @@ def _rounds_shape(gid, rounds: list, p: int) -> Verdict | None:
     return None
 
 
-def _cell(x) -> bool:
+def _cell(x: object) -> bool:
     return type(x) is int and 0 <= x < SIZE
 
 
-def _count(x, p: int, what: str) -> str:
+def _count(x: object, p: int, what: str) -> str:
     n = len(x) if type(x) is list else "no"
     return f"must have one entry per player ({p} {what}), has {n}"
 
 
-def _round_facts(i: int, rnd: dict, order: Sequence[int], middle: list[int], gaps: list[int]):
+def _round_facts(
+    i: int, rnd: dict[str, Any], order: Sequence[int], middle: list[int], gaps: list[int]
+) -> list[SlideTakeFacts]:
     """The facts of a round already replayed, by seat (`SlideTakeFacts`)."""
-    now: list = [None] * len(order)
+    now: list[Any] = [None] * len(order)  # (each seat's SlideTakeFacts, set below)
     pool = sorted(middle)  # stays sorted as takes are removed
     for k, (seat, v) in enumerate(zip(order, rnd["takes"], strict=True)):
         available = tuple(pool)
@@ -189,7 +192,7 @@ def _round_facts(i: int, rnd: dict, order: Sequence[int], middle: list[int], gap
     return now
 
 
-def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
+def _replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | None]:
     bad = _shape(record, deep=False)
     if bad is not None:
         return bad, None
@@ -202,7 +205,7 @@ def _replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None]:
     return _play_on_table(record), None
 
 
-def _play_on_table(record: dict) -> Verdict:
+def _play_on_table(record: Record) -> Verdict:
     """The shape entry by entry, then the record played on a `Table`."""
     bad = _shape(record, deep=True)
     if bad is not None:
@@ -221,7 +224,7 @@ def _play_on_table(record: dict) -> Verdict:
     return valid(gid)
 
 
-def _fast_replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | None] | None:
+def _fast_replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | None] | None:
     """The replay of a record whose shape `_shape` accepted, on locals: (valid, the facts when
     `collect`), or None as soon as a rule looks broken (`_play_on_table` then names it).
 
@@ -239,8 +242,8 @@ def _fast_replay(record: dict, collect: bool) -> tuple[Verdict, SlideFacts | Non
     takes_facts: list[SlideTakeFacts] = []
     rounds = record["rounds"]
     for i, rnd in enumerate(rounds):
-        gaps = []
-        middle = []
+        gaps: list[int] = []
+        middle: list[int] = []
         for (r, c), vals in zip(rnd["reveals"], values, strict=False):  # lengths: _shape
             g = r * SIZE + c
             v = vals[g]

@@ -18,16 +18,17 @@ import random
 
 from ..vocabulary import POWERS
 from .board import DIRECTIONS
-from .position import Position, RuleBroken
+from .position import Position, RuleBroken, Target
 
-Turn = tuple[str | None, object, list[tuple[int, int]]]
+Move = tuple[int, int]  # (from, to) squares
+Turn = tuple[str | None, Target, list[Move]]  # (power, its target, moves)
 
 
 class Player:
     level = 0
     power_rate = 0.2  # chance per turn of trying a power when one is left
 
-    def __init__(self, rng: random.Random):
+    def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
     def pick_powers(self) -> list[str]:
@@ -40,7 +41,8 @@ class Player:
 
     def turn(self, pos: Position) -> Turn:
         s = pos.to_move
-        power, target = None, None
+        power: str | None = None
+        target: Target = None
         if pos.picks and self.rng.random() < self.power_rate:
             options = power_options(pos, s, self.rng)
             if options:
@@ -48,7 +50,7 @@ class Player:
         work = pos.copy()
         if power:
             work.use_power(power, target)
-        moves = []
+        moves: list[Move] = []
         first = self._pick(work, work.legal_moves(s))
         if first:
             moves.append(first)
@@ -60,12 +62,12 @@ class Player:
                     moves.append(second)
         return power, target, moves
 
-    def _pick(self, pos: Position, moves):
+    def _pick(self, pos: Position, moves: list[Move]) -> Move | None:
         return self.rng.choice(moves) if moves else None
 
 
 class Bot(Player):
-    def __init__(self, rng: random.Random, level: int):
+    def __init__(self, rng: random.Random, level: int) -> None:
         super().__init__(rng)
         self.level = level
         self.depth = {1: 1, 2: 1, 3: 2, 4: 4}[level]
@@ -78,6 +80,8 @@ class Bot(Player):
 
     def turn(self, pos: Position) -> Turn:
         s = pos.to_move
+        # (score, moves), or (score, power, target, moves) once a power is worth its use
+        best_turn: tuple[float, list[Move]] | tuple[float, str, Target, list[Move]]
         best_turn = self._best_plain(pos, s)
         if pos.picks and self.rng.random() < self.power_rate:
             options = power_options(pos, s, self.rng, limit=6)
@@ -96,14 +100,17 @@ class Bot(Player):
                 return best_turn[1], best_turn[2], best_turn[3]
         return None, None, best_turn[1]
 
-    def _best_plain(self, pos: Position, s: int):
+    def _best_plain(self, pos: Position, s: int) -> tuple[float, list[Move]]:
         score, moves = self._best_moves(pos, s, False, self.depth)
         return score, moves
 
-    def _best_moves(self, pos: Position, s: int, double: bool, depth: int):
+    def _best_moves(
+        self, pos: Position, s: int, double: bool, depth: int
+    ) -> tuple[float, list[Move]]:
         moves = pos.legal_moves(s)
         if not moves:
             return self.evaluate(pos, s), []
+        best_line: list[Move]
         best, best_line = -1e9, []
         for mv in moves:
             work = pos.copy()
@@ -113,7 +120,7 @@ class Bot(Player):
                 exclude = mover if work.rank[mover] == work.crown else -1
                 seconds = work.legal_moves(s, exclude)
                 if seconds:
-                    sub_best, sub_mv = -1e9, None
+                    sub_best, sub_mv = -1e9, seconds[0]  # (every value beats -1e9)
                     for mv2 in seconds:
                         w2 = work.copy()
                         w2.move(*mv2)
@@ -195,12 +202,12 @@ def _dist(a: int, b: int, n: int) -> int:
     return max(abs(a % n - b % n), abs(a // n - b // n))
 
 
-def _rays(n: int):
+def _rays(n: int) -> list[list[tuple[int, ...]]]:
     """Per square, per direction, the squares 1 and 2 steps away that are on the board."""
     out = []
     for sq in range(n * n):
         x, y = sq % n, sq // n
-        rays = []
+        rays: list[tuple[int, ...]] = []
         for dx, dy in DIRECTIONS:
             ray = tuple(
                 (y + dy * k) * n + x + dx * k
@@ -244,15 +251,20 @@ def hanging(pos: Position) -> tuple[float, float]:
     return total[0], total[1]
 
 
-def power_options(pos: Position, s: int, rng: random.Random, limit: int = 4):
+def power_options(
+    pos: Position, s: int, rng: random.Random, limit: int = 4
+) -> list[tuple[str, Target]]:
     """Some legal (power, target) uses for side `s` now, at most `limit` per power."""
+    if pos.picks is None:  # a game without powers
+        return []
     picks = pos.picks[s] - pos.used[s]
     n = pos.n
     own = [p for p in pos.pieces(s)]
     enemy = [p for p in pos.pieces(1 - s)]
-    empty = [sq for sq in range(n * n) if pos.board[sq] < 0]
-    out = []
+    empty: list[Target] = [sq for sq in range(n * n) if pos.board[sq] < 0]
+    out: list[tuple[str, Target]] = []
     for power in sorted(picks):
+        cands: list[Target]
         if power == "double":
             cands = [None]
         elif power == "swap":

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from ..verdict import Record
 from .board import square_name
 from .position import Counters, Position, RuleBroken
 from .verify import RecordFault, judge_result, play_turn, setup
 
 
-def snapshot(pos: Position) -> dict:
+def snapshot(pos: Position) -> dict[str, Any]:
     n = pos.n
     pieces = [
         {
@@ -28,11 +31,11 @@ def snapshot(pos: Position) -> dict:
     return {"pieces": pieces, "traps": traps, "points": list(pos.points()), "to_move": pos.to_move}
 
 
-def frames(record: dict) -> dict:
+def frames(record: Record) -> dict[str, Any]:
     """Every position of a game; replay stops at the first broken rule, which is reported with
     its turn so a viewer can open there. Works for valid and quarantined records alike."""
-    out = {"board": record["rules"]["board"], "lineups": record["lineups"], "frames": [],
-           "error": None, "ended": None}  # fmt: skip
+    out: dict[str, Any] = {"board": record["rules"]["board"], "lineups": record["lineups"],
+                           "frames": [], "error": None, "ended": None}  # fmt: skip
     try:
         pos = setup(record)
     except RecordFault as e:

@@ -12,8 +12,12 @@ Every mutating method validates first and raises `RuleBroken(rule, message)` nam
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeAlias, cast
+
+from ..verdict import Record
+from ..vocabulary import BOARDS
 from .board import (
-    BOARDS,
     DIRECTIONS,
     MOVE_XY,
     SQUARE_INDEX,
@@ -23,12 +27,21 @@ from .board import (
     square_name,
 )
 
+Lineups: TypeAlias = Sequence[list[int]]  # per side, the rank of each file's piece (R1.3)
+Picks: TypeAlias = Sequence[Iterable[str]]  # per side, the powers it picked (R8.1)
+Target: TypeAlias = int | tuple[int, int] | None  # a power's target: see `Position.use_power`
+Turn: TypeAlias = dict[str, Any]  # one turn of a record: {"moves": [...], "power"?, "target"?}
+# `Position.geom`, per move text: (from, to, distance, squares passed over, straight?, near?)
+Geometry: TypeAlias = tuple[int, int, int, tuple[int, ...], bool, bool]
+
 NEVER = -(10**6)  # a ply long past: "not immobile", "not stunned", "never removed"
+# `play_log`'s per-piece counters when it counts nothing: read as lists, never written
+_NOT_COUNTED: tuple[list[int], list[int | None]] = ([], [])
 _OWN_PIECE_RULES = {"dash": "R8.4", "leap": "R8.11", "surge": "R8.10", "shield": "R8.12"}
 
 
 class RuleBroken(Exception):
-    def __init__(self, rule: str, message: str):
+    def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
         self.message = message
@@ -42,8 +55,18 @@ class Counters:
 
     TURN_EVENTS = ("fights", "removed", "stuns", "catches", "promotions", "trapped")
     __slots__ = (*TURN_EVENTS, "moved", "promoted_at", "revealed_at", "stunned_count")
+    fights: list[int]
+    removed: list[int]
+    stuns: list[int]
+    catches: list[int]
+    promotions: list[int]
+    trapped: list[int]
+    moved: list[int]
+    promoted_at: list[int | None]
+    revealed_at: list[int | None]
+    stunned_count: list[int]
 
-    def __init__(self, turns: int, pieces: int):
+    def __init__(self, turns: int, pieces: int) -> None:
         self.fights, self.removed, self.stuns = [0] * turns, [0] * turns, [0] * turns
         self.catches, self.promotions, self.trapped = [0] * turns, [0] * turns, [0] * turns
         self.moved = [0] * pieces  # moves made
@@ -66,7 +89,7 @@ _COPIED_SLOTS = (
 )  # fmt: skip
 
 
-def _copier(shared: tuple[str, ...], copied: tuple[str, ...]):
+def _copier(shared: tuple[str, ...], copied: tuple[str, ...]) -> Callable[[Position], Position]:
     """The body of Position.copy, written out from the slot lists (as dataclasses writes
     __init__): a loop of getattr/setattr made a copy 2x slower (3.0 -> 5.9 us), and bots copy
     positions thousands of times a game."""
@@ -75,18 +98,60 @@ def _copier(shared: tuple[str, ...], copied: tuple[str, ...]):
     lines += [f"    c.{name} = self.{name}[:]" for name in copied]
     lines += ["    c.used = (set(self.used[0]), set(self.used[1]))", "    c.counters = None"]
     lines += ["    return c"]
-    namespace: dict = {}
+    namespace: dict[str, Any] = {}
     exec("\n".join(lines), namespace)  # noqa: S102 - our own slot names, nothing from outside
-    return namespace["copy"]
+    copy: Callable[[Position], Position] = namespace["copy"]
+    return copy
 
 
 class Position:
     __slots__ = (*_SHARED_SLOTS, *_COPIED_SLOTS, "used", "counters")
     copy = _copier(_SHARED_SLOTS, _COPIED_SLOTS)
 
+    # the slots' types (annotations only: a slot has no class-level value)
+    n: int  # the board is n x n
+    k: int
+    crown: int  # a crown's rank, n + 1
+    limit: int  # turns each (R2.5)
+    geom: dict[str, Geometry]
+    plain: dict[str, tuple[int, int, int, int]]  # see `_plain`
+    outcome: list[list[int]]  # see `_outcomes`
+    winner: int | None  # (None: a draw, or the game is not over)
+    reason: str | None  # how the game ended; None while it goes on
+    over: bool
+    ply: int
+    to_move: int
+    picks: tuple[frozenset[str], frozenset[str]] | None  # None: a game without powers
+    home_pid: int | None
+    taken0: tuple[int, int]
+    first: int
+    points_ply: int
+    side: list[int]
+    start: list[int]
+    orig: list[int]
+    _lineups: Lineups
+    board: list[int]  # per square, the pid on it or -1
+    rank: list[int]
+    pos: list[int]  # per pid, its square or -1
+    goal: list[int]
+    wounded: list[bool]
+    stun: list[int]
+    imm: list[int]
+    why: list[str]
+    dash: list[bool]
+    leap: list[bool]
+    surge: list[bool]
+    shield: list[bool]
+    removed_at: list[int]
+    trap: list[int]  # per side, the square of its trap or -1
+    reach: list[int]
+    alive: list[int]
+    used: tuple[set[str], set[str]]
+    counters: Counters | None
+
     # ------------------------------------------------------------------ construction
 
-    def __init__(self, n: int, lineups, picks=None):
+    def __init__(self, n: int, lineups: Lineups, picks: Picks | None = None) -> None:
         """An empty board; `start_position` and `from_challenge` set the pieces."""
         self._begin(n, lineups, picks)
         self.board = [-1] * (n * n)
@@ -99,7 +164,7 @@ class Position:
         # (home, R6.1), for any other piece the far-row square where its rank promotes (R5.1)
         self.goal = []
 
-    def _begin(self, n: int, lineups, picks) -> None:
+    def _begin(self, n: int, lineups: Lineups, picks: Picks | None) -> None:
         """Everything but the pieces."""
         self.n = n
         self.k = (n - 1) // 2
@@ -124,7 +189,9 @@ class Position:
         self._lineups = lineups
 
     @classmethod
-    def start_position(cls, n: int, lineups, first: int, picks=None) -> Position:
+    def start_position(
+        cls, n: int, lineups: Lineups, first: int, picks: Picks | None = None
+    ) -> Position:
         p = cls.__new__(cls)  # not __init__: its empty lists would be replaced at once
         p._begin(n, lineups, picks)
         l0, l1 = lineups
@@ -140,7 +207,9 @@ class Position:
         return p
 
     @classmethod
-    def from_challenge(cls, n: int, lineups, position: dict, picks=None) -> Position:
+    def from_challenge(
+        cls, n: int, lineups: Lineups, position: Record, picks: Picks | None = None
+    ) -> Position:
         """A set position (R9.1); the caller has checked consistency (R9.2)."""
         p = cls(n, lineups, picks)
         to_move = position["to_move"]
@@ -177,7 +246,9 @@ class Position:
     def _lane_square(self, s: int, rank: int) -> int:
         return _lanes(self.n, s, self._lineups[1 - s])[rank]
 
-    def _finish_setup(self, first: int, reach: list[int] | None = None, alive=None) -> None:
+    def _finish_setup(
+        self, first: int, reach: list[int] | None = None, alive: list[int] | None = None
+    ) -> None:
         """The rest of the state, from the pieces; `reach` and `alive` when the caller knows."""
         m = len(self.side)
         self.wounded = [False] * m
@@ -218,7 +289,7 @@ class Position:
 
     # ------------------------------------------------------------------ queries
 
-    def pieces(self, s: int):
+    def pieces(self, s: int) -> list[int]:
         side, pos = self.side, self.pos
         return [pid for pid in range(len(side)) if side[pid] == s and pos[pid] >= 0]
 
@@ -243,7 +314,7 @@ class Position:
 
     def legal_moves(self, s: int, exclude: int = -1) -> list[tuple[int, int]]:
         """Every legal (from, to) for side `s` now; `exclude` a pid that may not move."""
-        out = []
+        out: list[tuple[int, int]] = []
         n, board, side, ply = self.n, self.board, self.side, self.ply
         for pid, frm in enumerate(self.pos):
             if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
@@ -252,7 +323,7 @@ class Position:
             reach = 1 if self.rank[pid] == self.crown else 2
             if self.dash[pid]:
                 reach = 3
-            targets = set()
+            targets: set[int] = set()
             for dx, dy in DIRECTIONS:
                 x, y = fx, fy
                 for _ in range(reach):
@@ -296,7 +367,7 @@ class Position:
 
     # ------------------------------------------------------------------ powers (R8)
 
-    def use_turn_power(self, turn: dict) -> None:
+    def use_turn_power(self, turn: Turn) -> None:
         """Use the power of `turn` (a record's turn, which names one), before its move."""
         power = turn["power"]
         if power == "double":
@@ -308,7 +379,7 @@ class Position:
         else:
             self.use_power(power, index[target])
 
-    def use_power(self, power: str, target) -> None:
+    def use_power(self, power: str, target: Target) -> None:
         """Use `power` for the side to move, before its move. `target` is a square int, a pair
         of square ints (swap), or None (double); -1 means off the board."""
         s, g = self.to_move, self.ply
@@ -319,10 +390,12 @@ class Position:
         if power in self.used[s]:
             raise RuleBroken("R8.1", f"{power} already used by side {s}")
         board, side = self.board, self.side
+        # (the power decides which of the three the target is: a type cannot say so)
+        square = cast(int, target)  # every power's but double's and swap's
         if power == "double":
             pass
         elif power == "swap":
-            a, b = target
+            a, b = cast("tuple[int, int]", target)
             for t in (a, b):
                 if t < 0:
                     raise RuleBroken("R8.6", "swap target is off the board")
@@ -337,35 +410,35 @@ class Position:
             board[a], board[b] = pb, pa
             self.pos[pa], self.pos[pb] = b, a
         elif power == "recall":
-            self._recall(target, s, g)
+            self._recall(square, s, g)
         elif power == "trap":
-            if target < 0:
+            if square < 0:
                 raise RuleBroken("R8.8", "trap target is off the board")
-            if board[target] >= 0:
-                raise RuleBroken("R8.8", f"trap on {self.sq(target)}, which holds a piece")
-            self.trap[s] = target
+            if board[square] >= 0:
+                raise RuleBroken("R8.8", f"trap on {self.sq(square)}, which holds a piece")
+            self.trap[s] = square
         elif power in ("freeze", "shove"):
             rule = "R8.5" if power == "freeze" else "R8.9"
-            if target < 0:
+            if square < 0:
                 raise RuleBroken(rule, f"{power} target is off the board")
-            pid = board[target]
+            pid = board[square]
             if pid < 0 or side[pid] == s:
-                raise RuleBroken(rule, f"{power} target {self.sq(target)} holds no enemy piece")
+                raise RuleBroken(rule, f"{power} target {self.sq(square)} holds no enemy piece")
             if power == "freeze":
                 self._immobilise(pid, g + 3, "frozen")
             else:
-                self._shove(pid, target, s, g)
+                self._shove(pid, square, s, g)
         else:  # dash, leap, surge, shield: one own piece
             rule = _OWN_PIECE_RULES[power]
-            if target < 0:
+            if square < 0:
                 raise RuleBroken(rule, f"{power} target is off the board")
-            pid = board[target]
+            pid = board[square]
             if pid < 0 or side[pid] != s:
-                raise RuleBroken(rule, f"{power} target {self.sq(target)} holds no own piece")
+                raise RuleBroken(rule, f"{power} target {self.sq(square)} holds no own piece")
             if power in ("leap", "surge") and self.rank[pid] == self.crown:
-                raise RuleBroken(rule, f"{power} on {self.sq(target)}, which is a crown")
+                raise RuleBroken(rule, f"{power} on {self.sq(square)}, which is a crown")
             if power != "shield" and self.imm[pid] >= g:
-                raise RuleBroken("R2.3", f"{power} on {self.sq(target)}, which is immobile")
+                raise RuleBroken("R2.3", f"{power} on {self.sq(square)}, which is immobile")
             getattr(self, power)[pid] = True
             if power != "shield":
                 self.reach[pid] = 0
@@ -524,7 +597,7 @@ class Position:
             self._check_wipeout()
         return pid
 
-    def play_log(self, turns: list, play_turn) -> None:
+    def play_log(self, turns: list[Turn], play_turn: Callable[[Position, Turn], None]) -> None:
         """Play `turns` in order; `play_turn(self, turn)` plays any turn but the common one.
 
         The common turn is one move, no power, the game not over. When its move is plain (an
@@ -541,7 +614,7 @@ class Position:
         plain, board, side, pos = self.plain, self.board, self.side, self.pos
         imm, trap, goal = self.imm, self.trap, self.goal
         reach, points_ply, counters = self.reach, self.points_ply, self.counters
-        moved, revealed = (counters.moved, counters.revealed_at) if counters else (None, None)
+        moved, revealed = (counters.moved, counters.revealed_at) if counters else _NOT_COUNTED
         s, g, over = self.to_move, self.ply, self.over
         for turn in turns:
             if over or "power" in turn:  # a turn past the end, or one with a power, which then
@@ -606,16 +679,16 @@ class Position:
     def _plain_fight(self, pid: int, frm: int, to: int, occ: int) -> None:
         """`play`'s effects for a plain move (see `play_log`) onto an enemy: the fight (R3, R4),
         R5.1 / R6.1 for an attacker that ends on a square, then R6.2 unless it came home."""
-        if self.counters:
-            self._count_move(pid)
+        c = self.counters
+        if c:
+            self._count_move(c, pid)
         end = self._fight(pid, occ, frm, to, False, self.ply)
         if end >= 0 and self._arrive(pid, end):
             return  # home: the game is over, as `play` returns before the wipeout check
         self._check_wipeout()
 
-    def _count_move(self, pid: int) -> None:
+    def _count_move(self, c: Counters, pid: int) -> None:
         """Facts: one more move of `pid`, which reveals it (R7.2)."""
-        c = self.counters
         c.moved[pid] += 1
         if c.revealed_at[pid] is None:
             c.revealed_at[pid] = self.ply
@@ -716,7 +789,7 @@ class Position:
             return
         self._end(None if not (a0 or a1) else (0 if a0 else 1), "wipeout")
 
-    def _end(self, winner, reason: str) -> None:
+    def _end(self, winner: int | None, reason: str) -> None:
         self.over = True
         self.winner = winner
         self.reason = reason
@@ -733,7 +806,7 @@ class Position:
         self._end(None if p0 == p1 else (0 if p0 > p1 else 1), "points")
 
 
-_LANES: dict[tuple, tuple[int, ...]] = {}
+_LANES: dict[tuple[int, ...], tuple[int, ...]] = {}
 
 
 def _lanes(n: int, s: int, far: list[int]) -> tuple[int, ...]:
@@ -751,9 +824,9 @@ def _lanes(n: int, s: int, far: list[int]) -> tuple[int, ...]:
     return lanes
 
 
-def _geometry(n: int):
+def _geometry(n: int) -> dict[str, Geometry]:
     """Per move text: (from, to, distance, squares passed over, straight?, within 2x2?)."""
-    table = {}
+    table: dict[str, Geometry] = {}
     for text, (fx, fy, tx, ty) in MOVE_XY.items():
         on = fx < n and fy < n and tx < n and ty < n
         frm, to = (fy * n + fx, ty * n + tx) if on else (-1, -1)
@@ -761,7 +834,7 @@ def _geometry(n: int):
         adx, ady = abs(dx), abs(dy)
         straight = dx == 0 or dy == 0 or adx == ady
         dist = max(adx, ady)
-        passed = ()
+        passed: tuple[int, ...] = ()
         if straight and on and dist > 1:
             sx, sy = (dx > 0) - (dx < 0), (dy > 0) - (dy < 0)
             passed = tuple((fy + sy * i) * n + fx + sx * i for i in range(1, dist))
@@ -794,7 +867,7 @@ def _outcomes(n: int) -> list[list[int]]:
 _OFF_PLAIN = 3  # more than any plain reach (2; a crown 1; 0 under dash, leap or surge)
 
 
-def _plain(geometry: dict) -> dict:
+def _plain(geometry: dict[str, Geometry]) -> dict[str, tuple[int, int, int, int]]:
     """Per move text: (from, to, reach needed, square passed over or -1) for the moves `play_log`
     may take inline: straight, on the board, one or two squares; for any other, a reach needed
     that no piece has (`_OFF_PLAIN`), so that one comparison sends it to `play`."""

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar, cast
 
+from ..verdict import Record
 from .board import TURN_LIMIT, square_name
-from .bots import make_player
-from .position import Position
+from .bots import Move, make_player
+from .position import Lineups, Position, Target, Turn
+
+_T = TypeVar("_T")
 
 EPOCH = datetime(2026, 11, 30, tzinfo=UTC)
 # Weighted tables: the names are replays/vocabulary.py's (tests/test_vocabulary.py holds them).
@@ -24,7 +28,7 @@ HUMAN_LEVELS = ((0, 5), (1, 30), (2, 40), (3, 20), (4, 5))  # how well people pl
 QUIT_RATE = 0.06  # games that end in a timeout or a resignation
 
 
-def _weighted(rng: random.Random, table):
+def _weighted(rng: random.Random, table: Sequence[tuple[_T, int]]) -> _T:
     return rng.choices([v for v, _ in table], [w for _, w in table])[0]
 
 
@@ -42,13 +46,13 @@ def simulate_game(
     levels: tuple[int, int] = (2, 2),
     picks: tuple[list[str], list[str]] | None = None,
     first: int | None = None,
-    lineups=None,
-    ai: dict | None = None,
+    lineups: Lineups | None = None,
+    ai: dict[str, int] | None = None,
     challenge_id: str | None = None,
     quit_rate: float = 0.0,
-    client: dict | None = None,
+    client: dict[str, str] | None = None,
     ended_at: str | None = None,
-) -> dict:
+) -> Record:
     """Play one game between two players of the given levels (0 = random, 1..4 bots)."""
     n = board
     players = [make_player(levels[0], rng), make_player(levels[1], rng)]
@@ -68,7 +72,7 @@ def simulate_game(
     else:
         first = rng.randrange(2) if first is None else first
         pos = Position.start_position(n, lineups, first, picks)
-    turns = []
+    turns: list[Turn] = []
     quit_at = rng.randrange(2, 2 * TURN_LIMIT[n]) if rng.random() < quit_rate else None
     while not pos.over and len(turns) != quit_at:
         power, target, moves = players[pos.to_move].turn(pos)
@@ -80,6 +84,7 @@ def simulate_game(
             if pos.over and i == 0:
                 break
         pos.end_turn()
+    result: dict[str, Any]
     if pos.over:
         result = {"winner": pos.winner, "reason": pos.reason}
         result["points"] = (
@@ -107,14 +112,15 @@ def simulate_game(
     }
 
 
-def _turn_record(power, target, moves, n: int) -> dict:
-    t = {}
+def _turn_record(power: str | None, target: Target, moves: list[Move], n: int) -> Turn:
+    t: Turn = {}
     if power:
         t["power"] = power
-        if power == "swap":
-            t["target"] = [square_name(target[0], n), square_name(target[1], n)]
+        if power == "swap":  # (the power decides the target's type: see Position.use_power)
+            a, b = cast("tuple[int, int]", target)
+            t["target"] = [square_name(a, n), square_name(b, n)]
         elif power != "double":
-            t["target"] = square_name(target, n)
+            t["target"] = square_name(cast(int, target), n)
     t["moves"] = [f"{square_name(a, n)}-{square_name(b, n)}" for a, b in moves]
     return t
 
@@ -124,10 +130,11 @@ def _date(rng: random.Random) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_CHALLENGES: dict[tuple[str, int], dict] = {}
+# (id, board, lineups) -> the position
+_CHALLENGES: dict[tuple[str, int, tuple[tuple[int, ...], ...]], Record] = {}
 
 
-def challenge_position(challenge_id: str, n: int, lineups) -> dict:
+def challenge_position(challenge_id: str, n: int, lineups: Lineups) -> Record:
     """The set position of a challenge: the same for everyone with the same id (R9)."""
     key = (challenge_id, n, tuple(map(tuple, lineups)))
     if key not in _CHALLENGES:
@@ -158,7 +165,12 @@ def challenge_position(challenge_id: str, n: int, lineups) -> dict:
     return _CHALLENGES[key]
 
 
-def random_game_settings(rng: random.Random, board=None, powers=None, hidden=None) -> dict:
+def random_game_settings(
+    rng: random.Random,
+    board: int | None = None,
+    powers: bool | None = None,
+    hidden: bool | None = None,
+) -> dict[str, Any]:
     """Mode, rules and players for one realistic game."""
     mode = _weighted(rng, MODES)
     n = board or (5 if rng.random() < 0.75 else 7)
@@ -181,7 +193,7 @@ def random_game_settings(rng: random.Random, board=None, powers=None, hidden=Non
 def simulate_games(
     n: int, *, board: int | None = None, powers: bool | None = None,
     hidden: bool | None = None, seed: int = 0, max_level: int = 4,
-) -> Iterator[dict]:  # fmt: skip
+) -> Iterator[Record]:  # fmt: skip
     """`n` realistic games: a spread of modes, platforms, client versions, dates and players."""
     rng = random.Random(seed)
     for _ in range(n):

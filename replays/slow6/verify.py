@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from itertools import compress, count, repeat
 from operator import itemgetter
+from typing import Any, NoReturn, cast
 
-from ..verdict import Verdict, invalid, valid
-from .board import BOARDS, TURN_LIMIT, back_row, parse_square, square_name
+from ..verdict import Record, Verdict, invalid, valid
+from ..vocabulary import BOARDS
+from .board import TURN_LIMIT, back_row, parse_square, square_name
 from .facts import PieceColumns, Slow6Facts, TurnColumns
-from .position import Counters, Position, RuleBroken
+from .position import Counters, Position, RuleBroken, Turn
 
 REASON_RULE = {"home": "R6.1", "wipeout": "R6.2", "points": "R6.3"}
 SQUARE_NAMES = {n: [square_name(q, n) for q in range(n * n)] for n in BOARDS}
@@ -17,17 +19,17 @@ SQUARE_NAMES = {n: [square_name(q, n) for q in range(n * n)] for n in BOARDS}
 class RecordFault(Exception):
     """A fault of the record as a whole (no turn)."""
 
-    def __init__(self, rule: str, message: str):
+    def __init__(self, rule: str, message: str) -> None:
         super().__init__(message)
         self.rule = rule
         self.message = message
 
 
-def verify(record: dict) -> Verdict:
+def verify(record: Record) -> Verdict:
     return replay(record)[0]
 
 
-def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | None]:
+def replay(record: Record, collect: bool = False) -> tuple[Verdict, Slow6Facts | None]:
     """Replay every turn; with `collect`, also return the facts storage needs (valid games)."""
     gid = record.get("game_id")
     try:
@@ -35,8 +37,9 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
     except RecordFault as e:
         return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
     turns = record["turns"]
+    counters = None
     if collect:  # facts for storage, counted per turn; the plain verifier does not need them
-        pos.counters = Counters(len(turns), len(pos.side))
+        pos.counters = counters = Counters(len(turns), len(pos.side))
     try:
         pos.play_log(turns, play_turn)
     except RuleBroken as e:
@@ -46,11 +49,11 @@ def replay(record: dict, collect: bool = False) -> tuple[Verdict, Slow6Facts | N
         judge_result(pos, record["result"])
     except RecordFault as e:
         return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
-    facts = _facts(pos, record) if collect else None
+    facts = _facts(pos, record, counters) if counters is not None else None
     return valid(gid), facts
 
 
-def setup(record: dict) -> Position:
+def setup(record: Record) -> Position:
     rules = record["rules"]
     n = rules["board"]
     picks = record["powers"]
@@ -72,17 +75,18 @@ def setup(record: dict) -> Position:
     return Position.start_position(n, lineups, record["first"], picks)
 
 
-def check_position(position: dict, n: int, first: int) -> None:
+def check_position(position: Record, n: int, first: int) -> None:
     """R9.2: a set position must be consistent, or the record breaks R9.1."""
 
-    def fault(msg: str):
+    def fault(msg: str) -> NoReturn:
         raise RecordFault("R9.1", f"challenge position: {msg}")
 
     to_move = position["to_move"]
     if first != to_move:
         fault(f"first is {first} but side {to_move} is to move")
-    squares, starts = set(), set()
-    sides = set()
+    squares: set[int] = set()
+    starts: set[tuple[int, int]] = set()
+    sides: set[int] = set()
     for pc in position["pieces"]:
         s, rank = pc["side"], pc["rank"]
         sides.add(s)
@@ -112,7 +116,7 @@ def check_position(position: dict, n: int, first: int) -> None:
         fault(f"turns_taken {taken} does not fit side {to_move} to move")
 
 
-def play_turn(pos: Position, turn: dict) -> None:
+def play_turn(pos: Position, turn: Turn) -> None:
     if pos.over:
         raise RuleBroken("R6.5", f"the game already ended ({pos.reason})")
     moves = turn["moves"]
@@ -151,7 +155,7 @@ def _example_move(pos: Position, s: int, exclude: int = -1) -> str:
     return f"{square_name(frm, pos.n)}-{square_name(to, pos.n)}"
 
 
-def judge_result(pos: Position, result: dict) -> None:
+def judge_result(pos: Position, result: Record) -> None:
     """R10's whole-record faults: the claimed result must be what the log shows."""
     claimed, winner, points = result["reason"], result["winner"], result.get("points")
     if pos.over:
@@ -164,9 +168,9 @@ def judge_result(pos: Position, result: dict) -> None:
             raise RecordFault(
                 REASON_RULE[claimed], f"{claimed} claimed, but the game ended by {real}"
             )
-        if winner != pos.winner:
+        if winner != pos.winner:  # (the reason claimed is the real one, here)
             raise RecordFault(
-                REASON_RULE[real], f"winner {winner} claimed, but {_who(pos.winner)} ({real})"
+                REASON_RULE[claimed], f"winner {winner} claimed, but {_who(pos.winner)} ({real})"
             )
     else:
         if claimed in REASON_RULE:
@@ -189,44 +193,44 @@ def judge_result(pos: Position, result: dict) -> None:
             )
 
 
-def _who(winner) -> str:
+def _who(winner: int | None) -> str:
     return "the game was a draw" if winner is None else f"side {winner} won"
 
 
-def _facts(pos: Position, record: dict) -> Slow6Facts:
-    """What storage keeps of a valid game, column by column: the replay's counters and
+def _facts(pos: Position, record: Record, c: Counters) -> Slow6Facts:
+    """What storage keeps of a valid game, column by column: the replay's counters `c` and
     per-pid lists as they are, and C-level iteration (map, compress) for the rest; no object
     per turn or piece (storage builds its Arrow columns from these lists)."""
     result = record["result"]
-    winner = pos.winner if pos.over else result["winner"]
-    reason = pos.reason if pos.over else result["reason"]
+    if pos.over and pos.reason is not None:  # (a game that is over has its reason)
+        winner, reason = pos.winner, pos.reason
+    else:
+        winner, reason = result["winner"], result["reason"]
     turns = record["turns"]
-    powers = list(map(dict.get, turns, repeat("power")))
+    powers: list[str | None] = list(map(dict.get, turns, repeat("power")))
     first = record["first"]  # turns strictly alternate
-    c = pos.counters
     columns = TurnColumns(
         first, powers, list(map(itemgetter("moves"), turns)), c.fights, c.removed, c.stuns,
         c.catches, c.promotions, c.trapped,
     )  # fmt: skip
-    used = {}
-    for i in compress(count(), powers):  # the turns with a power
-        used[(first if i % 2 == 0 else 1 - first, powers[i])] = i
-    return Slow6Facts(winner, reason, pos.points(), columns, _piece_columns(pos), used)
+    used: dict[tuple[int, str], int] = {}
+    for i in compress(count(), powers):  # the turns with a power (so powers[i] is a str)
+        used[(first if i % 2 == 0 else 1 - first, cast(str, powers[i]))] = i
+    return Slow6Facts(winner, reason, pos.points(), columns, _piece_columns(pos, c), used)
 
 
-def _piece_columns(pos: Position) -> PieceColumns:
+def _piece_columns(pos: Position, c: Counters) -> PieceColumns:
     removed = [at if sq < 0 else None for sq, at in zip(pos.pos, pos.removed_at, strict=True)]
     home = [False] * len(removed)
     if pos.home_pid is not None:
         home[pos.home_pid] = True
-    c = pos.counters
     return PieceColumns(
         pos.side[:], list(map(SQUARE_NAMES[pos.n].__getitem__, pos.start)), pos.orig,
         c.promoted_at, removed, c.revealed_at, c.moved, c.stunned_count, home,
     )  # fmt: skip
 
 
-def frames(record: dict) -> dict:
+def frames(record: Record) -> dict[str, Any]:
     """The game turn by turn for a viewer (see `replays.slow6.frames`)."""
     from .frames import frames as _frames
 

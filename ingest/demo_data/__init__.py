@@ -1,0 +1,1 @@
+"""The demo dataset `balance serve --demo` loads (made by `balance simulate --demo-set`)."""
