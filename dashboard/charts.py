@@ -87,8 +87,9 @@ def _finish(make, data: list[dict], facet: str | None, key: tuple, columns: int 
             out = chart.facet(
                 facet=alt.Facet(f"{facet}:N", title=None), columns=columns, data=PLACEHOLDER
             )
-            for channel in resolve:  # each panel its own categories (5x5 and 7x7 differ)
-                out = out.resolve_scale(**{channel: "independent"})
+            if resolve:  # each panel its own categories (5x5 and 7x7 differ); in one call:
+                # a second resolve_scale() replaces the first (x fell back to shared)
+                out = out.resolve_scale(**dict.fromkeys(resolve, "independent"))
         else:
             out = chart.properties(data=PLACEHOLDER)
         spec = out.to_dict(validate=VALIDATE)
@@ -142,14 +143,16 @@ def rate_chart(
                 tooltip=tips,
             )
         )
+        # One legend for colour and shape (the same field): a layer that turned its legend
+        # off while another kept it made Vega warn 'Conflicting legend property "disable"'.
         dots = (
             alt.Chart()
             .mark_point(filled=True, size=60, clip=True)
             .encode(
                 y=y,
                 x="rate:Q",
-                color=alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=None),
-                shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
+                color=alt.Color("_sample:N", scale=SAMPLE_SCALE),
+                shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=alt.Legend(title=None)),
                 tooltip=tips,
             )
         )
@@ -170,7 +173,9 @@ def rate_chart(
 
     key = ("rate", label, reference, min_n, x_title, domain, width, n_field, height,
            reference_field)  # fmt: skip
-    return _finish(make, data, facet, key, columns, resolve=("y",) if facet else ())
+    # x resolved per panel too: a shared x axis is drawn under every column of the grid, the
+    # empty cells of the last row included (a stray axis under no panel)
+    return _finish(make, data, facet, key, columns, resolve=("x", "y") if facet else ())
 
 
 def heatmap(
@@ -278,8 +283,11 @@ def trend(
     min_n: int = SMALL_N,
     facet: str | None = None,
     y_title: str = "score rate, 95% interval",
+    columns: int = 2,
 ) -> dict:
-    """Rate over time (or versions): points with error bars, joined by a thin line."""
+    """Rate over time (or versions): points with error bars, joined by a thin line. Several
+    series are drawn as small multiples (`facet`, one panel a series), not as many coloured
+    lines on one axis; `color` is for two or three lines a panel at most."""
     data = mark_rows(rows, min_n)
 
     def make():
@@ -316,4 +324,4 @@ def trend(
         return alt.layer(band, line, dots, ref).properties(width=width, height=height)
 
     key = ("trend", x, color, x_type, width, height, min_n, y_title)
-    return _finish(make, data, facet, key)
+    return _finish(make, data, facet, key, columns)

@@ -83,6 +83,12 @@ class Filters:
                 f.values[key] = raw
             else:
                 f.errors.append(f"{LABELS[key]}: {raw!r} is not a valid value (ignored)")
+        mode = f.values.get("mode")
+        if "ai_level" in f.values and mode not in (None, "computer"):
+            f.errors.append(
+                f"AI level: only computer games have one, so no {mode} game matches it (the "
+                "charts whose tables have no AI level still count them)"
+            )
         return f
 
     def get(self, key: str) -> str | None:

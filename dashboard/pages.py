@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
@@ -38,6 +39,29 @@ bp = Blueprint(
 )
 bp.before_request(require_token)
 
+GZIP_MIN = 1024  # bytes: smaller pages are sent as they are
+
+
+@bp.after_request
+def _compress(resp: Response) -> Response:
+    """gzip the HTML pages (100+ KB of chart specs each, ~10x smaller) for clients that take it;
+    the JS bundle has its own (pre-compressed) answer."""
+    resp.vary.add("Accept-Encoding")
+    if (
+        resp.mimetype == "text/html"
+        and not resp.direct_passthrough
+        and "Content-Encoding" not in resp.headers
+        and "gzip" in request.headers.get("Accept-Encoding", "")
+        and resp.status_code == 200
+    ):
+        body = resp.get_data()
+        if len(body) >= GZIP_MIN:
+            import gzip
+
+            resp.set_data(gzip.compress(body, compresslevel=5))
+            resp.headers["Content-Encoding"] = "gzip"
+    return resp
+
 
 def _catalog():
     from . import catalog
@@ -70,8 +94,32 @@ def _nav():
         "nav_pages": [(key, page.title) for key, page in _catalog().PAGES.items()],
         "nav_query": f.query_string(),
         "bundle_url": url_for("dashboard.bundle", filename=assets_mod.FILENAME),
+        "simulated": simulated_games(),
         "_g": g,
     }
+
+
+SIMULATED = "%+sim"  # the build label the demo's client versions carry (replays/demoset.py)
+_SIMULATED: dict = {}
+
+
+def simulated_games() -> int:
+    """How many stored games (Slow6 and Slide) are simulated, per snapshot: the banner's."""
+    try:
+        snaps = snapshots(current_app)
+        key = snaps.snapshot_at
+        if key not in _SIMULATED:
+            like = sql_literal(SIMULATED)
+            sql = (
+                f"SELECT (SELECT count(*) FROM games WHERE client_version LIKE {like}) + "
+                f"(SELECT count(*) FROM slide_games WHERE client_version LIKE {like})"
+            )
+            result = snaps.run(sql, limit=1, timeout=5)
+            _SIMULATED.clear()
+            _SIMULATED[key] = int(result.table.column(0)[0].as_py() or 0)
+        return _SIMULATED[key]
+    except Exception:  # no snapshot or no tables yet: no banner
+        return 0
 
 
 def _freshness(ctx: Ctx, page=None) -> dict:
@@ -108,6 +156,7 @@ def render_page(name: str):
         abort(404)
     ctx = _ctx(page=page)
     views = [build(chart, ctx) for chart in page.charts]
+    coverage, partial = _coverage(ctx, page, views)
     html = render_template(
         "page.html",
         page=page,
@@ -116,12 +165,34 @@ def render_page(name: str):
         views=views,
         form=_filter_form(ctx, page),
         fresh=_freshness(ctx, page),
-        coverage=catalog.coverage(ctx, page),
+        coverage=coverage,
+        partial=partial,
         console_link=console_link,
         query=ctx.filters.query_string(),
         title=page.title,
+        brand=f"{page.game_label} balance" if page.game_label else None,
     )
     return Response(html, mimetype="text/html")
+
+
+def _coverage(ctx: Ctx, page, views) -> tuple[int | None, dict | None]:
+    """Games under the filters, and, when some charts of the page cannot take a chosen filter
+    (their table has no such column), the games those charts count: the filters they do take.
+    So "0 games" above charts full of data says why: e.g. AI level, which only computer games
+    have, next to charts whose tables carry no AI level."""
+    catalog = _catalog()
+    ctx.params["_skipped"] = set()
+    games = catalog.coverage(ctx, page)
+    if games is None:
+        return None, None
+    own = ctx.params.get("_skipped", set())  # filters the count itself could not take
+    chosen = ctx.filters.values
+    skipped = sorted({k for v in views for k in v.skipped if k in chosen} - own)
+    if not skipped:
+        return games, None
+    reduced = Ctx(Filters({k: v for k, v in chosen.items() if k not in skipped}), ctx.snapshots)
+    wider = catalog.coverage(reduced, page)
+    return games, {"labels": [LABELS[k] for k in skipped], "games": wider}
 
 
 @bp.get("/")
@@ -182,55 +253,131 @@ def bundle(filename: str):
 UUID_RE = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
-def explorer_sql(args) -> tuple[str, dict]:
-    """The explorer's query: verified and quarantined Slow6 games in one shape, newest first.
+PER_PAGE = 200
+GAME_ID_PREFIX = re.compile(r"[0-9a-f]{4}[0-9a-f-]{0,32}")
+RULE_RE = re.compile(r"[RS]\d{1,2}(\.\d{1,2})?")
 
-    Each branch filters and keeps its newest 200 before the union; quarantined records are
-    decoded (raw_json) only after the filters their own columns can take."""
-    chosen: dict[str, str] = {}
+
+def _lineup_ok(text: str) -> bool:
+    """A lineup of a board: ranks 1..N, each once (N = 5 or 7)."""
+    return len(text) in (5, 7) and sorted(text) == [str(i) for i in range(1, len(text) + 1)]
+
+
+@dataclass
+class Explorer:
+    """The explorer's query under its filters: the listing SQL (a page of games, newest first),
+    the totals SQL (how many match, and W/D/L of the verified ones), what was chosen (as typed,
+    so the form keeps it) and what was not understood."""
+
+    sql: str
+    totals_sql: str
+    chosen: dict
+    errors: list[str]
+    page: int
+    perspective: str | None  # whose W/D/L the totals give ("the side with lineup 31524")
+
+
+def explorer_query(args) -> Explorer:
+    """Verified and quarantined Slow6 games in one shape, newest first, `PER_PAGE` a page.
+
+    Each branch filters and keeps its newest page * PER_PAGE before the union; quarantined
+    records are decoded (raw_json) only after the filters their own columns can take."""
     f = Filters.from_args(args)
-    chosen.update(f.values)
+    chosen: dict[str, str] = dict(f.values)
+    errors = list(f.errors)
     played: list[str] = []  # need the game itself: games columns, or the quarantined record
+    verified_only: list[str] = []
+    sides: list[tuple[str, str]] = []  # per filter, its condition on side 0 and on side 1
+    who: list[str] = []
+
     lineup = (args.get("lineup") or "").strip()
-    if re.fullmatch(r"[1-7]{5}|[1-7]{7}", lineup):
+    if lineup:
         chosen["lineup"] = lineup
-        lit = sql_literal(lineup)
-        played.append(f"(lineup_0 = {lit} OR lineup_1 = {lit})")
-    power = args.get("power") or ""
-    if power in POWERS:
+        if _lineup_ok(lineup):
+            lit = sql_literal(lineup)
+            played.append(f"(lineup_0 = {lit} OR lineup_1 = {lit})")
+            sides.append((f"lineup_0 = {lit}", f"lineup_1 = {lit}"))
+            who.append(f"lineup {lineup}")
+        else:
+            errors.append(
+                f"Lineup: {lineup!r} is not a lineup (the ranks 1..5 or 1..7 by file, each once: "
+                "31524) (ignored)"
+            )
+    power = (args.get("power") or "").strip().lower()
+    if power:
         chosen["power"] = power
-        lit = sql_literal(power)
-        played.append(f"(list_contains(powers_0, {lit}) OR list_contains(powers_1, {lit}))")
-    reason = args.get("reason") or ""
-    if reason in REASONS:
+        if power in POWERS:
+            lit = sql_literal(power)
+            played.append(f"(list_contains(powers_0, {lit}) OR list_contains(powers_1, {lit}))")
+            sides.append((f"list_contains(powers_0, {lit})", f"list_contains(powers_1, {lit})"))
+            who.append(f"power {power}")
+        else:
+            errors.append(f"Power: {power!r} is not a power ({', '.join(POWERS)}) (ignored)")
+    reason = (args.get("reason") or "").strip().lower()
+    if reason:
         chosen["reason"] = reason
-        played.append(f"reason = {sql_literal(reason)}")
-    rule = (args.get("rule") or "").strip()
-    if re.fullmatch(r"[RS]\d{1,2}(\.\d{1,2})?", rule):
+        if reason in REASONS:
+            played.append(f"reason = {sql_literal(reason)}")
+        else:
+            errors.append(f"Reason: {reason!r} is not an end reason (ignored)")
+    rule = (args.get("rule") or "").strip().upper()
+    rule_cond = None
+    if rule:
         chosen["rule"] = rule
-    status = args.get("status") or ""
-    if status in ("verified", "quarantined"):
+        if RULE_RE.fullmatch(rule):
+            # "R8" is every rule of R8 (R8, R8.1, R8.11, ...); "R8.1" is that one only
+            rule_cond = (
+                f"rule = {sql_literal(rule)}"
+                if "." in rule
+                else f"(rule = {sql_literal(rule)} OR rule LIKE {sql_literal(rule + '.%')})"
+            )
+        else:
+            errors.append(
+                f"Rule: {rule!r} is not a rule (R2.2, or R8 for every rule of R8; S2.4) (ignored)"
+            )
+            rule = ""
+    status = (args.get("status") or "").strip().lower()
+    if status:
         chosen["status"] = status
+        if status not in ("verified", "quarantined"):
+            errors.append(f"Status: {status!r} is not verified or quarantined (ignored)")
+            status = ""
+    game_id = (args.get("game_id") or "").strip().lower()
+    id_cond = None
+    if game_id:
+        chosen["game_id"] = game_id
+        if GAME_ID_PREFIX.fullmatch(game_id):
+            id_cond = f"CAST(game_id AS VARCHAR) LIKE {sql_literal(game_id + '%')}"
+        else:
+            errors.append(
+                f"Game id: {game_id!r} is not a game id or its start (4 or more hex digits) "
+                "(ignored)"
+            )
+    page = 1
+    raw_page = (args.get("page") or "").strip()
+    if raw_page:
+        if raw_page.isdigit() and 1 <= int(raw_page) <= 10_000:
+            page = int(raw_page)
+        else:
+            errors.append(f"Page: {raw_page!r} is not a page number (ignored)")
     # mode, platform, client version and dates are columns of both games and quarantine
     common, _ = f.conditions({"mode", "platform", "client_version", "ended_at"}, "ended_at")
+    if id_cond:
+        common.append(id_cond)
     rules_of_play, _ = f.conditions({"board", "variant", "ai_level"})
     played += rules_of_play
+    keep = page * PER_PAGE
 
     def where(conds: list[str]) -> str:
         return ("WHERE " + "\n    AND ".join(conds)) if conds else ""
 
-    branches = []
+    verified = None
     if status != "quarantined" and not rule:
-        branches.append(f"""  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level,
-         platform, client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
-         NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
-  FROM games
-  {where(common + played)}
-  ORDER BY ended_at DESC LIMIT 200""")
+        verified = f"FROM games\n  {where(common + played + verified_only)}"
+    quarantined = None
     if status != "verified":
-        qconds = ["game = 'slow6'", *common] + ([f"rule = {sql_literal(rule)}"] if rule else [])
-        early = "" if played else " ORDER BY ended_at DESC LIMIT 200"
-        branches.append(f"""  SELECT * FROM (
+        qconds = ["game = 'slow6'", *common] + ([rule_cond] if rule_cond else [])
+        quarantined = f"""FROM (
     SELECT q.game_id, 'quarantined' AS status, (j->>'$.rules.board')::INTEGER AS board,
            CASE WHEN (j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
                 WHEN (j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END AS variant,
@@ -241,36 +388,100 @@ def explorer_sql(args) -> tuple[str, dict]:
            CAST(j->'$.powers[1]' AS VARCHAR[]) AS powers_1,
            (j->>'$.result.winner')::INTEGER AS winner, j->>'$.result.reason' AS reason,
            json_array_length(j->'$.turns') AS turns, q.rule, q.turn AS broken_turn, q.ended_at
-    FROM (SELECT * FROM quarantine {where(qconds)}{early}) q
+    FROM (SELECT * FROM quarantine {where(qconds)}{{early}}) q
     JOIN (SELECT game_id, record, codec FROM raw_records WHERE status = 'quarantined') r
       USING (game_id),
     LATERAL (SELECT raw_json(r.record, r.codec)::JSON AS j)
   )
-  {where(played)}
-  ORDER BY ended_at DESC LIMIT 200""")
+  {where(played)}"""
+
+    branches = []
+    if verified:
+        branches.append(f"""  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level,
+         platform, client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
+         NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
+  {verified}
+  ORDER BY ended_at DESC LIMIT {keep}""")
+    if quarantined:
+        early = "" if played else f" ORDER BY ended_at DESC LIMIT {keep}"
+        branches.append(f"""  SELECT * {quarantined.replace("{early}", early)}
+  ORDER BY ended_at DESC LIMIT {keep}""")
     if not branches:
         branches.append("  SELECT NULL::UUID AS game_id, NULL::TIMESTAMP AS ended_at WHERE false")
     union = "\n  UNION ALL BY NAME\n".join(f"(\n{b}\n)" for b in branches)
+    offset = f" OFFSET {(page - 1) * PER_PAGE}" if page > 1 else ""
     sql = f"""SELECT * FROM (
 {union}
 )
 ORDER BY ended_at DESC
-LIMIT 200"""
-    return sql, chosen
+LIMIT {PER_PAGE}{offset}"""
+
+    # the totals: every game that matches, and W/D/L of the verified ones, seen from the side
+    # the lineup / power filters pick (else side 0 against side 1)
+    if sides:
+        s0 = " AND ".join(a for a, _ in sides)
+        s1 = " AND ".join(b for _, b in sides)
+        wdl = (
+            f"count(*) FILTER (WHERE {s0} AND winner = 0) + "
+            f"count(*) FILTER (WHERE {s1} AND winner = 1) AS wins, "
+            f"count(*) FILTER (WHERE {s0} AND winner IS NULL) + "
+            f"count(*) FILTER (WHERE {s1} AND winner IS NULL) AS draws, "
+            f"count(*) FILTER (WHERE {s0} AND winner = 1) + "
+            f"count(*) FILTER (WHERE {s1} AND winner = 0) AS losses"
+        )
+        perspective = "the side with " + " and ".join(who)
+    else:
+        wdl = (
+            "count(*) FILTER (WHERE winner = 0) AS wins, "
+            "count(*) FILTER (WHERE winner IS NULL) AS draws, "
+            "count(*) FILTER (WHERE winner = 1) AS losses"
+        )
+        perspective = None
+    v_totals = (
+        f"(SELECT count(*) AS verified, {wdl} {verified})"
+        if verified
+        else "(SELECT 0 AS verified, 0 AS wins, 0 AS draws, 0 AS losses)"
+    )
+    q_totals = (
+        f"(SELECT count(*) AS quarantined {quarantined.replace('{early}', '')})"
+        if quarantined
+        else "(SELECT 0 AS quarantined)"
+    )
+    totals_sql = f"SELECT * FROM {v_totals} v, {q_totals} q"
+    return Explorer(sql, totals_sql, chosen, errors, page, perspective)
+
+
+def explorer_sql(args) -> tuple[str, dict]:
+    """The listing query and the chosen filters (see `explorer_query`)."""
+    q = explorer_query(args)
+    return q.sql, q.chosen
 
 
 @bp.get("/games")
 def explorer():
     ctx = _ctx(with_defaults=False)
-    sql, chosen = explorer_sql(request.args)
+    q = explorer_query(request.args)
     rows, error = [], None
     columns: list[str] = []
+    totals = None
     try:
-        result = snapshots(current_app).run(sql, limit=200, timeout=10)
+        snaps = snapshots(current_app)
+        result = snaps.run(q.sql, limit=PER_PAGE, timeout=10)
         columns = result.columns
         rows = [dict(zip(columns, r, strict=False)) for r in export.rows(result.table)]
+        t = snaps.run(q.totals_sql, limit=1, timeout=10)
+        totals = dict(zip(t.columns, export.rows(t.table)[0], strict=False))
     except QueryError as exc:
         error = exc.message
+    matched = (totals["verified"] + totals["quarantined"]) if totals else len(rows)
+    pages = max(1, -(-matched // PER_PAGE))
+    args = {k: v for k, v in request.args.items() if k != "page"}
+
+    def page_url(n: int) -> str:
+        return url_for("dashboard.explorer") + "?" + urlencode({**args, "page": n})
+
+    form = _filter_form(ctx)
+    form["errors"] = q.errors
     html = render_template(
         "explorer.html",
         active="games",
@@ -278,9 +489,17 @@ def explorer():
         rows=rows,
         columns=columns,
         error=error,
-        sql=sql,
-        chosen=chosen,
-        form=_filter_form(ctx),
+        sql=q.sql,
+        totals=totals,
+        perspective=q.perspective,
+        page=q.page,
+        pages=pages,
+        per_page=PER_PAGE,
+        first_row=(q.page - 1) * PER_PAGE + 1,
+        prev_url=page_url(q.page - 1) if q.page > 1 else None,
+        next_url=page_url(q.page + 1) if q.page < pages else None,
+        chosen=q.chosen,
+        form=form,
         fresh=_freshness(ctx),
         reasons=REASONS,
         powers=POWERS,
@@ -296,7 +515,7 @@ def load_record(game_id: str):
     if not UUID_RE.fullmatch(game_id):
         abort(404)
     sql = (
-        "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message "
+        "SELECT raw_json(r.record, r.codec), r.status, q.rule, q.turn, q.message, q.seat "
         "FROM raw_records r "
         "LEFT JOIN quarantine q USING (game_id) "
         f"WHERE r.game_id = {sql_literal(game_id.lower())}::UUID"
@@ -305,9 +524,9 @@ def load_record(game_id: str):
     rows = export.rows(result.table)
     if not rows:
         abort(404)
-    raw, status, rule, turn, message = rows[0]
+    raw, status, rule, turn, message, seat = rows[0]
     record = orjson.loads(raw)
-    quarantine = {"rule": rule, "turn": turn, "message": message} if rule else None
+    quarantine = {"rule": rule, "turn": turn, "message": message, "seat": seat} if rule else None
     return record, status, quarantine
 
 
@@ -316,6 +535,8 @@ def game(game_id: str):
     from .frames import frames
 
     record, status, quarantine = load_record(game_id)
+    if record.get("game") == "slide":
+        return slide_game(game_id, record, status, quarantine)
     try:
         replay = frames(record)
     except ValueError as exc:
@@ -342,5 +563,26 @@ def game(game_id: str):
         start=start,
         fresh=_freshness(_ctx(with_defaults=False)),
         back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+    )
+    return Response(html, mimetype="text/html")
+
+
+def slide_game(game_id: str, record: dict, status: str, quarantine: dict | None):
+    """A Slide game: each round's plays and every seat's grid, up to a broken rule."""
+    from .frames import slide_rounds
+
+    replay = slide_rounds(record)
+    html = render_template(
+        "game_slide.html",
+        active="games",
+        title=f"Slide game {game_id}",
+        game_id=game_id,
+        record=record,
+        status=status,
+        quarantine=quarantine,
+        replay=replay,
+        fresh=_freshness(_ctx(with_defaults=False)),
+        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+        brand="Slide balance",
     )
     return Response(html, mimetype="text/html")

@@ -95,6 +95,7 @@ class Chart:
     table_rows: int = 0  # also show the first N rows as an HTML table
     draw_limit: int = 0  # draw only the first N rows (the table and CSV keep them all)
     wide: bool = False
+    empty: str = ""  # what an empty table means, when it is not "nothing under the filters"
 
 
 @dataclass
@@ -115,8 +116,14 @@ class ChartView:
         return self.chart.id
 
 
+UNSIGNED = (pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
+
+
 def frame_of(table: pa.Table) -> pl.DataFrame:
-    """Arrow -> Polars; DuckDB's sum() of integers is HUGEINT (Decimal in Arrow): back to ints."""
+    """Arrow -> Polars; DuckDB's sum() of integers is HUGEINT (Decimal in Arrow): back to ints.
+    Unsigned integers (the store's UTINYINT board, turns, ...) become Int64 too: a difference
+    of two of them would overflow (`w - first` on UINT8), in the charts' code and in the CSV
+    an analyst loads."""
     if not (table.num_rows or table.num_columns):
         return pl.DataFrame()
     frame = pl.from_arrow(table)
@@ -124,6 +131,11 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
         pl.col(name).cast(pl.Int64 if dtype.scale == 0 else pl.Float64)
         for name, dtype in frame.schema.items()
         if isinstance(dtype, pl.Decimal)
+    ]
+    casts += [
+        pl.col(name).cast(pl.Int64)
+        for name, dtype in frame.schema.items()
+        if isinstance(dtype, UNSIGNED) or dtype in UNSIGNED
     ]
     return frame.with_columns(casts) if casts else frame
 

@@ -11,6 +11,9 @@ import urllib.request
 import orjson
 
 from . import config as settings
+from . import lake_commands
+
+DEMO_SET = -1  # `--demo` without N: the shipped dataset
 
 
 def register(sub) -> None:
@@ -24,12 +27,16 @@ def register(sub) -> None:
     p.add_argument(
         "--demo",
         type=int,
+        nargs="?",
+        const=DEMO_SET,
         default=0,
         metavar="N",
-        help="first load N simulated Slow6 games (and N/2 Slide games)",
+        help="first load the shipped demo dataset (20,400 Slow6 and 5,200 Slide simulated "
+        "games, ~30 s); with N, play N fresh Slow6 games (and N/2 Slide games) instead",
     )
     p.add_argument("--demo-level", type=int, default=2, help="bot strength for --demo (1..4)")
     p.add_argument("--quiet", action="store_true", help="no access log lines")
+    lake_commands.serve_arguments(p)
     p.set_defaults(run=run_serve)
 
     p = sub.add_parser("load-demo", help="load simulated games into a store (server stopped)")
@@ -38,6 +45,7 @@ def register(sub) -> None:
     p.add_argument("--slide", type=int, default=None, help="Slide games (default games/2)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--level", type=int, default=2, help="bot strength, 1..4 (4 is slow)")
+    p.add_argument("--set", action="store_true", help="load the shipped demo dataset instead")
     p.set_defaults(run=run_load_demo)
 
     p = sub.add_parser("reverify", help="re-run the verifier over every stored record")
@@ -50,14 +58,18 @@ def register(sub) -> None:
     )
     p.set_defaults(run=run_reverify)
 
+    lake_commands.register(sub)
+
 
 def _db(args) -> str:
-    return args.db or os.environ.get("BALANCE_DB") or settings.SETTINGS["BALANCE_DB"][0]
+    return args.db or os.environ.get("BALANCE_DB") or str(settings.SETTINGS["BALANCE_DB"][0])
 
 
 def run_serve(args) -> int:
     from .serve import configure_logging, run
 
+    if lake_commands.catalog_of(args):  # on a lake, not the file (docs/lake.md)
+        return lake_commands.serve_lake(args)
     db = _db(args)
     problem = _cannot_serve(db, args.host, args.port)
     if problem:
@@ -68,7 +80,10 @@ def run_serve(args) -> int:
         from .storage import Store
 
         with Store(db) as store:
-            _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
+            if args.demo == DEMO_SET:
+                _load_demo_set(store)
+            else:
+                _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
     settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
@@ -100,28 +115,66 @@ def run_load_demo(args) -> int:
     except Exception as exc:
         return _locked(exc)
     with store:
-        _load_demo(store, args.games, slide, args.seed, args.level)
+        if args.set:
+            _load_demo_set(store)
+        else:
+            _load_demo(store, args.games, slide, args.seed, args.level)
     return 0
 
 
 def _load_demo(store, slow6: int, slide: int, seed: int, level: int) -> None:
-    from . import jobs
-    from .demo import load_records, simulated_records
+    from .demo import labelled, load_records, simulated_records
 
-    print(
-        f"loading {slow6} simulated Slow6 and {slide} Slide games (bots level <= {level})",
-        flush=True,
-    )
-    load_records(
-        store,
-        simulated_records(slow6, slide, seed, level),
-        echo=lambda line: print(line, flush=True),
-    )
+    def echo(line: str) -> None:
+        print(line, flush=True)
+
+    echo(f"Simulating and loading {slow6:,} Slow6 games (bots level <= {level}), "
+         f"then {slide:,} Slide games (client versions labelled +sim)")  # fmt: skip
+    load_records(store, labelled(simulated_records(slow6, 0, seed, level)), echo=echo,
+                 label="Slow6", total=slow6, every=250)  # fmt: skip
+    if slide:
+        load_records(store, labelled(simulated_records(0, slide, seed, level)), echo=echo,
+                     label="Slide", total=slide, every=250)  # fmt: skip
+    _run_jobs(store)
+
+
+def _load_demo_set(store) -> None:
+    from .demo import load_demo_set
+
+    def echo(line: str) -> None:
+        print(line, flush=True)
+
+    echo("Loading the demo dataset (simulated games, client versions labelled +sim) through "
+         "the upload path")  # fmt: skip
+    load_demo_set(store, echo=echo)
+    _run_jobs(store)
+
+
+def _run_jobs(store) -> None:
+    import time
+
+    from . import jobs
+
+    print("Analysis jobs: computing the balance tables", flush=True)
+    started = time.perf_counter()
     summary = jobs.run_once(store)
     if summary is None:
-        print("analysis jobs: not installed, skipped")
-    else:
-        print(f"analysis jobs: {jobs._short(summary)}")
+        print("Analysis jobs: not installed, skipped")
+        return
+    took = time.perf_counter() - started
+    slide = summary.get("slide_games_read")
+    if slide is None:  # the summary counts Slow6 games only: the store has the Slide ones
+        cur = store.reader()
+        try:
+            (slide,) = cur.execute("SELECT count(*) FROM slide_games").fetchone()
+        finally:
+            cur.close()
+    print(
+        f"Analysis jobs: {summary.get('games_read', 0):,} verified Slow6 games"
+        + (f" and {slide:,} Slide games" if slide else "")
+        + f" read, {len(summary.get('tables') or ()):,} tables written in {took:.1f} s",
+        flush=True,
+    )
 
 
 def run_reverify(args) -> int:

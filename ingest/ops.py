@@ -1,16 +1,36 @@
-"""GET /healthz, /metrics and /openapi.json: for load balancers, Prometheus and client devs."""
+"""GET /, /healthz, /metrics and /openapi.json: for people, load balancers, Prometheus and
+client devs."""
 
 from __future__ import annotations
 
 import time
 
-from flask import Blueprint, Response, current_app
+from flask import Blueprint, Response, current_app, redirect
 
 from .openapi import document
-from .responses import error, json_response, storage_unavailable
+from .responses import error, json_response, storage_unavailable, wants_html
 from .storage import RETRY_AFTER, StorageUnavailable
 
 bp = Blueprint("ops", __name__)
+
+INDEX = {
+    "service": "Slow6 & Slide balance backend",
+    "dashboard": "/dashboard/",
+    "sql_console": "/sql",
+    "upload": "POST /v1/games",
+    "schema": "/v1/schema",
+    "openapi": "/openapi.json",
+    "health": "/healthz",
+    "metrics": "/metrics",
+}
+
+
+@bp.get("/")
+def index():
+    """A browser goes to the dashboard; an API client gets the map of the service."""
+    if wants_html():
+        return redirect("/dashboard/", 302)
+    return json_response(INDEX)
 
 
 @bp.get("/healthz")

@@ -1,12 +1,15 @@
-"""JSON responses and errors: every answer of the service is JSON, never an HTML page."""
+"""JSON responses and errors: every answer of the API is JSON. A browser that asks for a page
+that is not there gets a short HTML page pointing to the dashboard instead (`wants_html`)."""
 
 from __future__ import annotations
 
 import logging
+import traceback
+from html import escape
 from http import HTTPStatus
 
 import orjson
-from flask import Flask, Response
+from flask import Flask, Response, request
 from werkzeug.exceptions import HTTPException
 
 log = logging.getLogger("ingest.errors")
@@ -44,11 +47,34 @@ def reason(status: int) -> str:
         return "error"
 
 
+def wants_html() -> bool:
+    """A browser (it prefers text/html to JSON); API clients (curl's */*, JSON) do not."""
+    accept = request.accept_mimetypes
+    return accept.best_match(["application/json", "text/html"]) == "text/html" and (
+        accept["text/html"] > accept["application/json"]
+    )
+
+
+def html_error(status: int, message: str, headers: dict | None = None) -> Response:
+    title = f"{status} {HTTPStatus(status).phrase}"
+    body = (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<title>{escape(title)}</title></head><body style="font-family:sans-serif;margin:2em">'
+        f"<h1>{escape(title)}</h1><p>{escape(message)}</p>"
+        '<p><a href="/dashboard/">The dashboard</a> · <a href="/sql">SQL console</a> · '
+        '<a href="/openapi.json">API (OpenAPI)</a></p></body></html>'
+    )
+    return Response(body, status=status, headers=headers, mimetype="text/html")
+
+
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException):
-        # keep the exception's own headers (Allow on a 405), but answer in JSON
+        # keep the exception's own headers (Allow on a 405), but answer in JSON (HTML to a
+        # browser, outside the API)
         headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
+        if exc.code == 404 and not request.path.startswith("/v1/") and wants_html():
+            return html_error(404, "There is no page here.", headers)
         return error(exc.code or 500, exc.description or exc.name, headers)
 
     @app.errorhandler(Exception)
@@ -59,6 +85,15 @@ def register_error_handlers(app: Flask) -> None:
 
         if isinstance(exc, StorageUnavailable):  # a full disk is no bug: retry later
             return storage_unavailable(exc.reason, exc.retry_after)
-        # the type only: a message or traceback could quote request data
-        log.error("unhandled %s in a request", type(exc).__name__)
+        # the type and where it was raised, never the message (it could quote request data):
+        # the traceback's frames are file, line, function and source line
+        frames = "".join(traceback.format_list(traceback.extract_tb(exc.__traceback__)))
+        log.error(
+            "unhandled %s in %s %s\nTraceback (most recent call last):\n%s%s",
+            type(exc).__name__,
+            request.method,
+            request.url_rule.rule if request.url_rule is not None else "(no route)",
+            frames,
+            type(exc).__name__,
+        )
         return error(500, "internal error; the request may be retried")

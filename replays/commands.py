@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from collections.abc import Iterable, Iterator
 
 import orjson
 
 from replays.vocabulary import BOARDS, GAMES
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("verify", help="verify JSON or NDJSON upload records, one verdict line each")
     p.add_argument("files", nargs="+", metavar="FILE", help="a file of records, or - for stdin")
     p.set_defaults(run=run_verify)
@@ -28,10 +30,16 @@ def register(sub) -> None:
                    help="strongest Slow6 bot used (lower is faster)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", metavar="FILE", help="output file (default: stdout)")
+    p.add_argument(
+        "--demo-set",
+        action="store_true",
+        help="write the demo dataset (replays/demoset.py) into the folder --out",
+    )
+    p.add_argument("--jobs", type=int, default=1, help="processes for --demo-set")
     p.set_defaults(run=run_simulate)
 
 
-def read_records(files):
+def read_records(files: Iterable[str]) -> Iterator[bytes]:
     """Yield the text of each record: a file holding one JSON document (an object, or an
     array of objects), or NDJSON, one record a line."""
     for name in files:
@@ -51,7 +59,7 @@ def read_records(files):
                     yield line
 
 
-def run_verify(args) -> int:
+def run_verify(args: argparse.Namespace) -> int:
     from .verifier import check_text
 
     out = sys.stdout
@@ -92,7 +100,15 @@ class Progress:
         sys.stderr.flush()
 
 
-def run_simulate(args) -> int:
+def run_simulate(args: argparse.Namespace) -> int:
+    if args.demo_set:
+        if not args.out:
+            print("balance simulate --demo-set: name the folder with --out", file=sys.stderr)
+            return 2
+        from .demoset import write
+
+        write(args.out, seed=args.seed, jobs=args.jobs, echo=lambda s: print(s, flush=True))
+        return 0
     if args.game == "slide":
         from .slide.simulate import simulate_games as slide_games
 

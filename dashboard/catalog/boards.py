@@ -64,7 +64,13 @@ length_boards = Chart(
     "board-length",
     "Game length in turns",
     "agg_game_length",
-    lambda ctx: sums(ctx, "agg_game_length", ["board", "reason", "turns"], "sum(games) AS games"),
+    lambda ctx: sums(
+        ctx,
+        "agg_game_length",
+        ["board", "reason", "turns"],
+        "sum(games) AS games",
+        order="board, turns, reason",  # the x axis is ordinal: its order is the rows' order
+    ),
     post=lambda df, ctx: df.with_columns(pl.col("reason").cast(pl.String), board=board_label(df)),
     draw=lambda rows, ctx: charts.bars(
         rows, "turns", "games", color="reason", x_type="O", facet="board", width=330

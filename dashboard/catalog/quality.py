@@ -92,7 +92,7 @@ q_examples = Chart(
     "quarantine",
     examples_sql,
     table_rows=60,
-    note="Open a game in the explorer to step to the turn that broke the rule.",
+    note="Each game id opens the game in the viewer, at the turn (or round) that broke the rule.",
 )
 
 PAGE = Page("Data quality", [q_by_rule, q_share, q_platform, q_examples], coverage_table="")

@@ -8,6 +8,7 @@ from .. import charts
 from ..render import Chart, Ctx
 from .base import OUT, Page, label_expr, proportion, scored, sums
 
+MIN_N_VS = 30  # analysis.setups.MIN_N_VS (not imported: it loads scipy; a test holds them equal)
 HIDDEN_NOTE = (
     "Hidden-variant lineups are chosen by the players, not dealt: their rates describe choices, "
     "not causes (lineup_source = chosen)."
@@ -79,11 +80,14 @@ lane_distance = Chart(
 
 lineup_vs = Chart(
     "lineup-vs",
-    "Lineup against lineup (default cut only, pairs with at least 30 games)",
+    f"Lineup against lineup (default cut only, pairs with at least {MIN_N_VS} games)",
     "agg_lineup_vs",
     lambda ctx: "SELECT * FROM agg_lineup_vs\nORDER BY wilson_lo DESC\nLIMIT 500",
     table_rows=30,
     note="Computed by the jobs for the default balance cut; the page's filters do not apply.",
+    empty=f"No pair of lineups has met {MIN_N_VS} times yet in the default balance cut: the "
+    f"jobs keep only pairs with at least {MIN_N_VS} games (a pair of 5×5 lineups is one of "
+    "14,400). The page's filters do not change this table.",
 )
 
 PAGE = Page("Setups", [lineups, setup_cells, lane_distance, lineup_vs])

@@ -23,7 +23,9 @@ trend_week = Chart(
     "agg_first_move",
     lambda ctx: sums(ctx, "agg_first_move", ["board", "variant", "week"], OUT),
     post=lambda df, ctx: _trend(df, ctx, "week"),
-    draw=lambda rows, ctx: charts.trend(rows, "week", color="series"),
+    draw=lambda rows, ctx: charts.trend(
+        rows, "week", facet="series", width=300, height=150, columns=3
+    ),
 )
 
 trend_version = Chart(
@@ -34,7 +36,9 @@ trend_version = Chart(
     post=lambda df, ctx: _trend(df, ctx, "client_version").sort(
         pl.col("client_version").map_elements(_version_rank, pl.Int64)
     ),
-    draw=lambda rows, ctx: charts.trend(rows, "client_version", color="series", x_type="O"),
+    draw=lambda rows, ctx: charts.trend(
+        rows, "client_version", x_type="O", facet="series", width=300, height=150, columns=3
+    ),
 )
 
 
@@ -57,7 +61,7 @@ trend_power = Chart(
     lambda ctx: sums(ctx, "agg_power", ["board", "power", "week"], POWER_SUMS),
     post=_power_trend,
     draw=lambda rows, ctx: charts.trend(
-        rows, "week", color="power", facet="board_label", width=420
+        rows, "week", color="board_label", facet="power", width=300, height=150, columns=3
     ),
 )
 
@@ -77,7 +81,9 @@ trend_ai = Chart(
         )
         .sort(pl.col("client_version").map_elements(_version_rank, pl.Int64))
     ),
-    draw=lambda rows, ctx: charts.trend(rows, "client_version", color="series", x_type="O"),
+    draw=lambda rows, ctx: charts.trend(
+        rows, "client_version", x_type="O", facet="series", width=300, height=150, columns=4
+    ),
 )
 
 _VERSION_ORDER: dict[str, int] = {}

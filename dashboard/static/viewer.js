@@ -48,9 +48,22 @@
       svg.appendChild(el("rect", { x: p[0] + 4, y: p[1] + 4, width: CELL - 8, height: CELL - 8, fill: "none", stroke: "#7a2e0e", "stroke-dasharray": "3 3", "stroke-width": 2, "class": "trap" }));
     });
     var hl = squaresOf(turn && turn.moves);
+    // The broken turn: the squares the rule is about (those its message names, e.g. the trap
+    // square of R8.8 or the square passed over of R2.2) in red; the tried moves stay grey.
+    var focus = isBroken ? focusOf(err, turn) : [];
     hl.forEach(function (sq, k) {
+      if (focus.indexOf(sq) >= 0) { return; }
       var p = xy(sq);
-      svg.appendChild(el("rect", { x: p[0] + 1, y: p[1] + 1, width: CELL - 2, height: CELL - 2, fill: "none", stroke: isBroken ? "#c4320a" : (k % 2 ? "#12b76a" : "#98a2b3"), "stroke-width": 3 }));
+      svg.appendChild(el("rect", { x: p[0] + 1, y: p[1] + 1, width: CELL - 2, height: CELL - 2, fill: "none", stroke: isBroken ? "#98a2b3" : (k % 2 ? "#12b76a" : "#98a2b3"), "stroke-width": 3, "stroke-dasharray": isBroken ? "6 4" : "", "class": "move" }));
+    });
+    targetsOf(turn).forEach(function (sq) {
+      if (isBroken || !onBoard(sq)) { return; }
+      var p = xy(sq);
+      svg.appendChild(el("rect", { x: p[0] + 6, y: p[1] + 6, width: CELL - 12, height: CELL - 12, fill: "none", stroke: "#7a5af8", "stroke-width": 2, "stroke-dasharray": "2 2", "class": "target" }));
+    });
+    focus.forEach(function (sq) {
+      var p = xy(sq);
+      svg.appendChild(el("rect", { x: p[0] + 1, y: p[1] + 1, width: CELL - 2, height: CELL - 2, fill: "none", stroke: "#c4320a", "stroke-width": 4, "class": "focus", "data-square": sq }));
     });
     (frame.pieces || []).forEach(function (pc) {
       var p = xy(pc.square || pc.sq);
@@ -81,6 +94,29 @@
     });
     boardEl.dataset.index = String(i);
   }
+  function onBoard(sq) {
+    return typeof sq === "string" && /^[a-g][1-7]$/.test(sq) && FILES.indexOf(sq[0]) < n && parseInt(sq.slice(1), 10) <= n;
+  }
+  function targetsOf(t) {
+    if (!t || !t.target) { return []; }
+    return (Array.isArray(t.target) ? t.target : [t.target]).filter(function (x) { return typeof x === "string"; });
+  }
+  function focusOf(e, t) {
+    var named = [];
+    ((e && e.message) || "").replace(/\b[a-g][1-7]\b/g, function (sq) {
+      if (onBoard(sq) && named.indexOf(sq) < 0) { named.push(sq); }
+      return sq;
+    });
+    var moves = squaresOf(t && t.moves);
+    var targets = targetsOf(t);
+    // a square named besides the move's own ends (passed over, a trap, a power's target)
+    var extra = named.filter(function (sq) { return moves.indexOf(sq) < 0; });
+    if (extra.length) { return extra; }
+    var aimed = named.filter(function (sq) { return targets.indexOf(sq) >= 0; });
+    if (aimed.length) { return aimed; }
+    if (named.length) { return named; }
+    return targets.length ? targets.filter(onBoard) : moves.filter(onBoard);
+  }
   function describe(t) {
     if (!t) { return ""; }
     var s = (t.side !== undefined && t.side !== null ? "side " + t.side + ": " : "");
@@ -93,7 +129,7 @@
     return s;
   }
   function list() {
-    var ol = document.getElementById("turns");
+    var ol = document.getElementById("turns"); // a plain list: each item says its turn
     var add = function (i, text, cls) {
       var li = document.createElement("li");
       li.dataset.index = String(i);
