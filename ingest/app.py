@@ -22,6 +22,7 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .responses import register_error_handlers
 from .storage import Store
+from .storage.lake import LakeStore
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
@@ -32,7 +33,7 @@ class IngestState:
     """What the request handlers share; app.extensions["ingest"]."""
 
     config: dict
-    store: Store
+    store: Store | LakeStore
     judge: Judge
     pool: JudgePool
     limiter: RateLimiter
@@ -75,15 +76,29 @@ def create_app(config: dict | None = None) -> Flask:
     _instrument(app, metrics)
     dashboard.init_app(app)  # /dashboard and /sql
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
-    app.wsgi_app = GuardedUploadRoute(app.wsgi_app, state)
-    app.extensions["uploads"] = app.wsgi_app.uploads  # for the reaper (wsgi.py)
-    metrics.sources.append(app.wsgi_app.uploads.gauges)
+    route = GuardedUploadRoute(app.wsgi_app, state)
+    # (Flask's documented way to wrap the app in middleware; its types declare a method)
+    app.wsgi_app = route  # type: ignore[method-assign]
+    app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
+    metrics.sources.append(route.uploads.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     return app
 
 
-def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store:
-    """The server's store, as the settings (config.load) make it."""
+def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store | LakeStore:
+    """The server's store, as the settings (config.load) make it: the DuckDB file, or the
+    lake when BALANCE_LAKE names its catalog (docs/lake.md)."""
+    if conf["BALANCE_LAKE"]:
+        return LakeStore(
+            conf["BALANCE_LAKE"],
+            conf["BALANCE_LAKE_DATA"] or None,
+            commit_max=conf["BALANCE_COMMIT_MAX"],
+            on_commit=on_commit,
+            judge=judge,
+            threads=conf["BALANCE_DB_THREADS"],
+            work_dir=conf["BALANCE_LAKE_WORKDIR"] or None,
+            lease=conf["BALANCE_LAKE_LEASE"],
+        )
     return Store(
         conf["BALANCE_DB"],
         commit_max=conf["BALANCE_COMMIT_MAX"],

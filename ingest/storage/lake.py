@@ -1,0 +1,1166 @@
+"""The lake: the store's tables in a DuckLake (a PostgreSQL catalog, Parquet files on a shared
+data path) that several servers write at once; `LakeStore` is the server's store on it, with
+the surface the app uses of `Store` (docs/lake.md).
+
+Extensions. They are never downloaded: DuckDB opens with `extension_directory` set to a
+directory of ours and autoinstall/autoload off, the `ducklake` and `postgres_scanner` binaries
+come from their wheels (duckdb-extension-ducklake, duckdb-extension-postgres-scanner, built for
+one DuckDB version each) and are FORCE INSTALLed from those files once (`install_extensions`).
+`LakeUnavailable` says why they cannot load (a wheel missing, another DuckDB version).
+
+Storing a group of games (the committer thread, one group at a time; requests queue meanwhile
+and make the next group, as in store.py):
+
+1. claim every new game_id of the group in PostgreSQL (lake_claims.py): one round trip; a
+   stored claim answers duplicate / conflict, a pending claim of a live server defers the
+   request (answered again after a moment, else 503 + Retry-After: it is in flight there);
+2. a stale pending claim (its lease ran out: its server died between its claim and marking it
+   stored) is taken over only after *fencing* its owner and looking in the lake (below);
+3. build the rows of verified games that came without them (the judge processes, gather.py);
+4. one lake transaction: raw records, derived rows, and one row in this server's fence table;
+   a commit conflict is retried (DuckLake retries snapshot conflicts itself, and this retries
+   its failures again);
+5. answer: an acknowledged game is in a lake commit. The housekeeping thread marks the
+   claims stored just after (until then another server asking for them waits, as in 1).
+
+Fencing. Every server owns a table `balance_fence.<owner>` in the lake and inserts a row into
+it in every commit. To take over a dead server's stale claims, a server first drops that
+table (a lake commit of its own): from then on no commit of the old owner can land (DuckLake
+fails a transaction that inserts into a table dropped since it began, and the table is gone
+for any later one). Only then does it read the lake: a game the old owner committed is there
+(the claim is marked stored with the lake's hash: `duplicate` or `conflict`), a game it did not
+can never appear (the claim changes owner by compare-and-set, and the new owner writes it).
+So a game_id is stored once however servers die or stall, with no clock assumption: the lease
+only decides how soon a claim may be taken over. A server whose own fence was dropped (it
+stalled past its lease) fails that group, releases its claims, continues as a new owner with
+a new fence and tries the group's requests again. Every server also settles stale claims of
+others at start and every lease (`sweep_stale`), so a dead server's committed games get
+their claims marked without waiting for a retry.
+
+A commit that fails for a reason other than a conflict (PostgreSQL unreachable, the data
+path failing) may or may not have landed: the server fences itself and looks in the lake; its
+claims are then marked stored or released. Until that works, uploads are answered 503 and a
+probe retries every few seconds (`failure`, /healthz).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import importlib.util
+import logging
+import os
+import re
+import shutil
+import socket
+import tempfile
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as CommitTimeout
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import duckdb
+import orjson
+import pyarrow as pa
+
+from . import codec, rows
+from .lake_claims import STORED, Claims
+from .rejudge import QUARANTINED, VERIFIED, Rejudge
+from .store import (
+    ACCEPTED,
+    CONFLICT,
+    DUPLICATE,
+    Pending,
+    StorageUnavailable,
+    insert_tables,
+    schema_sql,
+    storage_error,
+    transaction,
+)
+
+log = logging.getLogger("ingest.lake")
+
+LAKE = "lake"  # the lake's name in every connection made here
+PG = "balance_pg"  # the catalog's database, attached as a postgres database (the claims)
+FENCES = "balance_fence"  # the lake schema of the servers' fence tables
+EXTENSIONS = {  # extension -> the wheel's package
+    "ducklake": "duckdb_extension_ducklake",
+    "postgres_scanner": "duckdb_extension_postgres_scanner",
+}
+BUILT_FOR = "1.5.5"  # the DuckDB the extension wheels are pinned to (pyproject.toml)
+LEASE = 60.0  # seconds a pending claim is its owner's before it may be taken over
+IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
+RETRY_AFTER_IN_FLIGHT = 1
+# DuckLake retries a commit that lost the race for the next snapshot id itself; with several
+# writers its default (10 tries, 100 ms, x1.5) ran out (issue 19): more, shorter waits.
+DUCKLAKE_RETRIES, DUCKLAKE_RETRY_MS, DUCKLAKE_BACKOFF = 60, 20, 1.2
+COMMIT_RETRIES = 5  # and the application's retries of a commit that still failed on a conflict
+_FENCE_TRIM = 500  # a server empties its fence table every this many commits
+_PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
+
+
+class LakeUnavailable(RuntimeError):
+    """The ducklake / postgres extensions cannot be loaded here (the reason says why)."""
+
+
+class LakeError(RuntimeError):
+    """The lake is not usable as asked (no lake in that catalog, a wrong data path)."""
+
+
+class _Fenced(Exception):
+    """This server's fence table was dropped: another server took over its stale claims."""
+
+
+class _NotStored(Exception):
+    """Rows that do not fit the tables (a bug): nothing written, the claims released."""
+
+    def __init__(self, cause: BaseException):
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Busy(StorageUnavailable):
+    """A commit lost to other writers' commits every time it was tried (nothing stored): the
+    request is answered 503, the store is not failing."""
+
+
+# -- extensions and connections ------------------------------------------------------------
+
+
+def extension_files() -> dict[str, Path]:
+    """The extension binaries the wheels carry for this DuckDB version; LakeUnavailable
+    (with the reason) when a wheel is missing or built for another version."""
+    out = {}
+    for name, package in EXTENSIONS.items():
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            wheel = package.replace("_", "-")
+            raise LakeUnavailable(
+                f"{wheel} is not installed (the lake is built on duckdb=={BUILT_FOR} with "
+                f"duckdb-extension-ducklake and duckdb-extension-postgres-scanner {BUILT_FOR}; "
+                f"this is duckdb {_version()})"
+            )
+        root = Path(list(spec.submodule_search_locations)[0]) / "extensions"
+        path = root / f"v{_version()}" / f"{name}.duckdb_extension"
+        if not path.is_file():
+            built = sorted(p.name for p in root.glob("v*")) if root.is_dir() else []
+            raise LakeUnavailable(
+                f"{package} carries {name} for DuckDB {', '.join(built) or 'no version'}, "
+                f"this is DuckDB {_version()}: install the matching duckdb and extension wheels"
+            )
+        out[name] = path
+    return out
+
+
+def _version() -> str:
+    return duckdb.__version__
+
+
+def extension_dir() -> Path:
+    """Where the extensions are installed: $BALANCE_LAKE_EXTENSIONS, else a directory of
+    ours in the user's cache (never DuckDB's shared ~/.duckdb)."""
+    explicit = os.environ.get("BALANCE_LAKE_EXTENSIONS", "").strip()
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
+    return Path(base) / "slow6-balance" / "duckdb-extensions"
+
+
+def install_extensions(directory: Path | None = None) -> Path:
+    """FORCE INSTALL the wheels' extension files into `directory` unless the same files are
+    there already (under a lock: servers start at once). Returns the directory."""
+    directory = Path(directory or extension_dir())
+    files = extension_files()
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        con = None
+        try:
+            for name, source in files.items():
+                installed = next(
+                    iter(directory.glob(f"v{_version()}/*/{name}.duckdb_extension")), None
+                )
+                if installed is not None and installed.stat().st_size == source.stat().st_size:
+                    continue
+                if con is None:
+                    con = duckdb.connect(config=_config(directory))
+                con.execute(f"FORCE INSTALL {_literal(str(source))}")
+        except duckdb.Error as exc:
+            raise LakeUnavailable(f"cannot install the DuckDB extensions: {exc}") from exc
+        finally:
+            if con is not None:
+                con.close()
+    return directory
+
+
+def _config(directory: Path) -> dict:
+    return {
+        "extension_directory": str(directory),
+        "autoinstall_known_extensions": "false",
+        "autoload_known_extensions": "false",
+    }
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def conninfo(catalog: str) -> str:
+    """The PostgreSQL connection string of a CATALOG argument: a libpq string
+    ('host=... dbname=...') or URI ('postgresql://...'), with or without 'ducklake:' and
+    'postgres:' in front."""
+    text = catalog.strip()
+    for prefix in ("ducklake:", "postgres:"):
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+    if not text:
+        raise LakeError("no catalog: give a PostgreSQL connection string (--lake)")
+    return text
+
+
+def connect(
+    catalog: str,
+    data_path: str | None = None,
+    *,
+    read_only: bool = False,
+    create: bool = False,
+    claims: bool = True,
+    threads: int = 0,
+    extensions: Path | None = None,
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the lake attached as `lake` (and USEd), the catalog's
+    database as `balance_pg` when `claims`, raw_json() registered. Without `create` the lake
+    must exist (`balance lake init`). `data_path` is needed only to create one; given for an
+    existing lake, it must be the lake's."""
+    directory = install_extensions(extensions)
+    con = duckdb.connect(config=_config(directory))
+    try:
+        con.execute("LOAD ducklake")
+        con.execute("LOAD postgres")
+        if threads > 0:
+            con.execute(f"SET threads = {int(threads)}")
+        con.execute(f"SET GLOBAL ducklake_max_retry_count = {DUCKLAKE_RETRIES}")
+        con.execute(f"SET GLOBAL ducklake_retry_wait_ms = {DUCKLAKE_RETRY_MS}")
+        con.execute(f"SET GLOBAL ducklake_retry_backoff = {DUCKLAKE_BACKOFF}")
+        pg = conninfo(catalog)
+        if claims or not create:
+            ro = ", READ_ONLY" if read_only and not claims else ""
+            con.execute(f"ATTACH {_literal(pg)} AS {PG} (TYPE postgres{ro})")
+            if not create and not _has_lake(con):
+                raise LakeError(
+                    "no lake in this catalog yet: run `balance lake init --lake CATALOG "
+                    "--data-path DIR` first"
+                )
+            if not claims:
+                con.execute(f"DETACH {PG}")
+        options = []
+        if data_path:
+            options.append(f"DATA_PATH {_literal(_data_path(data_path))}")
+        if read_only:
+            options.append("READ_ONLY")
+        opts = f" ({', '.join(options)})" if options else ""
+        try:
+            con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {LAKE}{opts}")
+        except duckdb.Error as exc:
+            if "does not match existing data path" in str(exc):
+                raise LakeError(f"--data-path is not this lake's: {exc}") from exc
+            raise
+        con.execute(f"USE {LAKE}")
+        codec.register_sql(con)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _data_path(path: str) -> str:
+    """A local data path as an absolute directory with its trailing slash (DuckLake stores
+    it as given, and every server and analyst must resolve it the same way); URLs as given."""
+    if "://" in path:
+        return path if path.endswith("/") else path + "/"
+    return str(Path(path).resolve()) + "/"
+
+
+def _has_lake(con: duckdb.DuckDBPyConnection) -> bool:
+    ((found,),) = con.execute(
+        f"SELECT * FROM postgres_query('{PG}', "
+        "'SELECT to_regclass(''ducklake_metadata'') IS NOT NULL')"
+    ).fetchall()
+    return bool(found)
+
+
+def parquet_files(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
+    """The Parquet files that hold `table` now, from the lake's catalog (never a directory
+    listing: the data path also holds files of expired snapshots and uncommitted writes), for
+    readers that take a file list (Polars). Raises LakeError when those files alone would not
+    give the table exactly: rows still inlined in the catalog (small commits, until `balance
+    lake maintain` flushes them) or deletions; read it through DuckDB then (`.pl()`)."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", table):
+        raise ValueError(f"not a table name: {table!r}")
+    con.execute("BEGIN TRANSACTION")  # one snapshot for the list and the counts
+    try:
+        listed = con.execute(
+            f"SELECT data_file, delete_file FROM ducklake_list_files('{LAKE}', ?)", [table]
+        ).fetchall()
+        files = [f for f, _ in listed]
+        ((rows_in_lake,),) = con.execute(f"SELECT count(*) FROM {LAKE}.main.{table}").fetchall()
+        in_files = 0
+        if files:
+            ((in_files,),) = con.execute("SELECT count(*) FROM read_parquet(?)", [files]).fetchall()
+    finally:
+        con.execute("ROLLBACK")
+    if any(d for _, d in listed):
+        raise LakeError(f"{table} has deletions (delete files): read it through DuckDB")
+    if in_files != rows_in_lake:
+        raise LakeError(
+            f"{table}: {rows_in_lake - in_files} rows are not in Parquet files yet (inlined in "
+            "the catalog until `balance lake maintain`): read it through DuckDB"
+        )
+    return files
+
+
+def lake_schema_sql() -> str:
+    """schema.sql as DuckLake takes it. DuckLake has no PRIMARY KEY, UNIQUE or index (NOT
+    NULL it has): store_meta's key is NOT NULL but no longer unique, and its INSERT OR IGNORE
+    (which needs the key) becomes an insert of what is missing. Every table, column, type and
+    NOT NULL is the same."""
+    sql = re.sub(r"--[^\n]*", "", schema_sql())
+    sql = sql.replace("PRIMARY KEY", "NOT NULL")  # (what of it DuckLake keeps)
+    sql = re.sub(
+        r"INSERT OR IGNORE INTO store_meta VALUES \('([^']*)', '([^']*)'\)",
+        r"INSERT INTO store_meta SELECT '\1', '\2' WHERE NOT EXISTS "
+        r"(SELECT 1 FROM store_meta WHERE key = '\1')",
+        sql,
+    )
+    if "INSERT OR IGNORE" in sql or "PRIMARY KEY" in sql:
+        raise AssertionError("schema.sql has a statement lake_schema_sql does not translate")
+    return sql
+
+
+# -- the server's store --------------------------------------------------------------------
+
+
+@dataclass(slots=True, eq=False)
+class _Task:
+    """One request's games in the committer's queue; `done` is set once it is answered."""
+
+    items: list[Pending]
+    deadline: float  # monotonic: not started by then, it fails with CommitTimeout
+    done: threading.Event = field(default_factory=threading.Event)
+    outcomes: list[str] | None = None
+    error: BaseException | None = None
+    retry: bool = False  # a game of it is in flight at another server: nothing stored
+
+
+@dataclass(slots=True)
+class _Call:
+    fn: Callable
+    transaction: bool = True
+    future: Future = field(default_factory=Future)
+
+
+_STOP = object()
+
+
+def _new_owner() -> str:
+    return f"s{os.getpid()}_{uuid.uuid4().hex[:12]}"
+
+
+def _is_conflict(exc: BaseException) -> bool:
+    """A lake commit that certainly did not land: a logical conflict, or DuckLake out of
+    retries for a snapshot id."""
+    text = str(exc).lower()
+    return "conflict" in text or "maximum retry count" in text or "exceeded the maximum" in text
+
+
+def lake_error(exc: BaseException) -> bool:
+    """Whether `exc` says the lake's storage failed (PostgreSQL unreachable, the data path
+    failing) rather than that some rows did not fit."""
+    if storage_error(exc) or isinstance(exc, (duckdb.ConnectionException, duckdb.HTTPException)):
+        return True
+    if isinstance(exc, (duckdb.TransactionException, duckdb.InternalException)):
+        return True
+    text = str(exc).lower()
+    return any(w in text for w in ("postgres", "connect", "server closed", "timeout", "ssl"))
+
+
+class LakeStore:
+    """The server's store on a lake; the surface of `Store` the app uses (see the module
+    docstring for the write path). `work_dir` is this server's own local directory (the
+    dashboard's snapshots go there, next to `path`); a temporary one by default."""
+
+    defer_rows = True  # takes verified games without their rows (gather.py): built before commit
+
+    def __init__(
+        self,
+        catalog: str,
+        data_path: str | None = None,
+        *,
+        commit_max: int = 5000,
+        on_commit: Callable[[int, float], None] | None = None,
+        judge=None,
+        threads: int = 0,
+        work_dir: str | Path | None = None,
+        lease: float = LEASE,
+        in_flight_wait: float = IN_FLIGHT_WAIT,
+        commit_retries: int = COMMIT_RETRIES,
+        heartbeat: float = 5.0,
+    ):
+        self.catalog = catalog
+        self.commit_max = commit_max
+        self.lease = float(lease)
+        self.in_flight_wait = float(in_flight_wait)
+        self.commit_retries = commit_retries
+        self._on_commit = on_commit
+        self._judge = judge
+        self.rebuild: Callable[[list, list], list] | None = None  # set by the app (workers)
+        self._own_dir = work_dir is None
+        self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="balance-lake-"))
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        self.path = str(self.work_dir / "lake")
+        self._con = connect(catalog, data_path, threads=threads)
+        try:
+            self._writer = self._cursor()
+            self._claims = Claims(self._con.cursor(), PG)
+            self._house_claims = Claims(self._con.cursor(), PG)
+            self.owner = _new_owner()
+            self._make_fence()
+            self._claims.register(self.owner, socket.gethostname(), os.getpid())
+            self._known = self._claims.stored_count()
+        except BaseException:
+            self._con.close()
+            raise
+        self._commits = 0
+        self._closed = False
+        self._sweep_at = 0.0
+        self._queue: deque = deque()
+        self._cond = threading.Condition()
+        self._failures: dict[str, str] = {}
+        self._failed_since: float | None = None
+        self._failures_lock = threading.Lock()
+        self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
+        # claims of commits whose outcome is not known yet: (keys, owner at the time)
+        self._unresolved: list[tuple[list[int], str]] = []
+        # committed games whose claims the housekeeping thread marks stored (off the commit
+        # path: the answer needs the lake commit only; until marked, another server waits)
+        self._unmarked: deque[tuple[list[int], str]] = deque()
+        self._marks = threading.Condition()
+        self._marking = False
+        self._resolved: dict[tuple, bool] = {}  # unresolved commits settled: landed?
+        self.commit_seconds: deque[float] = deque(maxlen=10_000)  # recent lake commits
+        self.counters = {"conflict_retries": 0, "takeovers": 0, "adopted": 0, "deferred": 0}
+        self._heartbeat = heartbeat
+        self._stop_house = False
+        try:
+            self._sweep()  # claims a dead server left (before serving: its games settle now)
+        except BaseException:
+            self._con.close()
+            raise
+        self._thread = threading.Thread(target=self._run, name="lake-commit", daemon=True)
+        self._thread.start()
+        self._house = threading.Thread(target=self._housekeep, name="lake-house", daemon=True)
+        self._house.start()
+
+    def _cursor(self) -> duckdb.DuckDBPyConnection:
+        cur = self._con.cursor()
+        cur.execute(f"USE {LAKE}")
+        return cur
+
+    # -- public interface -------------------------------------------------------------------
+
+    @property
+    def failure(self) -> str | None:
+        with self._failures_lock:
+            return "; ".join(self._failures.values()) if self._failures else None
+
+    def health(self) -> dict:
+        with self._failures_lock:
+            reason = "; ".join(self._failures.values()) if self._failures else None
+            since = self._failed_since
+        with self._cond:
+            queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
+        return {
+            "failure": reason,
+            "failing_seconds": None if since is None else round(time.monotonic() - since, 1),
+            "journal_backlog": queued,
+            "lake_owner": self.owner,
+        }
+
+    def ingest(self, items: list[Pending], timeout: float | None = 60.0) -> list[str]:
+        """Store `items` (in order): accepted/quarantined/duplicate/conflict per item, after
+        the lake commit that holds them. Raises CommitTimeout when the committer stayed busy
+        (a long call) for `timeout` seconds, StorageUnavailable while the lake fails or when a
+        game of the request is being stored by another server for longer than
+        `in_flight_wait` (nothing of `items` was stored then)."""
+        if not items:
+            return []
+        if self._failures:
+            raise StorageUnavailable(self.failure or "storage unavailable")
+        wait = 1e9 if timeout is None else timeout
+        give_up = time.monotonic() + self.in_flight_wait
+        pause = 0.02
+        while True:
+            task = _Task(items, time.monotonic() + wait)
+            self._enqueue(task)
+            task.done.wait()
+            if task.error is not None:
+                raise task.error
+            if not task.retry:
+                if task.outcomes is None:  # (never: a task is answered, retried or failed)
+                    raise RuntimeError("the commit was interrupted; nothing was stored")
+                return task.outcomes
+            if time.monotonic() + pause > give_up:
+                raise StorageUnavailable(
+                    "a game of this request is being stored by another server right now",
+                    retry_after=RETRY_AFTER_IN_FLIGHT,
+                )
+            time.sleep(pause)
+            pause = min(0.5, pause * 2)
+
+    def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction=True):
+        """Run `fn(con)` on the committer thread (this server's uploads wait), on the lake,
+        inside its own transaction unless `transaction` is False; a Future of its result."""
+        call = _Call(fn, transaction)
+        self._enqueue(call)
+        return call.future
+
+    def reader(self) -> duckdb.DuckDBPyConnection:
+        """A new cursor on the lake for trusted read-only queries from another thread (the
+        caller closes it): it sees every game acknowledged before the call, by any server."""
+        return self._cursor()
+
+    def flush_rows(self, timeout: float | None = 60.0) -> None:
+        """Wait until the claims of every game committed so far are marked stored (a game's
+        rows are in the commit that acknowledged it: nothing else to wait for)."""
+        deadline = time.monotonic() + (1e9 if timeout is None else timeout)
+        with self._marks:
+            while self._unmarked or self._marking:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("claims not marked stored in time")
+                self._marks.wait(min(left, 0.5))
+
+    def known_count(self) -> int:
+        """Games stored in the lake (by every server): refreshed every few seconds."""
+        return self._known
+
+    def report(self, exc: BaseException) -> None:
+        """A reader saw `exc`: a lake failure makes the committer probe the lake."""
+        if lake_error(exc):
+            self._fail("lake", _reason("lake read", exc))
+
+    def close(self, checkpoint: bool = True) -> None:
+        """Answer what is queued, then leave: the fence table goes (no claim of this server
+        is pending any more), the server is marked closed. No lake maintenance here (that is
+        `balance lake maintain`, once, not by every server)."""
+        with self._cond:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.append(_STOP)
+            self._cond.notify()
+        self._thread.join()
+        with self._marks:
+            self._stop_house = True
+            self._marks.notify_all()
+        self._house.join()  # after a last try to mark what is committed
+        try:
+            if self._unresolved:
+                self._resolve_unresolved()
+            if not self._unresolved:
+                self._drop_fence(self.owner)
+            self._claims.closed(self.owner)
+        except Exception as exc:  # noqa: BLE001 - the lake is consistent either way
+            log.warning("lake store closed uncleanly (claims are taken over later): %s", exc)
+        with contextlib.suppress(duckdb.Error):
+            self._con.close()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def __enter__(self) -> LakeStore:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- failures ---------------------------------------------------------------------------
+
+    def _fail(self, cause: str, reason: str) -> None:
+        with self._failures_lock:
+            new = cause not in self._failures
+            self._failures[cause] = reason
+            if self._failed_since is None:
+                self._failed_since = time.monotonic()
+        if new:
+            log.error("lake unavailable (%s), uploads answered 503: %s", cause, reason)
+            self._probe_at = time.monotonic() + self._probe_backoff
+
+    def _clear(self, cause: str) -> None:
+        with self._failures_lock:
+            had = self._failures.pop(cause, None)
+            if not self._failures:
+                self._failed_since = None
+        if had is not None:
+            log.warning("lake available again (%s)", cause)
+        self._probe_backoff = _PROBE_FIRST
+
+    # -- the committer thread -----------------------------------------------------------------
+
+    def _enqueue(self, item) -> None:
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("store is closed")
+            self._queue.append(item)
+            self._cond.notify()
+
+    def _take(self):
+        """The next call, or the next group of tasks (up to commit_max games), or _STOP; None
+        after a second without work (for the probe)."""
+        with self._cond:
+            if not self._queue:
+                self._cond.wait(1.0)
+            if not self._queue:
+                return None
+            head = self._queue[0]
+            if not isinstance(head, _Task):
+                return self._queue.popleft()
+            group: list[_Task] = []
+            size = 0
+            while self._queue and isinstance(self._queue[0], _Task):
+                task = self._queue[0]
+                if group and size + len(task.items) > self.commit_max:
+                    break
+                group.append(self._queue.popleft())
+                size += len(task.items)
+            return group
+
+    def _run(self) -> None:
+        while True:
+            work = self._take()
+            if work is _STOP:
+                return
+            if isinstance(work, _Call):
+                self._call(work)
+            elif work is not None:
+                try:
+                    self._commit_tasks(work)
+                finally:
+                    for task in work:
+                        if task.outcomes is None and task.error is None and not task.retry:
+                            task.error = RuntimeError(
+                                "the commit was interrupted; nothing was stored"
+                            )
+                        task.done.set()
+            # between groups, busy or idle: the probe while failing, the sweep when due
+            self._probe()
+            if not self._failures and time.monotonic() >= self._sweep_at:
+                self._sweep()
+
+    def _call(self, call: _Call) -> None:
+        if not call.future.set_running_or_notify_cancel():
+            return
+        con = self._writer
+        try:
+            if call.transaction:
+                with transaction(con):
+                    result = call.fn(con)
+            else:
+                result = call.fn(con)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            call.future.set_exception(exc)
+        else:
+            call.future.set_result(result)
+
+    def _sweep(self) -> None:
+        """Settle stale claims of other servers (sweep_stale), at open and every lease."""
+        self._sweep_at = time.monotonic() + max(10.0, self.lease)
+        try:
+            swept = sweep_stale(self._writer, self._claims, self.owner)
+        except Exception as exc:  # noqa: BLE001 - next time
+            log.warning("stale claims not settled (retried): %s", exc)
+            return
+        self.counters["adopted"] += swept["adopted"]
+
+    def _probe(self) -> None:
+        """While failing: once the backoff is over, settle the unresolved commits and try
+        the lake and the claims; success clears the failure."""
+        if not self._failures or time.monotonic() < self._probe_at:
+            return
+        try:
+            self._resolve_unresolved()
+            self._writer.execute("SELECT count(*) FROM store_meta").fetchall()
+            self._claims.heartbeat(self.owner)
+        except Exception as exc:  # noqa: BLE001 - retried with backoff
+            self._probe_backoff = min(_PROBE_MAX, self._probe_backoff * 2)
+            self._probe_at = time.monotonic() + self._probe_backoff
+            self._fail("lake", _reason("lake", exc))
+            return
+        self._clear("lake")
+
+    def _commit_tasks(self, tasks: list[_Task]) -> None:
+        now = time.monotonic()
+        live = []
+        for task in tasks:
+            if now > task.deadline:
+                task.error = CommitTimeout()
+            else:
+                live.append(task)
+        if not live:
+            return
+        if self._failures:
+            for task in live:
+                task.error = StorageUnavailable(self.failure or "storage unavailable")
+            return
+        try:
+            if self._unresolved:
+                self._resolve_unresolved()
+            self._group(live)
+        except _Fenced:  # nothing of the group was stored: every request is tried again
+            for task in live:
+                if task.outcomes is None:
+                    task.retry = True
+        except _Busy as exc:
+            for task in live:
+                if task.outcomes is None and not task.retry:
+                    task.error = exc
+        except _NotStored as exc:  # a bug in some rows: nothing stored, claims released
+            self._one_by_one(live, exc.cause)
+        except Exception as exc:
+            if not (lake_error(exc) or isinstance(exc, StorageUnavailable)):
+                self._one_by_one(live, exc)
+                return
+            reason = exc.reason if isinstance(exc, StorageUnavailable) else None
+            reason = reason or _reason("lake write", exc)
+            if not isinstance(exc, StorageUnavailable):
+                self._fail("lake", reason)
+            for task in live:
+                if task.outcomes is None and not task.retry:
+                    task.error = StorageUnavailable(reason)
+
+    def _one_by_one(self, live: list[_Task], exc: BaseException) -> None:
+        """A group failed for something other than the storage: alone, its request gets the
+        error (a 500); else each request is tried alone, so one bad request does not fail
+        its neighbours."""
+        if len(live) == 1:
+            log.error("lake write failed: %s: %s", type(exc).__name__, exc)
+            live[0].error = exc
+            return
+        for task in live:
+            if task.outcomes is None and not task.retry:
+                self._commit_tasks([task])
+
+    def _group(self, tasks: list[_Task]) -> None:
+        started = time.perf_counter()
+        # the first occurrence of each game_id in the group; later ones answer from it
+        first: dict[int, tuple[int, Pending]] = {}
+        repeats: list[tuple[int, int, Pending]] = []  # (task, index, item)
+        outcomes: list[list[str | None]] = [[None] * len(t.items) for t in tasks]
+        for t, task in enumerate(tasks):
+            for i, item in enumerate(task.items):
+                if item.key in first:
+                    repeats.append((t, i, item))
+                else:
+                    first[item.key] = (t, item)
+        keys = list(first)
+        claims = self._claims.claim(
+            keys, [first[k][1].content_hash for k in keys], self.owner, self.lease
+        )
+        write: dict[int, Pending] = {}
+        answer: dict[int, int] = {}  # key -> the hash stored (duplicate / conflict)
+        deferred: set[int] = set()
+        stale: list[tuple[int, str, Pending]] = []
+        for key in keys:
+            t, item = first[key]
+            claim = claims.get(key)
+            if claim is None:
+                deferred.add(t)  # claimed concurrently, not visible yet: in flight
+            elif claim.mine:
+                write[key] = item
+            elif claim.state == STORED:
+                answer[key] = claim.content_hash
+            elif claim.stale and claim.owner != self.owner:
+                stale.append((key, claim.owner, item))
+            else:
+                deferred.add(t)  # another server is storing it now
+        try:
+            if stale:
+                self._take_over(stale, write, answer, deferred, first)
+            changed = True
+            while changed:  # a repeat of a deferred first occurrence defers its task too
+                changed = False
+                for t, _, item in repeats:
+                    if first[item.key][0] in deferred and t not in deferred:
+                        deferred.add(t)
+                        changed = True
+            if deferred:
+                self.counters["deferred"] += len(deferred)
+                dropped = [k for k, (t, _) in first.items() if t in deferred and k in write]
+                self._claims.release(dropped, self.owner)
+                for key in dropped:
+                    del write[key]
+            if write:
+                self._fill_rows(list(write.values()))
+        except BaseException:
+            self._abandon(list(write), self.owner)
+            raise
+        if write:
+            self._commit_lake(list(write.values()))
+            self._known += len(write)
+        for t, task in enumerate(tasks):
+            if t in deferred:
+                task.retry = True
+                continue
+            out = outcomes[t]
+            for i, item in enumerate(task.items):
+                if first[item.key][1] is item and item.key in write:
+                    out[i] = ACCEPTED if item.status == VERIFIED else QUARANTINED
+                else:
+                    stored = answer.get(item.key)
+                    if stored is None:
+                        stored = first[item.key][1].content_hash
+                    out[i] = DUPLICATE if stored == item.content_hash else CONFLICT
+            task.outcomes = cast("list[str]", out)  # every item answered just above
+        if self._on_commit is not None:
+            self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+
+    def _take_over(self, stale, write, answer, deferred, first) -> None:
+        """Stale pending claims: fence their owners, then either adopt what the lake holds
+        (stored) or take the claim over (compare-and-set) and write the game here."""
+        for owner in sorted({o for _, o, _ in stale}):
+            self._drop_fence(owner)
+        present = self._lake_hashes([k for k, _, _ in stale])
+        found = [(k, o, present[k]) for k, o, _ in stale if k in present]
+        if found:
+            self.counters["adopted"] += len(self._claims.adopt(found))
+            for k, _, h in found:
+                answer[k] = h
+        absent = [(k, o, item.content_hash) for k, o, item in stale if k not in present]
+        won = self._claims.take_over(absent, self.owner, self.lease)
+        self.counters["takeovers"] += len(won)
+        for k, _, _ in absent:
+            if k in won:
+                write[k] = first[k][1]
+            else:
+                deferred.add(first[k][0])
+        if found or absent:
+            log.warning(
+                "stale claims of %s: %d found in the lake, %d taken over",
+                ", ".join(sorted({o for _, o, _ in stale})),
+                len(found),
+                len(won),
+            )
+
+    def _abandon(self, keys: list[int], owner: str) -> None:
+        """Nothing of these claims was written: release them, or (the catalog unreachable)
+        leave them to `_resolve_unresolved`, which fences this owner first."""
+        if not keys:
+            return
+        try:
+            self._claims.release(keys, owner)
+        except Exception:  # noqa: BLE001 - settled once the catalog answers
+            self._unresolved.append((keys, owner))
+
+    def _lake_hashes(self, keys: list[int]) -> dict[int, int]:
+        return lake_hashes(self._writer, keys)
+
+    # -- the lake commit ----------------------------------------------------------------------
+
+    def _commit_lake(self, items: list[Pending]) -> None:
+        """One lake transaction for `items` (claimed by this owner), then their claims marked
+        stored. Raises (nothing acknowledged) unless the games are in the lake."""
+        raw = [
+            (
+                item.key.to_bytes(16, "big"),
+                item.game,
+                item.status,
+                item.content_hash,
+                item.blob,
+                item.codec,
+                item.received,
+            )
+            for item in items
+        ]
+        keys = [item.key for item in items]
+        owner = self.owner
+        try:
+            tables = {"raw_records": rows.to_arrow("raw_records", raw)}
+            games: list[rows.Rows | rows.Part] = []
+            for item in items:  # (their rows built: `_fill_rows`)
+                if item.rows is None:
+                    raise ValueError(f"game {item.gid}: its rows were never built")
+                games.append(item.rows)
+            tables.update(rows.tables_of(games))
+        except Exception as exc:  # rows that do not fit (a bug): nothing written
+            self._abandon(keys, owner)
+            raise _NotStored(exc) from exc
+        try:
+            self._commit_tries(tables, keys, owner)
+        except (_Fenced, _NotStored, StorageUnavailable):
+            raise  # the claims are settled (released, or kept for `_resolve_unresolved`)
+        except Exception:
+            # not committed, or not known: settled by `_resolve_unresolved` (which fences
+            # this owner first), never left pending under a live owner
+            if not any(k is keys for k, _ in self._unresolved):
+                self._unresolved.append((keys, owner))
+            raise
+        with self._marks:
+            self._unmarked.append((keys, owner))
+            self._marks.notify_all()
+
+    def _commit_tries(self, tables: dict[str, pa.Table], keys: list[int], owner: str) -> None:
+        """Commit, retrying conflicts; returns once the games are in the lake."""
+        for attempt in range(self.commit_retries):
+            began = time.perf_counter()
+            try:
+                self._commit_once(tables)
+            except Exception as exc:
+                if not _is_conflict(exc) and not _missing_fence(exc, owner):
+                    if not lake_error(exc):  # rows that do not fit: nothing was written
+                        self._claims.release(keys, owner)
+                        raise _NotStored(exc) from exc
+                    self._uncertain(keys, owner, exc)  # returns if the lake holds them
+                    return
+                if not self._fence_exists(owner):
+                    self._fenced(keys, owner)
+                self.counters["conflict_retries"] += 1
+                if attempt == self.commit_retries - 1:
+                    self._claims.release(keys, owner)
+                    raise _Busy(_reason("lake commit (conflicts)", exc)) from exc
+                time.sleep(0.05 * (attempt + 1))
+                continue
+            self.commit_seconds.append(time.perf_counter() - began)
+            return
+
+    def _commit_once(self, tables: dict[str, pa.Table]) -> None:
+        con = self._writer
+        self._commits += 1
+        with transaction(con):
+            insert_tables(con, tables)
+            fence = f"{LAKE}.{FENCES}.{self.owner}"
+            if self._commits % _FENCE_TRIM == 0:
+                con.execute(f"DELETE FROM {fence}")
+            con.execute(f"INSERT INTO {fence} VALUES (?, now()::TIMESTAMP)", [self._commits])
+
+    def _uncertain(self, keys: list[int], owner: str, exc: BaseException) -> None:
+        """A commit failed in a way that may have landed. Fence this owner (no commit of it
+        can land later), look in the lake: present, the commit stands (return); absent, the
+        claims are released and StorageUnavailable raised. Unreachable lake: the claims are
+        kept for `_resolve_unresolved` and the failure is raised."""
+        self._unresolved.append((keys, owner))
+        self._resolve_unresolved()  # raises while the lake is unreachable
+        if not self._resolved.pop(tuple(keys), False):
+            raise StorageUnavailable(_reason("lake commit", exc)) from exc
+        log.warning("a lake commit that raised had landed: %d games stored", len(keys))
+
+    def _resolve_unresolved(self) -> None:
+        """Settle commits of unknown outcome: fence their owner (this server, under the owner
+        name it had then), look in the lake, mark stored what is there, release the rest."""
+        while self._unresolved:
+            keys, owner = self._unresolved[0]
+            if owner == self.owner:
+                self._renew_owner()
+            self._drop_fence(owner)
+            present = self._lake_hashes(keys)
+            stored = [k for k in keys if k in present]
+            missing = [k for k in keys if k not in present]
+            self._claims.mark_stored(stored, owner)
+            self._claims.release(missing, owner)
+            self._resolved[tuple(keys)] = bool(stored)
+            if len(self._resolved) > 100:  # only the last one is asked for
+                self._resolved.pop(next(iter(self._resolved)))
+            self._unresolved.pop(0)
+
+    def _fenced(self, keys: list[int], owner: str) -> None:
+        """This owner's fence is gone (it was presumed dead): this commit did not land. Its
+        claims that were not taken over are released; a new owner and fence from now on."""
+        log.warning("this server's fence was dropped (stalled past its lease?): new owner")
+        with contextlib.suppress(Exception):
+            self._claims.release(keys, owner)
+        self._renew_owner()
+        raise _Fenced(owner)
+
+    def _renew_owner(self) -> None:
+        old = self.owner
+        self.owner = _new_owner()
+        self._make_fence()
+        self._claims.register(self.owner, socket.gethostname(), os.getpid())
+        with contextlib.suppress(Exception):
+            self._claims.closed(old)
+
+    def _make_fence(self) -> None:
+        con = self._writer
+        for attempt in range(10):
+            try:
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+                con.execute(
+                    f"CREATE TABLE {LAKE}.{FENCES}.{self.owner} (n BIGINT, committed_at TIMESTAMP)"
+                )
+                return
+            except duckdb.Error as exc:
+                if not _is_conflict(exc) or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    def _drop_fence(self, owner: str) -> None:
+        drop_fence(self._writer, owner)
+
+    def _fence_exists(self, owner: str) -> bool:
+        ((n,),) = self._writer.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE database_name = ? "
+            "AND schema_name = ? AND table_name = ?",
+            [LAKE, FENCES, owner],
+        ).fetchall()
+        return bool(n)
+
+    # -- rows ---------------------------------------------------------------------------------
+
+    def _fill_rows(self, items: list[Pending]) -> None:
+        """Build the rows of verified games that came without them (gather.py): in the judge
+        processes (`rebuild`), else here. A game whose verdict changed on the way (a bug)
+        is stored quarantined with rule 'internal', as the file store does."""
+        missing = [item for item in items if item.rows is None]
+        if not missing:
+            return
+        lines = [(i, codec.decode(item.codec, item.blob)) for i, item in enumerate(missing)]
+        times = [item.received for item in missing]
+        built = None
+        if self.rebuild is not None:
+            try:
+                built = self.rebuild(lines, times)
+            except Exception as exc:  # the judge processes stopping: built here
+                log.warning("rows built here: the judge processes failed (%s)", exc)
+        if built is None:
+            self._judge = self._judge or Rejudge()
+            built = []
+            for line, at in zip(lines, times, strict=True):
+                try:
+                    built.extend(self._judge.rows_many([line], [at]))
+                except Exception as exc:  # an engine bug on this record
+                    log.error("rows of a game failed: %r", exc)
+                    built.append((None, None))
+        for item, (_, text), (status, game_rows) in zip(missing, lines, built, strict=True):
+            if status == item.status and game_rows is not None:
+                item.rows = game_rows
+                continue
+            log.error("game %s: judged again, its verdict changed; quarantined", item.gid)
+            record = orjson.loads(text)
+            fault = SimpleNamespace(
+                rule="internal", turn=None, seat=None, message="judged again, its verdict changed"
+            )
+            item.status = QUARANTINED
+            item.rows = rows.quarantine_row(item.gid, record, fault, item.received)
+
+    # -- housekeeping -------------------------------------------------------------------------
+
+    def _housekeep(self) -> None:
+        """Mark committed claims stored (at once), heartbeat, refresh the stored count."""
+        last_beat = last_count = time.monotonic()
+        backoff = 0.0
+        while True:
+            with self._marks:
+                if not self._unmarked and not self._stop_house:
+                    self._marks.wait(self._heartbeat)
+                batch = list(self._unmarked)
+                self._marking = bool(batch)
+                stopping = self._stop_house
+            try:
+                done = 0
+                for keys, owner in _by_owner(batch):
+                    self._house_claims.mark_stored(keys, owner)
+                    done += 1
+                with self._marks:
+                    for _ in batch:
+                        self._unmarked.popleft()
+                    self._marking = False
+                    self._marks.notify_all()
+                backoff = 0.0
+                now = time.monotonic()
+                if now - last_beat >= self._heartbeat and not stopping:
+                    self._house_claims.heartbeat(self.owner)
+                    last_beat = now
+                if now - last_count > 60.0 and not stopping:
+                    self._known = self._house_claims.stored_count()
+                    last_count = now
+            except Exception as exc:  # noqa: BLE001 - retried; a dead server's are adopted
+                with self._marks:
+                    self._marking = False
+                    self._marks.notify_all()
+                log.warning("lake housekeeping (retried): %s", exc)
+                if stopping:
+                    return
+                backoff = min(5.0, backoff * 2 or 0.1)
+                time.sleep(backoff)
+                continue
+            if stopping:
+                return
+
+
+def _by_owner(batch: list[tuple[list[int], str]]) -> list[tuple[list[int], str]]:
+    merged: dict[str, list[int]] = {}
+    for keys, owner in batch:
+        merged.setdefault(owner, []).extend(keys)
+    return [(keys, owner) for owner, keys in merged.items()]
+
+
+def sweep_stale(con: duckdb.DuckDBPyConnection, claims: Claims, mine: str | None = None) -> dict:
+    """Settle the stale pending claims of other owners (dead, or stalled past their lease):
+    fence each owner, then mark stored the claims whose games the lake holds and drop the
+    others (a client's retry then stores them). `con`: a lake connection (USE lake). Run by
+    every server now and then and by `balance lake maintain`; idempotent, safe at once."""
+    stale = [(k, o) for k, o in claims.stale() if o != mine]
+    if not stale:
+        return {"adopted": 0, "released": 0}
+    for owner in sorted({o for _, o in stale}):
+        drop_fence(con, owner)
+    present = lake_hashes(con, [k for k, _ in stale])
+    adopted = claims.adopt([(k, o, present[k]) for k, o in stale if k in present])
+    claims.release_stale([(k, o) for k, o in stale if k not in present])
+    log.warning(
+        "stale claims of %d dead or stalled servers settled: %d stored, %d dropped",
+        len({o for _, o in stale}),
+        len(adopted),
+        len([k for k, _ in stale if k not in present]),
+    )
+    return {"adopted": len(adopted), "released": len(stale) - len(present)}
+
+
+def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+    """Drop `owner`'s fence table: no commit of it can land from now on."""
+    for attempt in range(10):
+        try:
+            con.execute(f"DROP TABLE IF EXISTS {LAKE}.{FENCES}.{owner}")
+            return
+        except duckdb.Error as exc:
+            if not _is_conflict(exc) or attempt == 9:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+def lake_hashes(con: duckdb.DuckDBPyConnection, keys: list[int]) -> dict[int, int]:
+    """game_id -> content_hash of those of `keys` the lake holds (its latest snapshot)."""
+    if not keys:
+        return {}
+    ids = [str(uuid.UUID(int=k)) for k in keys]
+    found = con.execute(
+        "SELECT game_id::VARCHAR, content_hash FROM raw_records "
+        "WHERE game_id IN (SELECT unnest(?::UUID[]))",
+        [ids],
+    ).fetchall()
+    return {uuid.UUID(g).int: h for g, h in found}
+
+
+def _missing_fence(exc: BaseException, owner: str) -> bool:
+    text = str(exc)
+    return owner in text and "does not exist" in text
+
+
+def _reason(what: str, exc: BaseException) -> str:
+    text = " ".join(str(exc).split())[:300]
+    return f"{what} failed: {type(exc).__name__}: {text}"

@@ -1,0 +1,372 @@
+"""Operating a lake: `balance lake init`, `import`, `maintain` and `check` (docs/lake.md).
+
+- `init_lake`: the store's tables in the catalog (lake.lake_schema_sql: schema.sql without
+  what DuckLake cannot express), the fence schema, the claims table and its functions
+  (lake_claims.py), and safe retention defaults for DuckLake's own cleanup.
+- `import_store`: the games of a store file (its journal loaded first) into the lake, claims
+  included, in chunks; a re-run skips what is there; counts checked per table.
+- `maintain`: inlined rows flushed to Parquet, adjacent files merged, old snapshots expired,
+  files scheduled for deletion and orphaned files removed, both only past an age margin of an
+  hour at least (an orphan younger than that may be a file a writer has not committed yet:
+  deleting it made the commit point at a missing file, issue 19); fences of servers gone for
+  that long dropped; stale claims of dead servers settled (lake.sweep_stale).
+- `check`: every game_id once in raw_records, claims and lake in step, rows per table.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import socket
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from . import rows
+from .lake import FENCES, LAKE, PG, connect, lake_schema_sql, sweep_stale
+from .lake_claims import STORED, Claims
+
+log = logging.getLogger("ingest.lake")
+
+LAKE_SCHEMA_VERSION = "1"
+MIN_MARGIN_SECONDS = 3600  # orphaned / old files younger than this are never deleted
+TABLES = ("raw_records", *rows.ALL_GAME_TABLES)  # what a game stores; agg_* are the jobs'
+
+
+def init_lake(catalog: str, data_path: str, inline_rows: int | None = None) -> dict:
+    """Create the lake's tables, claims and options (idempotent: a second run changes
+    nothing). Returns what the lake holds."""
+    con = connect(catalog, data_path, create=True)
+    try:
+        con.execute(lake_schema_sql())
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+        con.execute(
+            "INSERT INTO store_meta SELECT 'lake_schema_version', ? WHERE NOT EXISTS "
+            "(SELECT 1 FROM store_meta WHERE key = 'lake_schema_version')",
+            [LAKE_SCHEMA_VERSION],
+        )
+        # DuckLake's own cleanup (CHECKPOINT, or its functions called without an age) must
+        # never delete a file a writer has written and not yet committed.
+        con.execute(f"CALL {LAKE}.set_option('delete_older_than', '1 day')")
+        con.execute(f"CALL {LAKE}.set_option('expire_older_than', '7 days')")
+        if inline_rows is not None:
+            con.execute(f"CALL {LAKE}.set_option('data_inlining_row_limit', {int(inline_rows)})")
+        Claims(con.cursor(), PG).install()
+        return describe(con)
+    finally:
+        con.close()
+
+
+def describe(con: duckdb.DuckDBPyConnection) -> dict:
+    row = con.execute(
+        "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata "
+        "WHERE key = 'data_path' AND scope IS NULL"
+    ).fetchone()
+    if row is None:  # (never: DuckLake writes it with the catalog)
+        raise RuntimeError("the lake's catalog has no data_path")
+    (path,) = row
+    tables = [
+        t
+        for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = "
+            "'main' ORDER BY table_name",
+            [LAKE],
+        ).fetchall()
+    ]
+    return {"data_path": path, "tables": tables}
+
+
+# -- import ----------------------------------------------------------------------------------
+
+
+IMPORT_LEASE = 3600.0  # seconds: an import's claims are its own this long after each chunk
+
+
+def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) -> dict:
+    """Move the games of the store file `db` (its server stopped) into the lake: each chunk
+    claimed for the importer, its rows in every table copied in one lake commit (with the
+    importer's fence row, as a server's), the claims marked stored. A game_id the lake holds
+    already is skipped (the same content) or counted as a conflict (different content: the
+    lake's stays). A run that was interrupted is resumed by the next: the claims of earlier
+    runs on the same file are settled as a server settles a dead server's (their owner
+    fenced, then looked up in the lake). Counts are checked per table: the lake holds, for
+    the file's game_ids, as many rows as the file. Returns the summary."""
+    import hashlib
+
+    from .lake import drop_fence
+    from .store import Store
+
+    db = str(db)
+    if not os.path.isfile(db):
+        raise FileNotFoundError(db)
+    Store(db).close()  # the games a crash left in the upload journal go into the file first
+    con = connect(catalog)
+    prefix = "import_" + hashlib.sha1(os.path.realpath(db).encode()).hexdigest()[:16] + "_"
+    owner = prefix + uuid.uuid4().hex[:12]  # this run
+    fence = f"{LAKE}.{FENCES}.{owner}"
+    claims = Claims(con.cursor(), PG)
+    claims.register(owner, socket.gethostname(), os.getpid())
+    con.execute(f"CREATE TABLE {fence} (n BIGINT, committed_at TIMESTAMP)")
+    summary: dict[str, Any] = {"imported": 0, "already": 0, "conflicts": 0, "tables": {}}
+    try:
+        con.execute(f"ATTACH {_lit(db)} AS src (READ_ONLY)")
+        ((total,),) = con.execute("SELECT count(*) FROM src.raw_records").fetchall()
+        ids = con.cursor()  # streamed, next to the statements on `con`
+        ids.execute("SELECT game_id::VARCHAR, content_hash FROM src.raw_records")
+        started, done = time.perf_counter(), 0
+        while part := ids.fetchmany(chunk):
+            keys = [uuid.UUID(g).int for g, _ in part]
+            got = claims.import_claims(keys, [h for _, h in part], owner, IMPORT_LEASE)
+            mine, earlier = [], []
+            for key, (_, h) in zip(keys, part, strict=True):
+                claim_hash, state, who, made = got.get(key, (None, None, None, False))
+                if made:
+                    mine.append(key)
+                elif state == "pending" and who is not None and who.startswith(prefix):
+                    earlier.append((key, who))  # an earlier run's: did its commit land?
+                elif state == STORED and claim_hash == h:
+                    summary["already"] += 1
+                else:
+                    summary["conflicts"] += 1
+            if earlier:
+                summary["already"] += _settle_earlier(con, claims, earlier)
+                again = [k for k, _ in earlier]
+                hashes = dict(zip(keys, [h for _, h in part], strict=True))
+                got = claims.import_claims(again, [hashes[k] for k in again], owner, IMPORT_LEASE)
+                mine += [k for k in again if got.get(k, (0, "", "", False))[3]]
+            if mine:
+                _copy_chunk(con, [str(uuid.UUID(int=k)) for k in mine], fence)
+                claims.mark_stored(mine, owner)
+                summary["imported"] += len(mine)
+            done += len(part)
+            rate = done / max(1e-9, time.perf_counter() - started)
+            echo(f"  {done}/{total} games ({rate:.0f}/s): {summary['imported']} imported")
+        ids.close()
+        summary["tables"] = _compare_counts(con)
+        drop_fence(con, owner)
+    finally:
+        claims.closed(owner)
+        con.close()
+    return summary
+
+
+def _settle_earlier(con, claims: Claims, earlier: list[tuple[int, str]]) -> int:
+    """Claims of earlier runs of this import: fence each run (none of its commits can land
+    from now on), mark stored what the lake holds, release the rest; how many were stored."""
+    from .lake import drop_fence, lake_hashes
+
+    for who in sorted({w for _, w in earlier}):
+        drop_fence(con, who)
+    landed = lake_hashes(con, [k for k, _ in earlier])
+    claims.adopt([(k, w, landed[k]) for k, w in earlier if k in landed])
+    absent: dict[str, list[int]] = {}
+    for k, w in earlier:
+        if k not in landed:
+            absent.setdefault(w, []).append(k)
+    for who, ks in absent.items():
+        claims.release(ks, who)
+    return len(landed)
+
+
+def _copy_chunk(con: duckdb.DuckDBPyConnection, gids: list[str], fence: str) -> None:
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE import_ids AS SELECT unnest(?::UUID[]) AS g", [gids]
+        )
+        for table in TABLES:
+            con.execute(
+                f"INSERT INTO {LAKE}.main.{table} SELECT * FROM src.main.{table} "
+                "WHERE game_id IN (SELECT g FROM import_ids)"
+            )
+        con.execute(f"INSERT INTO {fence} VALUES ({len(gids)}, now()::TIMESTAMP)")
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def _compare_counts(con: duckdb.DuckDBPyConnection) -> dict:
+    """Per table: rows in the file, and rows in the lake for the file's game_ids. Raises
+    if they differ."""
+    out = {}
+    con.execute("CREATE OR REPLACE TEMP TABLE import_all AS SELECT game_id FROM src.raw_records")
+    for table in TABLES:
+        ((src,),) = con.execute(f"SELECT count(*) FROM src.main.{table}").fetchall()
+        ((dst,),) = con.execute(
+            f"SELECT count(*) FROM {LAKE}.main.{table} "
+            "WHERE game_id IN (SELECT game_id FROM import_all)"
+        ).fetchall()
+        out[table] = {"file": src, "lake": dst}
+    wrong = {t: c for t, c in out.items() if c["file"] != c["lake"]}
+    if wrong:
+        raise RuntimeError(f"import: row counts differ between the file and the lake: {wrong}")
+    return out
+
+
+# -- maintenance -----------------------------------------------------------------------------
+
+_INTERVAL = re.compile(r"^\s*(\d+)\s*(second|minute|hour|day|week)s?\s*$", re.I)
+_SECONDS = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 604800}
+
+
+def interval_seconds(text: str) -> int:
+    """'90 minutes', '1 hour', '7 days' -> seconds."""
+    m = _INTERVAL.match(text)
+    if not m:
+        raise ValueError(f"not an interval: {text!r} (say e.g. '2 hours', '7 days')")
+    return int(m.group(1)) * _SECONDS[m.group(2).lower()]
+
+
+def maintain(
+    catalog: str,
+    *,
+    older_than: str = "1 hour",
+    expire_older_than: str = "1 day",
+    echo=print,
+) -> dict:
+    """One maintenance pass (safe next to running servers; run one at a time). `older_than`
+    (at least an hour) guards the deletion of orphaned and old files; snapshots older than
+    `expire_older_than` are expired (time travel ends there)."""
+    margin = interval_seconds(older_than)
+    if margin < MIN_MARGIN_SECONDS:
+        raise ValueError(
+            "older_than must be at least 1 hour: a younger orphan may be a file a running "
+            "writer has not committed yet"
+        )
+    expire = interval_seconds(expire_older_than)
+    if expire < margin:
+        raise ValueError("expire_older_than must be at least older_than")
+    con = connect(catalog)
+    out: dict = {}
+    try:
+        files_before = _file_count(con)
+        steps = [
+            ("flushed", f"CALL ducklake_flush_inlined_data('{LAKE}')"),
+            ("merged", f"CALL ducklake_merge_adjacent_files('{LAKE}')"),
+            (
+                "expired",
+                f"CALL ducklake_expire_snapshots('{LAKE}', "
+                f"older_than => now() - INTERVAL '{expire} seconds')",
+            ),
+            (
+                "cleaned",
+                f"CALL ducklake_cleanup_old_files('{LAKE}', "
+                f"older_than => now() - INTERVAL '{margin} seconds')",
+            ),
+            (
+                "orphans",
+                f"CALL ducklake_delete_orphaned_files('{LAKE}', "
+                f"older_than => now() - INTERVAL '{margin} seconds')",
+            ),
+        ]
+        for name, sql in steps:
+            began = time.perf_counter()
+            out[name] = len(_retry(con, sql))
+            echo(f"  {name}: {out[name]} ({time.perf_counter() - began:.1f} s)")
+        out["stale_claims"] = sweep_stale(con, Claims(con.cursor(), PG))
+        out["fences_dropped"] = _drop_dead_fences(con, margin)
+        out["files"] = {"before": files_before, "after": _file_count(con)}
+    finally:
+        con.close()
+    return out
+
+
+def _retry(con: duckdb.DuckDBPyConnection, sql: str, tries: int = 10) -> list:
+    for attempt in range(tries):
+        try:
+            return con.execute(sql).fetchall()
+        except duckdb.Error as exc:
+            if "conflict" not in str(exc).lower() or attempt == tries - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
+    return []
+
+
+def _file_count(con: duckdb.DuckDBPyConnection) -> int:
+    total = 0
+    for table in TABLES:
+        ((n,),) = con.execute(
+            f"SELECT count(*) FROM ducklake_list_files('{LAKE}', '{table}')"
+        ).fetchall()
+        total += n
+    return total
+
+
+def _drop_dead_fences(con: duckdb.DuckDBPyConnection, margin: int) -> int:
+    """Drop the fence of each server closed or not seen for `margin` seconds that holds no
+    pending claim (a dead server with pending claims is fenced by whoever takes them over)."""
+    claims = Claims(con.cursor(), PG)
+    fences = {
+        t
+        for (t,) in con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = ?",
+            [LAKE, FENCES],
+        ).fetchall()
+    }
+    owners = {o: (seen, closed) for o, _, _, seen, closed in claims.owners()}
+    dropped, gone = 0, []
+    for owner, (seen, closed) in owners.items():
+        if not closed and seen < margin:
+            continue
+        if claims.pending_of(owner):
+            continue
+        if owner in fences:
+            con.execute(f"DROP TABLE IF EXISTS {LAKE}.{FENCES}.{owner}")
+            dropped += 1
+        gone.append(owner)
+    claims.forget_owners(gone)
+    return dropped
+
+
+# -- check -----------------------------------------------------------------------------------
+
+
+def check(catalog: str) -> dict:
+    """The lake's consistency. Errors (`ok` False): a game_id stored twice, a raw record with
+    no claim at all (a retry would store it again), a stored claim without its raw record (a
+    game answered `duplicate` that is not there). Not errors: pending claims; among them the
+    games a server committed and died before marking (`pending_in_lake`: a server's sweep or
+    `maintain` marks them stored, any upload of them is answered from the lake)."""
+    con = connect(catalog)
+    try:
+        claims = Claims(con.cursor(), PG)
+        ((dups,),) = con.execute(
+            "SELECT count(*) FROM (SELECT game_id FROM raw_records GROUP BY game_id "
+            "HAVING count(*) > 1)"
+        ).fetchall()
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE all_claims AS SELECT game_id::UUID AS game_id, state "
+            f"FROM postgres_query('{PG}', 'SELECT game_id, state FROM balance_claims')"
+        )
+        ((unclaimed, pending_in_lake),) = con.execute(
+            "SELECT count(*) FILTER (WHERE c.state IS NULL), "
+            "count(*) FILTER (WHERE c.state = 'pending') "
+            "FROM raw_records r LEFT JOIN all_claims c USING (game_id)"
+        ).fetchall()
+        ((missing,),) = con.execute(
+            "SELECT count(*) FROM all_claims c WHERE c.state = 'stored' AND c.game_id NOT IN "
+            "(SELECT game_id FROM raw_records)"
+        ).fetchall()
+        counts = {
+            t: con.execute(f"SELECT count(*) FROM {LAKE}.main.{t}").fetchall()[0][0] for t in TABLES
+        }
+        return {
+            "duplicate_game_ids": dups,
+            "stored_without_claim": unclaimed,
+            "claimed_not_stored": missing,
+            "pending_in_lake": pending_in_lake,
+            "claims": claims.counts(),
+            "rows": counts,
+            "ok": dups == 0 and unclaimed == 0 and missing == 0,
+        }
+    finally:
+        con.close()
+
+
+def _lit(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,497 @@
+"""LakeStore on a real lake (a PostgreSQL cluster of the test's own, Parquet files in tmp):
+verdicts, the claims across stores, stale claims (the lake holds the game / it does not), a
+stalled writer fenced off, commits of unknown outcome, import, maintenance. Skipped, with
+the reason, where PostgreSQL or the ducklake extension cannot be had (lake_cluster.py)."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import duckdb
+import orjson
+import pytest
+
+from ingest.pipeline import Judge, utcnow
+from ingest.storage import StorageUnavailable, Store
+from ingest.storage import lake as lake_module
+from ingest.storage.lake import LakeError, LakeStore, connect, lake_schema_sql, parquet_files
+from ingest.storage.lake_admin import check, import_store, maintain
+from ingest.storage.lake_claims import Claims
+
+pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
+
+EXAMPLES = Path(__file__).resolve().parent / "spec" / "examples"
+if not (EXAMPLES / "slow6-valid.ndjson").exists():
+    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+
+
+def _records(name: str) -> list[dict]:
+    return [json.loads(x) for x in (EXAMPLES / f"{name}.ndjson").read_text().splitlines() if x]
+
+
+SLOW6, SLIDE, SLOW6_BAD = (
+    _records("slow6-valid"),
+    _records("slide-valid"),
+    _records("slow6-invalid"),
+)
+JUDGE = Judge()
+
+
+def fresh(record: dict) -> dict:
+    out = copy.deepcopy(record)
+    out["game_id"] = str(uuid.uuid4())
+    return out
+
+
+def altered(record: dict) -> dict:
+    out = copy.deepcopy(record)
+    out["client"]["version"] = out["client"]["version"] + ".1"
+    return out
+
+
+def pending(record: dict, with_rows: bool = True):
+    return JUDGE.judge(0, orjson.dumps(record), utcnow(), with_rows=with_rows).pending
+
+
+def lake_rows(catalog: str, sql: str, params=None) -> list[tuple]:
+    con = connect(catalog, claims=False)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+@pytest.fixture
+def stores(lake):
+    """open(**kw) -> a LakeStore on the test's lake; all are closed at the end."""
+    opened = []
+
+    def open_store(**kw):
+        store = LakeStore(lake, **kw)
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in opened:
+        with contextlib.suppress(Exception):
+            store.close()
+
+
+def test_lake_schema_is_the_file_schema(lake, tmp_path):
+    """Every table and column of schema.sql, with its type and NOT NULL, is in the lake."""
+    file = duckdb.connect(str(tmp_path / "f.duckdb"))
+    file.execute(lake_schema_sql())  # the statements the lake got, minus what DuckLake lacks
+    native = duckdb.connect(str(tmp_path / "g.duckdb"))
+    from ingest.storage import schema_sql
+
+    native.execute(schema_sql())
+    sql = (
+        "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_catalog = current_database() AND table_schema = 'main' ORDER BY ALL"
+    )
+    want = native.execute(sql).fetchall()
+    assert file.execute(sql).fetchall() == want
+    got = lake_rows(lake, sql.replace("current_database()", "'lake'"))
+    assert got == want
+
+
+def test_ingest_verdicts_and_rows(stores, tmp_path):
+    store = stores()
+    good = [fresh(r) for r in SLOW6[:20]] + [fresh(r) for r in SLIDE[:10]]
+    bad = [fresh(r) for r in SLOW6_BAD[:10]]
+    out = store.ingest([pending(r) for r in good + bad])
+    assert out == ["accepted"] * 30 + ["quarantined"] * 10
+    # the same again: duplicate; altered: conflict; both in one request with a new game
+    new = fresh(SLOW6[0])
+    again = [pending(good[0]), pending(altered(good[1])), pending(new), pending(new)]
+    assert store.ingest(again) == ["duplicate", "conflict", "accepted", "duplicate"]
+    # the lake holds what a file store holds for the same games
+    file = Store(tmp_path / "file.duckdb")
+    file.ingest([pending(r) for r in good + bad + [new]])
+    file.close()
+    ref = duckdb.connect(str(tmp_path / "file.duckdb"), read_only=True)
+    for table in ("raw_records", "games", "game_turns", "game_pieces", "game_powers",
+                  "slide_games", "slide_seats", "slide_rounds", "quarantine"):  # fmt: skip
+        cols = "* EXCLUDE (received_at)" if table != "raw_records" else "game_id, content_hash"
+        if table in ("game_turns", "game_pieces", "game_powers", "slide_seats", "slide_rounds"):
+            cols = "*"
+        q = f"SELECT {cols} FROM {table} ORDER BY ALL"
+        assert lake_rows(store.catalog, q) == ref.execute(q).fetchall(), table
+    ref.close()
+    quarantine = lake_rows(
+        store.catalog, "SELECT count(*), count(rule), count(turn) FROM quarantine"
+    )
+    assert quarantine[0][0] == 10 and quarantine[0][1] == 10
+    store.flush_rows()
+    result = check(store.catalog)
+    assert result["ok"] and result["claims"] == {"stored": 41}, result
+    assert store.known_count() == 41
+
+
+def test_rows_built_by_the_store(stores):
+    """Verified games that come without their rows (the gatherer's) get them before commit."""
+    store = stores()
+    records = [fresh(r) for r in SLOW6[:5]]
+    assert store.ingest([pending(r, with_rows=False) for r in records]) == ["accepted"] * 5
+    ((games, turns),) = lake_rows(
+        store.catalog, "SELECT (SELECT count(*) FROM games), (SELECT count(*) FROM game_turns)"
+    )
+    assert games == 5 and turns == sum(len(r["turns"]) for r in records)
+
+
+def test_duplicates_and_conflicts_across_stores(stores):
+    a, b = stores(), stores()
+    records = [fresh(r) for r in SLOW6[:10]]
+    assert a.ingest([pending(r) for r in records]) == ["accepted"] * 10
+    assert b.ingest([pending(r) for r in records[:5]]) == ["duplicate"] * 5
+    assert b.ingest([pending(altered(r)) for r in records[5:]]) == ["conflict"] * 5
+    assert check(a.catalog)["rows"]["raw_records"] == 10
+
+
+def test_same_game_ids_at_once_from_two_stores(stores):
+    """Two stores (two DuckDB instances) given the same new games at the same moment, in
+    requests of various sizes: each game stored once, one accepted and one duplicate."""
+    a, b = stores(), stores()
+    records = [fresh(SLOW6[i % len(SLOW6)]) for i in range(120)]
+    verdicts: dict[str, list[str]] = {r["game_id"]: [] for r in records}
+    lock = threading.Lock()
+    start = threading.Barrier(4)
+
+    def send(store, chunks):
+        start.wait()
+        for chunk in chunks:
+            out = store.ingest([pending(r) for r in chunk])
+            with lock:
+                for r, v in zip(chunk, out, strict=True):
+                    verdicts[r["game_id"]].append(v)
+
+    chunks, i = [], 0
+    while i < len(records):
+        n = (1, 3, 10)[len(chunks) % 3]
+        chunks.append(records[i : i + n])
+        i += n
+    # each store gets every chunk once, its two threads taking alternate ones
+    threads = [
+        threading.Thread(target=send, args=(s, chunks[k::2])) for s in (a, b) for k in (0, 1)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sent = [v for vs in verdicts.values() for v in vs]
+    assert sent.count("accepted") == 120
+    for vs in verdicts.values():
+        assert sorted(vs) == ["accepted", "duplicate"]
+    a.flush_rows()
+    b.flush_rows()
+    result = check(a.catalog)
+    assert result["ok"] and result["rows"]["raw_records"] == 120
+    assert result["claims"] == {"stored": 120}, result
+
+
+def test_in_flight_elsewhere_is_retried_then_503(stores, lake):
+    """A live pending claim of another server: the request waits, then 503 (nothing stored)."""
+    store = stores(in_flight_wait=0.3)
+    record = fresh(SLOW6[0])
+    item = pending(record)
+    con = connect(lake)
+    Claims(con, "balance_pg").claim([item.key], [item.content_hash], "other_live", 60)
+    con.close()
+    other = fresh(SLOW6[1])
+    with pytest.raises(StorageUnavailable) as err:
+        store.ingest([pending(other), item])
+    assert err.value.retry_after == 1
+    assert store.ingest([pending(other)]) == ["accepted"]  # its claim was released
+
+
+def _stall_commits(monkeypatch, gate: threading.Event, entered: threading.Event):
+    """Make LakeStore commits wait, inside their lake transaction (inserts done, COMMIT not
+    sent), until `gate` is set: a writer stalled mid-commit."""
+    real = lake_module.transaction
+
+    @contextlib.contextmanager
+    def stalled(con):
+        with real(con):
+            yield
+            entered.set()
+            gate.wait(60)
+
+    monkeypatch.setattr(lake_module, "transaction", stalled)
+
+
+def test_stale_claim_lake_lacks_it_stalled_writer_is_fenced(stores, monkeypatch):
+    """A writer stalls past its lease mid-commit. Another store takes the claim over (the
+    lake does not hold the game) and stores its own version; the stalled commit then fails
+    (its fence was dropped) and its request is answered from the lake: stored once."""
+    a = stores(lease=1.0, in_flight_wait=20.0)
+    b = stores(lease=1.0)
+    record = fresh(SLOW6[0])
+    gate, entered = threading.Event(), threading.Event()
+    _stall_commits(monkeypatch, gate, entered)
+    answer: list = []
+    writer = threading.Thread(target=lambda: answer.append(a.ingest([pending(record)])))
+    writer.start()
+    assert entered.wait(30)
+    monkeypatch.undo()  # b commits normally (a's commit is already inside the stalled one)
+    time.sleep(1.2)  # a's lease runs out
+    assert b.ingest([pending(altered(record))]) == ["accepted"]
+    assert b.counters["takeovers"] == 1
+    gate.set()
+    writer.join(30)
+    assert answer == [["conflict"]]  # a's version lost: b's is the stored one
+    rows_ = lake_rows(a.catalog, "SELECT count(*) FROM raw_records")
+    assert rows_ == [(1,)]
+    result = check(a.catalog)
+    assert result["ok"], result
+    # a goes on under a new owner, with a new fence
+    assert a.ingest([pending(fresh(SLOW6[1]))]) == ["accepted"]
+
+
+def test_stale_claim_lake_holds_it(stores, monkeypatch):
+    """A writer commits, then dies before marking its claim stored. After its lease another
+    store finds the game in the lake: duplicate (same content) / conflict (altered), the
+    claim is marked stored, nothing is stored twice."""
+    a = stores(lease=1.0)
+    b = stores(lease=1.0)
+    records = [fresh(SLOW6[0]), fresh(SLOW6[1])]
+
+    def dead(*_args, **_kw):
+        raise duckdb.IOException("the server died here")
+
+    monkeypatch.setattr(a._house_claims, "mark_stored", dead)  # a dies before marking
+    assert a.ingest([pending(r) for r in records]) == ["accepted", "accepted"]
+    assert check(a.catalog)["pending_in_lake"] == 2  # not an error: protected by the claims
+    time.sleep(1.2)
+    out = b.ingest([pending(records[0]), pending(altered(records[1]))])
+    assert out == ["duplicate", "conflict"]
+    assert b.counters["adopted"] == 2 and b.counters["takeovers"] == 0
+    b.flush_rows()
+    result = check(b.catalog)
+    assert result["ok"] and result["claims"] == {"stored": 2}, result
+
+
+def test_stale_claims_are_settled_by_a_sweep(stores, monkeypatch, lake):
+    """Committed games of a dead server whose claims nobody asks about: a server's sweep (at
+    open, then every lease) marks them stored; a stale claim of a game not in the lake is
+    dropped, so that its retry is stored."""
+    a = stores(lease=1.0)
+    committed = fresh(SLOW6[0])
+
+    def dead(*_args, **_kw):
+        raise duckdb.IOException("the server died here")
+
+    monkeypatch.setattr(a._house_claims, "mark_stored", dead)
+    assert a.ingest([pending(committed)]) == ["accepted"]
+    never = pending(fresh(SLOW6[1]))
+    a._claims.claim([never.key], [never.content_hash], a.owner, 1.0)  # claimed, died
+    time.sleep(1.2)
+    b = stores(lease=1.0)  # its sweep at open settles both
+    assert b.counters["adopted"] == 1
+    result = check(lake)
+    assert result["ok"] and result["claims"] == {"stored": 1}, result
+    assert b.ingest([never]) == ["accepted"]
+
+
+def test_live_pending_claim_of_the_committer_is_waited_for(stores, monkeypatch):
+    """The game is committed but its claim not yet marked (a slow mark): another store's
+    request waits (in flight) rather than storing it again."""
+    a = stores()
+    b = stores(in_flight_wait=10.0)
+    record = fresh(SLOW6[0])
+    real = a._house_claims.mark_stored
+    failures = []
+
+    def slow(*args, **kw):
+        if len(failures) < 3:  # the catalog is unreachable for a moment
+            failures.append(1)
+            raise duckdb.IOException("catalog unreachable for a moment")
+        return real(*args, **kw)
+
+    monkeypatch.setattr(a._house_claims, "mark_stored", slow)
+    assert a.ingest([pending(record)]) == ["accepted"]
+    assert b.ingest([pending(record)]) == ["duplicate"]
+    assert b.counters["deferred"] >= 1 and len(failures) == 3
+    a.flush_rows()
+    assert check(a.catalog)["claims"] == {"stored": 1}
+
+
+def test_commit_of_unknown_outcome(stores, monkeypatch):
+    """A COMMIT that raised after landing is found in the lake (accepted, claims stored);
+    one that raised before landing is a 503 whose claims are released (a retry stores)."""
+    store = stores()
+    real = lake_module.transaction
+
+    @contextlib.contextmanager
+    def lost_ack(con):
+        with real(con):
+            yield
+        raise duckdb.IOException("connection lost after COMMIT")
+
+    monkeypatch.setattr(lake_module, "transaction", lost_ack)
+    records = [fresh(SLOW6[0]), fresh(SLOW6[1])]
+    assert store.ingest([pending(r) for r in records]) == ["accepted", "accepted"]
+
+    @contextlib.contextmanager
+    def lost(con):
+        con.execute("BEGIN TRANSACTION")
+        yield
+        con.execute("ROLLBACK")
+        raise duckdb.IOException("connection lost before COMMIT")
+
+    monkeypatch.setattr(lake_module, "transaction", lost)
+    third = fresh(SLOW6[2])
+    with pytest.raises(StorageUnavailable):
+        store.ingest([pending(third)])
+    monkeypatch.undo()
+    assert store.failure is None
+    assert store.ingest([pending(third)]) == ["accepted"]
+    store.flush_rows()
+    result = check(store.catalog)
+    assert result["ok"] and result["rows"]["raw_records"] == 3, result
+    assert result["claims"] == {"stored": 3}, result
+
+
+def test_unreachable_catalog_is_503_then_recovers(stores, monkeypatch):
+    store = stores()
+    monkeypatch.setattr(
+        store._claims,
+        "claim",
+        lambda *a, **k: (_ for _ in ()).throw(duckdb.IOException("could not connect to server")),
+    )
+    with pytest.raises(StorageUnavailable):
+        store.ingest([pending(fresh(SLOW6[0]))])
+    assert store.failure is not None and store.health()["failure"]
+    with pytest.raises(StorageUnavailable):  # at once, while failing
+        store.ingest([pending(fresh(SLOW6[0]))])
+    monkeypatch.undo()
+    deadline = time.monotonic() + 15
+    while store.failure is not None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert store.failure is None
+    assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
+
+
+def test_import_a_file_store(lake, stores, tmp_path):
+    db = tmp_path / "file.duckdb"
+    games = [fresh(r) for r in SLOW6[:15]] + [fresh(r) for r in SLIDE[:5]]
+    bad = [fresh(r) for r in SLOW6_BAD[:5]]
+    with Store(db) as file:
+        file.ingest([pending(r) for r in games + bad])
+    summary = import_store(lake, db, chunk=7, echo=lambda _line: None)
+    assert summary["imported"] == 25 and summary["conflicts"] == 0
+    assert all(c["file"] == c["lake"] for c in summary["tables"].values())
+    assert summary["tables"]["quarantine"]["lake"] == 5
+    again = import_store(lake, db, echo=lambda _line: None)
+    assert again["imported"] == 0 and again["already"] == 25
+    store = stores()
+    assert store.ingest([pending(games[0]), pending(altered(games[1]))]) == [
+        "duplicate",
+        "conflict",
+    ]
+    assert check(lake)["ok"]
+
+
+def test_maintain_keeps_the_data_and_refuses_a_short_margin(lake, stores):
+    store = stores()
+    for i in range(8):  # small commits: inlined rows and small files
+        store.ingest([pending(fresh(SLOW6[(i * 5 + k) % len(SLOW6)])) for k in range(5)])
+    before = check(lake)["rows"]
+    con = connect(lake, read_only=True, claims=False)
+    with pytest.raises(LakeError, match="inlined"):  # small commits' rows are in the catalog
+        parquet_files(con, "raw_records")
+    con.close()
+    with pytest.raises(ValueError, match="at least 1 hour"):
+        maintain(lake, older_than="10 minutes", echo=lambda _line: None)
+    out = maintain(lake, echo=lambda _line: None)
+    assert out["files"]["after"] <= out["files"]["before"]
+    after = check(lake)
+    assert after["ok"] and after["rows"] == before
+    # every row in Parquet now: the catalog's file list gives the table to Polars exactly
+    import polars as pl
+
+    con = connect(lake, read_only=True, claims=False)
+    files = parquet_files(con, "game_turns")
+    ((turns,),) = con.execute("SELECT count(*) FROM game_turns").fetchall()
+    con.close()
+    assert pl.scan_parquet(files).select(pl.len()).collect().item() == turns
+    assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]  # writers go on
+
+
+def test_rows_that_do_not_fit_fail_their_request_only(stores):
+    """A request whose rows cannot be stored (a bug) gets the error; a request committed in
+    the same group is stored; the failed game's claim is released (a fixed retry stores)."""
+    store = stores()
+    good, bad = fresh(SLOW6[0]), fresh(SLOW6[1])
+    broken = pending(bad)
+    broken.rows = {"games": [("not", "a", "games", "row")]}
+    gate = threading.Event()
+    results: dict[str, object] = {}
+
+    def call(name, items):
+        gate.wait()
+        try:
+            results[name] = store.ingest(items)
+        except Exception as exc:  # noqa: BLE001 - what the request gets
+            results[name] = exc
+
+    threads = [
+        threading.Thread(target=call, args=("good", [pending(good)])),
+        threading.Thread(target=call, args=("bad", [broken])),
+    ]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join(60)
+    assert results["good"] == ["accepted"]
+    assert isinstance(results["bad"], Exception)
+    assert not isinstance(results["bad"], StorageUnavailable)
+    assert store.failure is None
+    assert store.ingest([pending(bad)]) == ["accepted"]
+    store.flush_rows()
+    assert check(store.catalog)["claims"] == {"stored": 2}
+
+
+def test_an_interrupted_import_is_resumed(lake, tmp_path, monkeypatch):
+    """Run 1 dies after a chunk's commit, before marking its claims; run 2 dies in a chunk's
+    commit; run 3 settles both (the lake holds the first chunk, not the second) and ends with
+    every game once and the counts equal."""
+    from ingest.storage import lake_admin
+
+    db = tmp_path / "file.duckdb"
+    games = [fresh(SLOW6[i % len(SLOW6)]) for i in range(25)]
+    with Store(db) as file:
+        file.ingest([pending(r) for r in games])
+    quiet = {"echo": lambda _line: None, "chunk": 7}
+    real_mark, real_copy = Claims.mark_stored, lake_admin._copy_chunk
+    marks: list[int] = []
+
+    def mark_dies_second_time(self, keys, owner):
+        marks.append(1)
+        if len(marks) == 2:
+            raise duckdb.IOException("the importer died here")
+        return real_mark(self, keys, owner)
+
+    monkeypatch.setattr(Claims, "mark_stored", mark_dies_second_time)
+    with pytest.raises(duckdb.IOException):
+        import_store(lake, db, **quiet)  # chunk 1 stored, chunk 2 committed and not marked
+    monkeypatch.setattr(Claims, "mark_stored", real_mark)
+
+    def copy_dies(*_args, **_kw):
+        raise duckdb.IOException("the importer died in a commit")
+
+    monkeypatch.setattr(lake_admin, "_copy_chunk", copy_dies)
+    with pytest.raises(duckdb.IOException):
+        import_store(lake, db, **quiet)  # chunk 3 claimed, its commit failed
+    monkeypatch.setattr(lake_admin, "_copy_chunk", real_copy)
+    summary = import_store(lake, db, **quiet)
+    assert summary["imported"] == 25 - 14 and summary["already"] == 14, summary
+    assert all(c["file"] == c["lake"] for c in summary["tables"].values())
+    result = check(lake)
+    assert result["ok"] and result["claims"] == {"stored": 25}, result
