@@ -1,17 +1,19 @@
-"""POST /v1/games over real HTTP on a real `balance serve`: every verdict, the spec examples,
-mixed batches, unknown fields, status codes; and the other endpoints."""
+"""POST /v1/games on the app `balance serve` runs, in-process (Flask's test client): every
+verdict, the spec examples, mixed batches, unknown fields, status codes; and the other
+endpoints. The apps judge on the request threads; the mixed batch goes through judge processes
+and the gatherer, as on a server."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from conftest import (
+from support import (
     JSON,
     NDJSON,
     SLIDE,
     SLOW6,
-    Server,
+    AppClient,
     dumps,
     example_lines,
     example_records,
@@ -21,10 +23,12 @@ from conftest import (
     verdicts,
 )
 
+SERVER_JUDGES = {"BALANCE_WORKERS": "2"}  # judge processes and the gatherer, as on a server
+
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("api")).start()
+    s = AppClient(tmp_path_factory.mktemp("api")).start()
     yield s
     s.stop()
 
@@ -148,8 +152,9 @@ def test_malformed_examples_are_rejected_naming_the_field(srv):
 # -- batches ---------------------------------------------------------------------------------
 
 
-def test_mixed_batch_stores_the_good_lines(server_factory):
-    s = server_factory()
+@pytest.mark.slow
+def test_mixed_batch_stores_the_good_lines(app_factory):
+    s = app_factory(env=SERVER_JUDGES)
     stored = fresh_slow6(7)
     assert s.upload([stored]).json()["results"][0]["verdict"] == "accepted"
     good, good2 = fresh_slow6(8), fresh(SLIDE[0])
@@ -246,7 +251,7 @@ def test_wrong_method_is_405_json(srv, method):
     assert r.json()["status"] == 405
 
 
-@pytest.mark.parametrize("path", ["/", "/v2/games", "/v1/games/x", "/%00"])
+@pytest.mark.parametrize("path", ["/v2/games", "/v1/games/x", "/%00"])
 def test_unknown_path_is_404_json(srv, path):
     r = srv.get(path)
     assert r.status == 404 and r.headers["content-type"].startswith("application/json")
@@ -254,15 +259,15 @@ def test_unknown_path_is_404_json(srv, path):
 
 
 @pytest.mark.parametrize(
-    "server", [{"env": {"BALANCE_RATE_LIMIT": "1", "BALANCE_RATE_BURST": "3"}}], indirect=True
+    "app_server", [{"env": {"BALANCE_RATE_LIMIT": "1", "BALANCE_RATE_BURST": "3"}}], indirect=True
 )
-def test_rate_limit_is_429_with_retry_after(server):
-    statuses = [server.post("/v1/games", dumps(fresh_slow6(i)), JSON).status for i in range(6)]
+def test_rate_limit_is_429_with_retry_after(app_server):
+    statuses = [app_server.post("/v1/games", dumps(fresh_slow6(i)), JSON).status for i in range(6)]
     assert statuses[:3] == [200, 200, 200] and 429 in statuses[3:]
-    r = server.post("/v1/games", dumps(fresh_slow6()), JSON)
+    r = app_server.post("/v1/games", dumps(fresh_slow6()), JSON)
     assert r.status == 429 and int(r.headers["retry-after"]) >= 1
     assert r.json()["status"] == 429
-    assert server.get("/healthz").status == 200  # only uploads are limited
+    assert app_server.get("/healthz").status == 200  # only uploads are limited
 
 
 # -- the other endpoints ----------------------------------------------------------------------
@@ -291,9 +296,9 @@ def test_healthz_runs_a_query(srv):
     assert isinstance(r.json()["stored_records"], int)
 
 
-def test_metrics_count_verdicts_and_latency(server):
-    server.upload([fresh_slow6(1), fresh_slow6(1) | {"email": "e"}, b"[]"])
-    text = server.get("/metrics").body.decode()
+def test_metrics_count_verdicts_and_latency(app_server):
+    app_server.upload([fresh_slow6(1), fresh_slow6(1) | {"email": "e"}, b"[]"])
+    text = app_server.get("/metrics").body.decode()
     assert 'balance_records_total{verdict="accepted"} 1' in text
     assert 'balance_records_total{verdict="rejected"} 2' in text
     assert 'balance_upload_batch_records_bucket{le="5"} 1' in text
@@ -306,19 +311,19 @@ def test_metrics_count_verdicts_and_latency(server):
             float(value)
 
 
-def test_game_id_is_canonicalised_in_storage(server):
+def test_game_id_is_canonicalised_in_storage(app_server):
     rec = fresh_slow6(6)
     rec["game_id"] = rec["game_id"].upper()  # either case is a valid UUID
-    assert one(server, rec)["verdict"] == "accepted"
-    server.stop()
-    assert query(server.db, "SELECT game_id::VARCHAR FROM games") == [(rec["game_id"].lower(),)]
+    assert one(app_server, rec)["verdict"] == "accepted"
+    app_server.stop()
+    assert query(app_server.db, "SELECT game_id::VARCHAR FROM games") == [(rec["game_id"].lower(),)]
 
 
-def test_unique_ids_in_every_table(server):
+def test_unique_ids_in_every_table(app_server):
     recs = [fresh(r) for r in SLOW6[:20] + SLIDE[:5]]
-    server.upload(recs)
-    server.upload(recs)  # all duplicates: no new rows
-    server.stop()
+    app_server.upload(recs)
+    app_server.upload(recs)  # all duplicates: no new rows
+    app_server.stop()
     for table, key in [
         ("games", "game_id"),
         ("game_turns", "game_id, turn"),
@@ -329,10 +334,10 @@ def test_unique_ids_in_every_table(server):
         ("slide_rounds", "game_id, round, seat"),
     ]:
         dup = query(
-            server.db,
+            app_server.db,
             f"SELECT count(*) FROM (SELECT {key} FROM {table} GROUP BY ALL HAVING count(*) > 1)",
         )[0][0]
         assert dup == 0, table
-    assert query(server.db, "SELECT count(*) FROM games")[0][0] == 20
+    assert query(app_server.db, "SELECT count(*) FROM games")[0][0] == 20
     turns = sum(len(r["turns"]) for r in recs[:20])
-    assert query(server.db, "SELECT count(*) FROM game_turns")[0][0] == turns
+    assert query(app_server.db, "SELECT count(*) FROM game_turns")[0][0] == turns
