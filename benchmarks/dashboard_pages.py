@@ -28,7 +28,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "benchmarks" / "out"
+# cached corpora and stores; BALANCE_BENCH_OUT puts them elsewhere (the smoke runs: a tmp dir)
+OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or ROOT / "benchmarks" / "out")
 PAGES = ["/dashboard/", "/dashboard/p/setups", "/dashboard/p/powers", "/dashboard/p/boards",
          "/dashboard/p/computer", "/dashboard/p/challenges", "/dashboard/p/quality",
          "/dashboard/p/trends", "/dashboard/?mode=&client_version=",
@@ -75,7 +76,8 @@ def request(port: int, method: str, path: str, headers=None, body=None, timeout=
         conn.request(method, path, body=body, headers=headers or {})
         resp = conn.getresponse()
         data = resp.read()
-        return resp.status, data, (time.perf_counter() - start) * 1000, dict(resp.getheaders())
+        headers = {k.lower(): v for k, v in resp.getheaders()}
+        return resp.status, data, (time.perf_counter() - start) * 1000, headers
     finally:
         conn.close()
 
@@ -85,7 +87,7 @@ def main(argv=None) -> int:
     ap.add_argument("--games", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args(argv)
-    OUT.mkdir(exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     db = OUT / f"dashboard_{args.games}.duckdb"
     if not db.exists():
         part = db.with_suffix(".partial")
@@ -136,7 +138,7 @@ def main(argv=None) -> int:
         _, plain, _, _ = request(port, "GET", bundle)
         _, gz, _, h = request(port, "GET", bundle, headers={"Accept-Encoding": "gzip"})
         print(f"\nJS bundle (once per browser, immutable): {len(plain):,} bytes, "
-              f"{len(gz):,} gzip ({h.get('Cache-Control')})")  # fmt: skip
+              f"{len(gz):,} gzip ({h.get('cache-control')})")  # fmt: skip
         print(f"slowest page median: {worst:.0f} ms (target < {TARGET_MS} ms)")
         print(json.dumps({"games": args.games, "slowest_median_ms": round(worst, 1)}))
     finally:

@@ -7,6 +7,7 @@ stays valid, and per-record compression does not benefit from the repetition).
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import uuid
@@ -16,7 +17,8 @@ import orjson
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-OUT = ROOT / "benchmarks" / "out"
+# cached corpora and stores; BALANCE_BENCH_OUT puts them elsewhere (the smoke runs: a tmp dir)
+OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or ROOT / "benchmarks" / "out")
 
 
 def pool(game: str, n: int, seed: int = 11) -> list[dict]:

@@ -1,6 +1,6 @@
 """Raw-record codecs: build a token list + preset dictionary, and print what each codec saves.
 
-    python benchmarks/ingest_zdict.py [--games 600] [--seed 7] [--write-dir DIR]
+    python benchmarks/ingest_zdict.py [--games 600] [--seed 7] [--write-dir DIR] [--test N]
 
 Prints, per game, the mean canonical record size and the stored size with plain deflate, with
 every shipped codec and with a freshly built one (microseconds per record too), measured on
@@ -92,10 +92,11 @@ def main() -> int:
     )
     ap.add_argument("--write-dir", help="write the freshly built files here")
     ap.add_argument("--game", choices=("slow6", "slide"), default=None)
+    ap.add_argument("--test", type=int, help="games measured on (default: games/3, at least 100)")
     args = ap.parse_args()
     for game in [args.game] if args.game else ["slow6", "slide"]:
         train = records(game, args.games, args.seed)
-        test = records(game, max(100, args.games // 3), args.seed + 1000)
+        test = records(game, args.test or max(100, args.games // 3), args.seed + 1000)
         spec = build(game, train)
         mean = sum(map(len, test)) / len(test)
         print(f"{game}: {len(test)} test records, canonical JSON {mean:.0f} B")

@@ -1,7 +1,7 @@
 """A soak: uploads, console queries and hostile clients against one `balance serve` at once.
 
     python benchmarks/soak.py [--seconds 180] [--uploaders 3] [--silent 16] [--trickle 8]
-                              [--idle 300]
+                              [--idle 300] [--pool 1000]
 
 For `--seconds`, on a fresh store with the default limits (docs/ingest.md, "Limits and
 timeouts"):
@@ -104,7 +104,7 @@ class Soak:
         self.peak_rss = 0
         self.hostile: Counter = Counter()
         self.unexpected: list[str] = []  # answers to legitimate uploads other than 200/503
-        self.records = pool("slow6", 1000)
+        self.records = pool("slow6", args.pool)
         self.refills = 0
         self.lines = with_fresh_ids(self.records, 200_000, seed=int(time.time()))
         self.next_line = 0
@@ -337,6 +337,7 @@ def main() -> int:
     ap.add_argument("--silent", type=int, default=16)
     ap.add_argument("--trickle", type=int, default=8)
     ap.add_argument("--idle", type=int, default=300)
+    ap.add_argument("--pool", type=int, default=1000, help="distinct simulated games uploaded")
     args = ap.parse_args()
     import resource
 

@@ -27,11 +27,12 @@ from replays.slow6 import verify as slow6
 from replays.slow6.simulate import simulate_games
 from replays.verifier import check_text, replay_record
 
-OUT = Path(__file__).resolve().parent / "out"
+# cached corpora and stores; BALANCE_BENCH_OUT puts them elsewhere (the smoke runs: a tmp dir)
+OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or Path(__file__).resolve().parent / "out")
 
 
 def corpus(board: int, games: int) -> list[bytes]:
-    OUT.mkdir(exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"verify-{board}x{board}-powers-{games}.ndjson"
     if not path.exists():
         with open(path, "wb") as f:

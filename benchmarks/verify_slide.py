@@ -25,11 +25,12 @@ try:
 except ImportError:  # pragma: no cover - only before the format checker landed
     wellformed = None
 
-OUT = Path(__file__).resolve().parent / "out"
+# cached corpora and stores; BALANCE_BENCH_OUT puts them elsewhere (the smoke runs: a tmp dir)
+OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or Path(__file__).resolve().parent / "out")
 
 
 def corpus(players: int, games: int) -> list[bytes]:
-    OUT.mkdir(exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"slide-{players}p-{games}.ndjson"
     if not path.exists():
         with open(path, "wb") as f:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -24,9 +25,10 @@ from replays._wf_slow6 import text_proves
 from replays.vocabulary import POWERS
 from replays.wellformed import MAX_BYTES, check, load, parse
 
-EXAMPLES = Path("/work/shared/spec/examples")
-if not EXAMPLES.exists():
-    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support import examples_dir  # noqa: E402  (the spec's one lookup: tests/spec/ first)
+
+EXAMPLES = examples_dir()
 
 
 def square(rng: random.Random) -> str:

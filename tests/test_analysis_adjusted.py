@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
+import pytest
 from scipy import optimize
 from scipy.special import expit
 
@@ -22,6 +23,7 @@ def few_big_boards(seed: int = 0) -> sy.Plan:
     )
 
 
+@pytest.mark.slow
 def test_a_few_7x7_games_among_240_do_not_fail_the_run():
     con, _ = sy.make_store(":memory:", few_big_boards())
     summary = jobs.run(con, lambda fn: fn(con))  # was numpy.linalg.LinAlgError: Singular matrix

@@ -13,6 +13,8 @@ from analysis import jobs, load, tables, views
 from analysis import synthetic as sy
 from analysis.cuts import Cut, latest_version, version_key
 
+pytestmark = pytest.mark.slow  # a 3,000-game synthetic store, every table recomputed per cut
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):

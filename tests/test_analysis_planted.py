@@ -19,6 +19,8 @@ from analysis import adjusted, jobs, load, logit
 from analysis import synthetic as sy
 from analysis.frames import POWERS
 
+pytestmark = pytest.mark.slow  # simulated stores with planted effects
+
 ONLINE = (("online", 1),)
 ONE_VERSION = (("3.0.0", 1),)
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 
 import duckdb
+import pytest
 
 from analysis import jobs, load
 from analysis import synthetic as sy
 from analysis.cuts import Cut
 from ingest import cli
+
+pytestmark = pytest.mark.slow  # synthetic stores of up to 1,300 games, every job each run
 
 
 def _write(con):

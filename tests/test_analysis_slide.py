@@ -12,6 +12,8 @@ from ingest import jobs as ingest_jobs
 from ingest.storage import Store
 from replays.slide.simulate import simulate_games
 
+pytestmark = pytest.mark.slow  # simulated games through the ingest path and the jobs
+
 DIMS = "g.players, g.mode, g.platform, g.client_version, date_trunc('week', g.ended_at)::DATE"
 
 

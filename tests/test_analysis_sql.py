@@ -11,6 +11,8 @@ from analysis import jobs
 from analysis import stats as st
 from analysis import synthetic as sy
 
+pytestmark = pytest.mark.slow  # a 4,000-game synthetic store and every job
+
 SIDES = """
 WITH s AS (
     SELECT g.*, 0 AS side, lineup_0 AS lineup, lineup_1 AS opp_lineup, powers_0 AS picks,

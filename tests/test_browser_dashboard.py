@@ -24,7 +24,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "tests" / "artifacts"
@@ -250,12 +250,13 @@ if CHROMIUM is None:
         allow_module_level=True,
     )
 
-from test_dashboard_pages import PAGES, start_server  # noqa: E402
+from support import PAGES, Server, demo_copy, demo_env  # noqa: E402
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, demo_db):
-    s = start_server(tmp_path_factory, demo_db)
+    work = tmp_path_factory.mktemp("dash-server")
+    s = Server(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
     yield s
     s.stop()
 

@@ -1,8 +1,9 @@
 """Access: open on loopback; a token when the server listens on any other address.
 
-The exposed server listens on 0.0.0.0 and the test talks to it through 127.0.0.1 only: the app
-knows from its --host that it is exposed, so dashboard and SQL answer 401 without the token,
-while uploads stay anonymous.
+The exposed app is told it listens on 0.0.0.0 (BALANCE_HOST, as `balance serve --host 0.0.0.0`
+sets it) and is reached in-process, or on a loopback port for `balance sql`: the app knows from
+its host that it is exposed, so dashboard and SQL answer 401 without the token, while uploads
+stay anonymous.
 """
 
 from __future__ import annotations
@@ -13,21 +14,16 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, Server, fresh_slow6
+from support import REPO, AppClient, fresh_slow6
 
 TOKEN = "s3cret-dashboard-token"
-
-
-class ExposedServer(Server):
-    def command(self) -> list[str]:
-        cmd = super().command()
-        cmd[cmd.index("--host") + 1] = "0.0.0.0"  # listen everywhere; we still connect via loopback
-        return cmd
+EXPOSED = {"BALANCE_HOST": "0.0.0.0"}  # listen everywhere (the tests still reach it locally)
 
 
 @pytest.fixture(scope="module")
 def exposed(tmp_path_factory):
-    s = ExposedServer(tmp_path_factory.mktemp("exposed"), env={"BALANCE_TOKEN": TOKEN}).start()
+    env = {**EXPOSED, "BALANCE_TOKEN": TOKEN}
+    s = AppClient(tmp_path_factory.mktemp("exposed"), env=env).start().serve_http()
     yield s
     s.stop()
 
@@ -95,16 +91,13 @@ def test_balance_sql_sends_the_token(exposed):
     assert ok.returncode == 0 and "42" in ok.stdout
 
 
-def test_exposed_without_a_token_configured_refuses_everyone(tmp_path):
-    s = ExposedServer(tmp_path / "no-token").start()
-    try:
-        r = s.get("/dashboard/")
-        assert r.status == 401 and b"no BALANCE_TOKEN" in r.body
-        assert s.upload([fresh_slow6()]).status == 200
-    finally:
-        s.stop()
+def test_exposed_without_a_token_configured_refuses_everyone(app_factory):
+    s = app_factory(env=EXPOSED)
+    r = s.get("/dashboard/")
+    assert r.status == 401 and b"no BALANCE_TOKEN" in r.body
+    assert s.upload([fresh_slow6()]).status == 200
 
 
-def test_loopback_server_needs_no_token(server):
-    assert server.get("/dashboard/").status == 200
-    assert server.get("/sql").status == 200
+def test_loopback_server_needs_no_token(app_server):
+    assert app_server.get("/dashboard/").status == 200
+    assert app_server.get("/sql").status == 200

@@ -1,8 +1,9 @@
-"""Dashboard pages over HTTP, on a real `balance serve` holding simulated games.
+"""Dashboard pages on the app in-process (Flask's test client), holding simulated games.
 
-The store is filled once per session the way production fills it: simulated games and the spec's
-quarantined examples go through the ingest path (`ingest.demo.load_records`), then the analysis
-jobs write the agg_* tables. Each module's server gets its own copy of that file.
+The store is filled once per session the way production fills it (conftest.py `demo_db`,
+support.build_demo_db): simulated games and the spec's quarantined examples go through the ingest
+path, then the analysis jobs write the agg_* tables. The module's app gets its own copy of that
+file, and every chart spec it draws is checked by Altair.
 """
 
 from __future__ import annotations
@@ -11,62 +12,16 @@ import csv
 import io
 import json
 import re
-import shutil
-from pathlib import Path
 from urllib.parse import parse_qs, quote, urlparse
 
-import duckdb
 import pytest
-from conftest import Server, example_records
-
-PAGES = [
-    "/dashboard/",
-    *(
-        f"/dashboard/p/{n}"
-        for n in (
-            "setups",
-            "powers",
-            "boards",
-            "computer",
-            "challenges",
-            "quality",
-            "trends",
-            "slide",
-        )
-    ),
-]
-
-
-def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
-    from analysis import jobs
-    from ingest.demo import load_records, simulated_records
-    from ingest.storage import Store
-
-    store = Store(path)
-    try:
-        load_records(store, simulated_records(games, slide, seed=0, level=2), echo=lambda _: None)
-        load_records(store, example_records("slow6-invalid"), echo=lambda _: None)
-    finally:
-        store.close()
-    con = duckdb.connect(str(path))
-    try:
-        jobs.run(con, lambda fn: fn(con))
-    finally:
-        con.close()
-    return path
-
-
-def start_server(tmp_path_factory, demo_db: Path, env: dict | None = None, args=()) -> Server:
-    work = tmp_path_factory.mktemp("dash-server")
-    db = work / "store.duckdb"
-    shutil.copy(demo_db, db)
-    env = {"BALANCE_VALIDATE_CHARTS": "1", **(env or {})}  # every spec checked by Altair
-    return Server(work, env=env, args=list(args), db=db).start()
+from support import PAGES, AppClient, demo_copy, demo_env, example_lines, example_records
 
 
 @pytest.fixture(scope="module")
 def demo_server(tmp_path_factory, demo_db):
-    server = start_server(tmp_path_factory, demo_db)
+    work = tmp_path_factory.mktemp("dash")
+    server = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
     yield server
     server.stop()
 
@@ -230,18 +185,7 @@ def test_explorer_filters_by_lineup_power_and_reason(demo_server):
 
 
 def test_quarantined_game_opens_at_the_turn_that_broke_the_rule(demo_server):
-    expected = {
-        e["game_id"]: e
-        for e in (
-            json.loads(line)
-            for line in (
-                Path(__file__).parent / "spec" / "examples" / "slow6-invalid.expected.ndjson"
-            )
-            .read_text()
-            .splitlines()
-            if line
-        )
-    }
+    expected = {e["game_id"]: e for e in map(json.loads, example_lines("slow6-invalid.expected"))}
     gid, exp = next((g, e) for g, e in expected.items() if e["turn"] is not None)
     page = html(demo_server, f"/dashboard/games/{gid}")
     replay = json.loads(re.search(r'id="replay">(.*?)</script>', page, re.S).group(1))

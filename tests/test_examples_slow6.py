@@ -9,25 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
+from support import examples_dir
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _examples_dir() -> Path:
-    for candidate in (
-        REPO / "tests" / "spec" / "examples",  # vendored copy, when present
-        REPO.parent / "shared" / "spec" / "examples",
-        Path("/work/shared/spec/examples"),
-    ):
-        if (candidate / "slow6-valid.ndjson").exists():
-            return candidate
-    raise FileNotFoundError("spec examples not found")
-
-
-EXAMPLES = _examples_dir()
+EXAMPLES = examples_dir()
 
 
 def _lines(name: str) -> list[str]:

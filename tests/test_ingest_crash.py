@@ -9,7 +9,10 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from conftest import SLIDE, SLOW6, descendants, dumps, fresh, query
+import pytest
+from support import SLIDE, SLOW6, descendants, dumps, fresh, query
+
+pytestmark = pytest.mark.slow  # real servers, killed and restarted
 
 
 def pool(n: int, seed: int) -> list[dict]:

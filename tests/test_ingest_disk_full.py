@@ -25,7 +25,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from conftest import SLIDE, SLOW6, descendants, dumps, fresh, query
+from support import SLIDE, SLOW6, descendants, dumps, fresh, query
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, journal
@@ -531,6 +531,7 @@ def assert_all_stored(db: Path, acked: set[str]) -> None:
     assert query(db, "SELECT count(*) FROM quarantine") == [(0,)]
 
 
+@pytest.mark.slow
 def test_a_real_autocheckpoint_failing_on_a_full_disk(small_disk):
     """In-process on a real tmpfs: room for the next rows batch's WAL but not for the
     checkpoint its commit sets off past checkpoint_threshold. DuckDB raises FatalException and
@@ -574,6 +575,7 @@ def test_a_real_autocheckpoint_failing_on_a_full_disk(small_disk):
     assert journal.segments(path) == []
 
 
+@pytest.mark.slow
 def test_disk_filled_during_uploads_loses_no_acknowledged_game(small_disk, server_factory):
     """(a) The disk fills while clients upload: answers are 200 or 503 + Retry-After, /healthz
     says why, uploads are accepted again once space is freed (no restart), and every game
@@ -612,6 +614,7 @@ def test_disk_filled_during_uploads_loses_no_acknowledged_game(small_disk, serve
     assert_all_stored(server.db, up.acked)
 
 
+@pytest.mark.slow
 def test_recovers_without_restart_once_space_is_freed(small_disk, server_factory):
     """(b) With the reserve (BALANCE_MIN_FREE) uploads stop before the disk is full; once space
     is freed they are accepted again without a restart, and the journal drains into DuckDB
@@ -639,6 +642,7 @@ def test_recovers_without_restart_once_space_is_freed(small_disk, server_factory
     assert_all_stored(server.db, up.acked)
 
 
+@pytest.mark.slow
 def test_restart_on_a_full_disk_serves_and_recovers(small_disk, server_factory):
     """(c) Killed with games only in the journal, restarted on a full disk: the server starts,
     /healthz says why it cannot store, uploads get 503; once space is freed it stores the
@@ -676,6 +680,7 @@ def test_restart_on_a_full_disk_serves_and_recovers(small_disk, server_factory):
     assert_all_stored(server.db, acked)
 
 
+@pytest.mark.slow
 def test_restart_on_a_nearly_full_disk_with_the_reserve(small_disk, server_factory):
     """(c) The default path: below BALANCE_MIN_FREE at start, the server serves /healthz (503,
     why) and refuses uploads, then accepts them once space is freed."""

@@ -10,7 +10,7 @@ import signal
 import threading
 
 import pytest
-from conftest import SLIDE, SLOW6, dumps, example_records, fresh, query, verdicts
+from support import SLIDE, SLOW6, dumps, example_records, fresh, query, verdicts
 
 from ingest.gather import Gatherer
 from ingest.pipeline import Judge, settle
@@ -55,6 +55,7 @@ def upload(gather: Gatherer, record: dict, received: dt.datetime = T0) -> dict:
     return answer
 
 
+@pytest.mark.slow
 def test_gathered_games_store_the_same_rows_as_games_judged_on_their_own(gathered, tmp_path):
     store, gather = gathered
     records = mixed_records()
@@ -71,6 +72,7 @@ def test_gathered_games_store_the_same_rows_as_games_judged_on_their_own(gathere
     assert got == want  # every table, every column: the rebuilt rows are the same rows
 
 
+@pytest.mark.slow
 def test_concurrent_uploads_each_get_the_answer_for_their_own_record(gathered):
     store, gather = gathered
     records = mixed_records() * 2  # each record twice: one accepted, one duplicate
@@ -114,6 +116,7 @@ def test_concurrent_uploads_each_get_the_answer_for_their_own_record(gathered):
     assert len(tables["games"]) + len(tables["slide_games"]) + len(tables["quarantine"]) == half
 
 
+@pytest.mark.slow
 def test_requests_judged_in_one_chunk_keep_their_own_receive_times(gathered, tmp_path):
     store, gather = gathered
     gate, running = threading.Event(), threading.Event()
@@ -145,6 +148,7 @@ def test_requests_judged_in_one_chunk_keep_their_own_receive_times(gathered, tmp
     assert got == want and raw == want
 
 
+@pytest.mark.slow
 def test_a_killed_judge_process_is_replaced_and_no_upload_is_lost(gathered):
     store, gather = gathered
     first = gather._process.pid
@@ -177,6 +181,7 @@ def test_a_game_whose_verdict_changes_when_its_rows_are_rebuilt_is_quarantined(t
     store.close()
 
 
+@pytest.mark.slow
 def test_close_answers_what_was_queued_then_refuses(gathered):
     store, gather = gathered
     gate, running = threading.Event(), threading.Event()
@@ -232,6 +237,7 @@ class _Breaks(Judge):
         return super().judge(number, text, received, with_rows)
 
 
+@pytest.mark.slow
 def test_a_record_that_breaks_the_judge_fails_alone_and_the_gatherer_goes_on(tmp_path):
     store = Store(tmp_path / "b.duckdb")
     bad = fresh(SLOW6[0])
@@ -249,6 +255,7 @@ def test_a_record_that_breaks_the_judge_fails_alone_and_the_gatherer_goes_on(tmp
         store.close()
 
 
+@pytest.mark.slow
 def test_a_failure_inside_the_gatherer_answers_its_requests_and_the_next_ones_are_stored(
     gathered, monkeypatch
 ):
@@ -271,6 +278,7 @@ def test_a_failure_inside_the_gatherer_answers_its_requests_and_the_next_ones_ar
     assert len(dump(store)["games"]) == 3
 
 
+@pytest.mark.slow
 def test_a_stuck_judge_process_is_replaced_and_its_chunk_judged_here(tmp_path):
     store = Store(tmp_path / "s.duckdb")
     gather = Gatherer(store, Judge(), judge_timeout=1.0)
@@ -292,9 +300,12 @@ def test_a_stuck_judge_process_is_replaced_and_its_chunk_judged_here(tmp_path):
         store.close()
 
 
-def test_without_the_journal_small_uploads_are_judged_with_their_rows(server_factory):
-    """BALANCE_DEFER_ROWS=0: no journal, so no gatherer (its games come without rows)."""
-    server = server_factory(env={"BALANCE_DEFER_ROWS": "0"})
+@pytest.mark.slow
+def test_without_the_journal_small_uploads_are_judged_with_their_rows(app_factory):
+    """BALANCE_DEFER_ROWS=0: no journal, so no gatherer (its games come without rows). The app
+    has its judge processes, as on a server: with them, the journal alone decides."""
+    server = app_factory(env={"BALANCE_DEFER_ROWS": "0", "BALANCE_WORKERS": "2"})
+    assert server.app.extensions["ingest"].gather is None
     one, two, three = (fresh(SLOW6[i]) for i in range(3))
     single = server.post("/v1/games", dumps(one), "application/json")
     assert single.status == 200 and verdicts(single) == ["accepted"]

@@ -20,7 +20,7 @@ import threading
 import time
 
 import pytest
-from conftest import JSON, NDJSON, Server, dumps, fresh_slow6, verdicts
+from support import JSON, NDJSON, Server, dumps, fresh_slow6, verdicts
 
 UPLOAD_HEAD = (
     "POST /v1/games HTTP/1.1\r\nHost: t\r\nContent-Type: {ctype}\r\nContent-Length: {length}"
@@ -141,6 +141,7 @@ def brisk(tmp_path_factory):
 # -- slow and silent uploads -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 16, 50])
 def test_silent_uploads_keep_nobody_else_waiting(patient, n):
     socks = open_uploads(patient, n)
@@ -151,6 +152,7 @@ def test_silent_uploads_keep_nobody_else_waiting(patient, n):
         close_all(socks)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 16])
 def test_uploads_sending_a_byte_a_second_keep_nobody_else_waiting(patient, n):
     socks = open_uploads(patient, n)
@@ -162,6 +164,7 @@ def test_uploads_sending_a_byte_a_second_keep_nobody_else_waiting(patient, n):
         close_all(socks)
 
 
+@pytest.mark.slow
 def test_a_declared_100_mib_body_is_413_at_once_and_closed(patient):
     socks = open_uploads(patient, 8, length=100 * 1024 * 1024)
     try:
@@ -173,6 +176,7 @@ def test_a_declared_100_mib_body_is_413_at_once_and_closed(patient):
         close_all(socks)
 
 
+@pytest.mark.slow
 def test_a_silent_upload_is_408_at_its_deadline_then_closed(brisk):
     (sock,) = open_uploads(brisk, 1)
     try:
@@ -191,6 +195,7 @@ def test_a_silent_upload_is_408_at_its_deadline_then_closed(brisk):
     assert 'balance_upload_refused_total{reason="timeout"}' in text
 
 
+@pytest.mark.slow
 def test_a_trickling_upload_is_408_at_its_deadline_then_closed(brisk):
     socks = open_uploads(brisk, 2, length=1000, ctype=JSON, first=b'{"schema":')
     try:
@@ -207,6 +212,7 @@ def test_a_trickling_upload_is_408_at_its_deadline_then_closed(brisk):
         close_all(socks)
 
 
+@pytest.mark.slow
 def test_more_uploads_than_slots_are_503_at_once(brisk):
     socks = open_uploads(brisk, 4)  # BALANCE_MAX_UPLOADS=4, all waiting for their bodies
     try:
@@ -228,6 +234,7 @@ def test_more_uploads_than_slots_are_503_at_once(brisk):
     assert r.status == 200 and verdicts(r) == ["accepted"]
 
 
+@pytest.mark.slow
 def test_a_body_cut_short_is_not_stored(brisk):
     record = dumps(fresh_slow6())
     sock = socket.create_connection((brisk.host, brisk.port), timeout=5)
@@ -283,6 +290,7 @@ def count_closed(socks, within: float) -> int:
     return len(closed)
 
 
+@pytest.mark.slow
 def test_1200_idle_connections_leave_the_server_reachable_and_are_closed(brisk):
     raise_open_files(1200 + 256)
     socks = open_idle(brisk, 1200)
@@ -297,6 +305,7 @@ def test_1200_idle_connections_leave_the_server_reachable_and_are_closed(brisk):
         close_all(socks)
 
 
+@pytest.mark.slow
 def test_a_keep_alive_connection_is_closed_after_the_idle_timeout(brisk):
     conn = http.client.HTTPConnection(brisk.host, brisk.port, timeout=5)
     try:
@@ -309,6 +318,7 @@ def test_a_keep_alive_connection_is_closed_after_the_idle_timeout(brisk):
         conn.close()
 
 
+@pytest.mark.slow
 def test_past_the_connection_limit_idle_ones_are_shed_not_everyone_stalled(server_factory):
     """BALANCE_MAX_CONNECTIONS=200 and idle connections kept for a minute: 400 of them would
     fill granian's limit (it accepts nothing past it); idle ones are closed instead."""
@@ -343,6 +353,7 @@ def raw_post(server, target: str, body: bytes) -> int:
         conn.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["//v1/games", "/v1//games", "///v1/games"])
 def test_paths_folded_onto_the_upload_route_do_not_upload(patient, target):
     record = dumps(fresh_slow6())
@@ -351,6 +362,7 @@ def test_paths_folded_onto_the_upload_route_do_not_upload(patient, target):
     assert verdicts(r) == ["accepted"]  # it was not stored by the first request
 
 
+@pytest.mark.slow
 def test_a_percent_encoded_upload_path_is_the_upload_path(patient):
     """RFC 3986 6.2.2.2: `%67` is `g`, so this is `/v1/games` (granian decodes it); it stores
     the record once, like the plain path (docs/ingest.md, "Paths")."""
@@ -374,6 +386,7 @@ def test_the_raw_uri_is_checked_where_the_server_gives_one():
 # -- stopping with slow and idle clients connected --------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_server_stops_at_once_with_silent_uploads_and_idle_connections_open(tmp_path):
     """granian waits for every open request before its worker exits: a silent upload kept
     `balance serve` from stopping for as long as its client stayed."""

@@ -1,4 +1,6 @@
-"""Every limit of the upload at its boundary and one over, over real HTTP."""
+"""Every limit of the upload at its boundary and one over: in-process (Flask's test client), and
+over real HTTP on a real `balance serve` where the socket matters (a chunked body, a declared
+length whose body is never sent)."""
 
 from __future__ import annotations
 
@@ -7,11 +9,12 @@ import json
 import time
 
 import pytest
-from conftest import (
+from support import (
     JSON,
     NDJSON,
     SLIDE,
     SLOW6,
+    AppClient,
     Server,
     dumps,
     fresh,
@@ -24,18 +27,36 @@ KiB, MiB = 1024, 1024 * 1024
 RECORD = 64 * KiB
 
 
+SMALL = {"BALANCE_MAX_BODY": "200000", "BALANCE_MAX_LINES": "5"}
+
+
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory):
-    s = Server(tmp_path_factory.mktemp("limits")).start()
+    s = AppClient(tmp_path_factory.mktemp("limits")).start()
     yield s
     s.stop()
 
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    """A server with a 200,000-byte batch limit and 5 records a batch."""
-    env = {"BALANCE_MAX_BODY": "200000", "BALANCE_MAX_LINES": "5"}
-    s = Server(tmp_path_factory.mktemp("small"), env=env).start()
+    """The app with a 200,000-byte batch limit and 5 records a batch."""
+    s = AppClient(tmp_path_factory.mktemp("small"), env=SMALL).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def real_srv(tmp_path_factory):
+    """A real server with the default limits, for what only a socket can send."""
+    s = Server(tmp_path_factory.mktemp("limits-real")).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="module")
+def real_small(tmp_path_factory):
+    """A real server with the small limits (SMALL), for a chunked body."""
+    s = Server(tmp_path_factory.mktemp("small-real"), env=SMALL).start()
     yield s
     s.stop()
 
@@ -112,10 +133,11 @@ def post_chunked(server, body: bytes, ctype: str):
         conn.close()
 
 
-def test_chunked_body_without_length_is_limited_too(small):
-    status, body = post_chunked(small, batch_of_size(200_001, 5), NDJSON)
+@pytest.mark.slow
+def test_chunked_body_without_length_is_limited_too(real_small):
+    status, body = post_chunked(real_small, batch_of_size(200_001, 5), NDJSON)
     assert status == 413 and body["status"] == 413
-    status, body = post_chunked(small, batch_of_size(150_000, 3), NDJSON)
+    status, body = post_chunked(real_small, batch_of_size(150_000, 3), NDJSON)
     assert status == 200 and [x["verdict"] for x in body["results"]] == ["accepted"] * 3
 
 
@@ -133,25 +155,29 @@ def declare(server, length: int, ctype: str, timeout: float = 5.0):
         conn.close()
 
 
-def test_default_limit_is_8_mib(srv):
-    r = srv.post("/v1/games", batch_of_size(8 * MiB, 1000), NDJSON)
+@pytest.mark.slow
+def test_default_limit_is_8_mib(real_srv):
+    r = real_srv.post("/v1/games", batch_of_size(8 * MiB, 1000), NDJSON)
     assert r.status == 200 and len(r.json()["results"]) == 1000
     # one byte over: refused on its Content-Length alone, before a byte of it is sent
-    status, body, headers = declare(srv, 8 * MiB + 1, NDJSON)
+    status, body, headers = declare(real_srv, 8 * MiB + 1, NDJSON)
     assert status == 413 and body["limit"] == 8 * MiB
     assert headers["connection"] == "close"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "length, ctype, limit",
     [(100 * MiB, NDJSON, 8 * MiB), (RECORD + 3, JSON, RECORD)],
     ids=["batch of 100 MiB", "record of 64 KiB + 3"],
 )
-def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(srv, length, ctype, limit):
+def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(
+    real_srv, length, ctype, limit
+):
     """The old server read (and dropped) up to 17 MiB of such a body before answering: a
     client that declared it and sent nothing waited forever, holding a request thread."""
     started = time.monotonic()
-    status, body, _ = declare(srv, length, ctype)
+    status, body, _ = declare(real_srv, length, ctype)
     assert status == 413 and body["limit"] == limit
     assert time.monotonic() - started < 2
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import duckdb
-from conftest import JSON, SLIDE, dumps, fresh, fresh_slow6, query
+import pytest
+from support import JSON, SLIDE, dumps, fresh, fresh_slow6, query
+
+pytestmark = pytest.mark.slow  # a real server: headers on the wire, the process's output, kill -9
 
 SENTINELS = {
     "User-Agent": "UA-SENTINEL-5d1f",

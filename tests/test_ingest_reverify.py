@@ -1,5 +1,6 @@
-"""`balance reverify` (file, server stopped), POST /v1/admin/reverify (running server), and the
-quick-start loader: games move between quarantine and verified with their rows rebuilt."""
+"""`balance reverify` (file, server stopped), POST /v1/admin/reverify (running app, in-process,
+served on a loopback port for the command line), and the quick-start loader: games move between
+quarantine and verified with their rows rebuilt."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from conftest import REPO, SLIDE, SLOW6, fresh, query
+from support import REPO, SLIDE, SLOW6, fresh, query
 
 from ingest.demo import load_records
 from ingest.pipeline import Judge
@@ -42,6 +43,7 @@ def balance(*args, env=None) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow
 def test_cli_moves_wrongly_quarantined_games_back(tmp_path):
     db = tmp_path / "store.duckdb"
     recs = [fresh(r) for r in SLOW6[:6] + SLIDE[:2]]
@@ -90,8 +92,9 @@ def test_newly_broken_games_leave_the_verified_tables(tmp_path):
     assert query(db, "SELECT count(*) FROM games")[0][0] == 3
 
 
-def test_reverify_through_the_running_server(server_factory):
-    server = server_factory(env={"BALANCE_TOKEN": "s3cret"})
+@pytest.mark.slow
+def test_reverify_through_the_running_server(app_factory):
+    server = app_factory(env={"BALANCE_TOKEN": "s3cret"}).serve_http()
     recs = [fresh(r) for r in SLOW6[:3]]
     server.upload(recs)
     assert server.post("/v1/admin/reverify", b"").status == 401
@@ -107,6 +110,7 @@ def test_reverify_through_the_running_server(server_factory):
     assert locked.returncode == 2 and "another process" in locked.stderr
 
 
+@pytest.mark.slow
 def test_load_demo_fills_every_table(tmp_path):
     db = tmp_path / "demo.duckdb"
     out = balance("load-demo", "--db", str(db), "-n", "4", "--slide", "5", "--level", "1")
@@ -116,8 +120,9 @@ def test_load_demo_fills_every_table(tmp_path):
     assert query(db, "SELECT count(*) FROM raw_records WHERE status = 'quarantined'") == [(0,)]
 
 
-def test_server_runs_the_analysis_jobs_on_its_schedule(server_factory):
-    server = server_factory(env={"BALANCE_JOBS_INTERVAL": "1"})
+@pytest.mark.slow
+def test_server_runs_the_analysis_jobs_on_its_schedule(app_factory):
+    server = app_factory(env={"BALANCE_JOBS_INTERVAL": "1"})
     server.upload([fresh(r) for r in SLOW6[:10]])
     for _ in range(600):
         if "analysis run:" in server.output():
@@ -188,6 +193,7 @@ def _games_read(out: subprocess.CompletedProcess, db) -> tuple[int, int]:
     )[0]
 
 
+@pytest.mark.slow
 @pytest.mark.rule("R8.7")
 def test_reverify_gives_back_recall_games_the_old_engine_refused(tmp_path):
     db = tmp_path / "store.duckdb"
@@ -211,11 +217,12 @@ def test_reverify_gives_back_recall_games_the_old_engine_refused(tmp_path):
     assert _games_read(balance("jobs", "run", "--db", str(db)), db) == (8, 0)
 
 
+@pytest.mark.slow
 @pytest.mark.rule("R8.7")
-def test_reverify_through_the_server_gives_back_recall_games(server_factory, tmp_path):
+def test_reverify_through_the_server_gives_back_recall_games(app_factory, tmp_path):
     db = tmp_path / "store.duckdb"
     _recs, ids = _store_with_wrongly_quarantined(db)
-    server = server_factory(env={"BALANCE_TOKEN": "s3cret"}, db=db)
+    server = app_factory(env={"BALANCE_TOKEN": "s3cret"}, db=db).serve_http()
     out = balance(
         "reverify", "--server", server.url, env={"BALANCE_TOKEN": "s3cret", "PATH": "/usr/bin:/bin"}
     )

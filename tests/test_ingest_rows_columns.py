@@ -15,7 +15,7 @@ from types import SimpleNamespace
 
 import pyarrow as pa
 import pytest
-from conftest import SLIDE, SLOW6, dumps, example_records, fresh
+from support import SLIDE, SLOW6, dumps, example_records, fresh
 
 from ingest import workers
 from ingest.pipeline import Judge, Judged, utcnow
@@ -165,6 +165,7 @@ def test_facts_per_turn_and_piece_are_still_there_for_whoever_wants_objects():
         assert facts.power_used == used
 
 
+@pytest.mark.slow
 def test_a_block_holds_the_tables_the_tuples_made(games):
     judged, references = games
     items = [j.pending for j in judged]
@@ -175,6 +176,7 @@ def test_a_block_holds_the_tables_the_tuples_made(games):
         assert_same(rows.tables_of([p.rows]), reference_tables([ref]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "pick",
     [
@@ -212,6 +214,7 @@ def assert_arrived(back: list, sent: list) -> None:
         ]
 
 
+@pytest.mark.slow
 def test_what_a_worker_sends_arrives_whole_and_stores_the_same_tables(games):
     judged, references = games
     chunk = copy.deepcopy(judged)
@@ -234,6 +237,7 @@ def test_what_a_worker_sends_arrives_whole_and_stores_the_same_tables(games):
     assert_same(rows.tables_of(parts + alone), want)
 
 
+@pytest.mark.slow
 def test_a_chunk_whose_rows_are_not_one_blocks_parts_still_pickles_whole(games):
     judged, references = games
     plain = copy.deepcopy(judged[:6])  # rows as the games made them (Cols, tuples)
@@ -248,6 +252,7 @@ def test_a_chunk_whose_rows_are_not_one_blocks_parts_still_pickles_whole(games):
     assert pickle.loads(pickle.dumps(workers._Chunk([]))) == []
 
 
+@pytest.mark.slow
 def test_rows_that_do_not_fit_the_tables_still_fail_their_insert(games):
     judged, _ = games
     game = copy.copy(judged[0].pending.rows)

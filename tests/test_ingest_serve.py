@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, SLOW6, Server, children, descendants, free_port, fresh, query
+from support import REPO, SLOW6, Server, children, descendants, free_port, fresh, query
+
+pytestmark = pytest.mark.slow  # `balance serve` itself, and signals
 
 
 def serve(server, db, port) -> subprocess.CompletedProcess:
@@ -22,8 +24,16 @@ def serve(server, db, port) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_second_server_on_a_busy_port_refuses_to_start(server_factory, tmp_path):
-    server = server_factory()
+@pytest.fixture(scope="module")
+def running(tmp_path_factory):
+    """One server for the tests that only try to start a second one next to it."""
+    s = Server(tmp_path_factory.mktemp("running")).start()
+    yield s
+    s.stop()
+
+
+def test_a_second_server_on_a_busy_port_refuses_to_start(running, tmp_path):
+    server = running
     second = serve(server, tmp_path / "other.duckdb", server.port)
     assert second.returncode == 2
     assert f"127.0.0.1:{server.port} is in use" in second.stderr
@@ -31,8 +41,8 @@ def test_a_second_server_on_a_busy_port_refuses_to_start(server_factory, tmp_pat
     assert server.get("/healthz").status == 200
 
 
-def test_a_second_server_on_the_same_store_refuses_to_start(server_factory):
-    server = server_factory()
+def test_a_second_server_on_the_same_store_refuses_to_start(running):
+    server = running
     second = serve(server, server.db, free_port())
     assert second.returncode == 2
     assert "is open in another process" in second.stderr

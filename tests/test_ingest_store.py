@@ -10,7 +10,7 @@ import uuid
 
 import duckdb
 import pytest
-from conftest import SLIDE, SLOW6, dumps, example_records, fresh
+from support import SLIDE, SLOW6, dumps, example_records, fresh
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import Store, codec, journal, rows

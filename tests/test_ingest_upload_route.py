@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from conftest import JSON, NDJSON, SLOW6, dumps, fresh
+from support import JSON, NDJSON, SLOW6, dumps, fresh
 from werkzeug.test import Client
 
 from ingest.app import close_app, create_app

@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-from pathlib import Path
 
 import pytest
+from support import examples_dir
 
 from replays.slide.engine import (
     SIDES,
@@ -29,16 +29,7 @@ from replays.slide.engine import (
 )
 from replays.slide.verify import replay, verify
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = next(
-    d
-    for d in (
-        REPO / "tests" / "spec" / "examples",  # the vendored copy, when present
-        REPO.parent / "shared" / "spec" / "examples",
-        Path("/work/shared/spec/examples"),
-    )
-    if (d / "slide-valid.ndjson").exists()
-)
+EXAMPLES = examples_dir()
 
 # The worked check of the seed (S3): three 9s in a row, two 4s, two pairs of 10s, a pair of 1s
 # cancel (eleven cards); 3, 6, 2, 7 and 1 are left: 19 points with 5 cards.

@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from replays.slow6.simulate import simulate_game, simulate_games
 from replays.slow6.verify import replay
 from replays.vocabulary import POWERS
@@ -30,6 +32,7 @@ def test_level_3_beats_level_1_clearly():
     assert score_rate(3, 1, games=24, seed=2) >= 0.65
 
 
+@pytest.mark.slow
 def test_simulated_traffic_uses_every_power_and_the_spread_of_the_format():
     records = list(simulate_games(150, powers=True, seed=5, max_level=1))
     used = Counter()

@@ -10,6 +10,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples_dir
 
 from replays.slow6.board import MOVE_XY, SQUARE_XY, square_name
 from replays.slow6.position import Position, RuleBroken
@@ -26,6 +27,7 @@ def _game(seed: int, board: int | None = None, powers: bool | None = None) -> di
     return simulate_game(rng, quit_rate=0.1, **s)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(seed=st.integers(0, 10**9), board=st.sampled_from([5, 7]), powers=st.booleans())
 def test_every_simulated_game_verifies(seed, board, powers):
@@ -116,6 +118,7 @@ def corrupt(record: dict, rng: random.Random) -> tuple[dict, int | None]:
     return rec, None
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(seed=st.integers(0, 10**9), board=st.sampled_from([5, 7]), powers=st.booleans())
 def test_a_single_corruption_is_caught_or_really_legal(seed, board, powers):
@@ -134,6 +137,7 @@ def test_a_single_corruption_is_caught_or_really_legal(seed, board, powers):
             assert verdict.turn >= first_touched, verdict.message
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(seed=st.integers(0, 10**9), board=st.sampled_from([5, 7]), powers=st.booleans())
 def test_generated_moves_are_exactly_the_accepted_moves(seed, board, powers):
@@ -168,9 +172,8 @@ def test_replay_by_generator_agrees_on_the_spec_examples(spec_examples):
 @pytest.fixture
 def spec_examples():
     import json
-    from pathlib import Path
 
-    root = Path(__file__).resolve().parent / "spec" / "examples"
+    root = examples_dir()
     return {
         "slow6-valid": [json.loads(line) for line in open(root / "slow6-valid.ndjson")],
     }
@@ -184,6 +187,7 @@ def plain_reach(pos: Position, pid: int) -> int:
     return 1 if pos.rank[pid] == pos.crown else 2
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(seed=st.integers(0, 10**9), board=st.sampled_from([5, 7]))
 def test_the_plain_paths_reach_follows_every_promotion_and_power(seed, board):

@@ -6,16 +6,16 @@ from __future__ import annotations
 import copy
 import json
 import random
-from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import examples_dir
 
 from replays import wellformed
 from replays.verifier import verify_record
 from replays.vocabulary import POWERS
 
-EXAMPLES = Path(__file__).resolve().parent / "spec" / "examples"
+EXAMPLES = examples_dir()
 RECORDS = [
     json.loads(line)
     for name in ("slow6-valid.ndjson", "slow6-invalid.ndjson")

@@ -1,4 +1,5 @@
-"""The SQL console over HTTP and `balance sql`, on a real server: safe by construction.
+"""The SQL console and `balance sql`, on the app in-process (Flask's test client; served on a
+loopback port for `balance sql`): safe by construction.
 
 Writes, COPY, ATTACH, file readers, INSTALL/LOAD, SET, PRAGMA and an endless query are refused or
 interrupted with a clear message, the server keeps serving, and the stored data is unchanged.
@@ -20,15 +21,16 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 import pytest
-from conftest import REPO
-from test_dashboard_pages import start_server
+from support import REPO, AppClient, demo_copy, demo_env, fresh_slow6
 
 JSON = "application/json"
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, demo_db):
-    s = start_server(tmp_path_factory, demo_db, env={"BALANCE_SQL_TIMEOUT": "1"})
+    work = tmp_path_factory.mktemp("console")
+    env = demo_env({"BALANCE_SQL_TIMEOUT": "1"})
+    s = AppClient(work, env=env, db=demo_copy(demo_db, work)).start().serve_http()
     yield s
     s.stop()
 
@@ -220,10 +222,9 @@ def test_balance_sql_on_a_file_read_only(demo_db, tmp_path):  # noqa: F811
     assert r.returncode == 0
 
 
-def test_snapshot_follows_the_store_by_itself(server_factory):
-    from conftest import fresh_slow6
-
-    s = server_factory(env={"BALANCE_SNAPSHOT_MAX_AGE": "0"})
+@pytest.mark.slow
+def test_snapshot_follows_the_store_by_itself(app_factory):
+    s = app_factory(env={"BALANCE_SNAPSHOT_MAX_AGE": "0"})
     sql = "SELECT count(*) FROM raw_records"
     assert api(s, sql).json()["rows"] == [[0]]
     assert s.upload([fresh_slow6(0), fresh_slow6(1)]).status == 200

@@ -24,15 +24,20 @@ GAME = (
 )
 
 
-@pytest.fixture
-def store(tmp_path):
-    st = Store(tmp_path / "store.duckdb")
+def three_games(path) -> Store:
+    st = Store(path)
 
     def fill(con):
         for i in range(3):
             con.execute(GAME.format(gid=f"00000000-0000-4000-8000-00000000000{i}", winner=i % 2))
 
     st.submit(fill).result()
+    return st
+
+
+@pytest.fixture
+def store(tmp_path):
+    st = three_games(tmp_path / "store.duckdb")
     yield st
     st.close()
 
@@ -42,6 +47,18 @@ def snaps(store, tmp_path):
     s = Snapshots(store, tmp_path / "snaps", workers=0)  # in-process: the checks are the same
     yield s
     s.close()
+
+
+@pytest.fixture(scope="module")
+def shared(tmp_path_factory):
+    """(snaps, store) for the tests whose statements are all refused: nothing they run may
+    change the store (each checks), so they share one."""
+    where = tmp_path_factory.mktemp("engine")
+    st = three_games(where / "store.duckdb")
+    s = Snapshots(st, where / "snaps", workers=0)
+    yield s, st
+    s.close()
+    st.close()
 
 
 def stored_games(store) -> int:
@@ -83,7 +100,8 @@ REFUSED = [
 
 
 @pytest.mark.parametrize("sql", REFUSED)
-def test_statements_that_are_not_reads_are_refused_before_running(snaps, store, sql):
+def test_statements_that_are_not_reads_are_refused_before_running(shared, sql):
+    snaps, store = shared
     with pytest.raises(sqlsafe.Refused) as err:
         snaps.run(sql)
     assert err.value.message  # says why, for a person
@@ -103,7 +121,8 @@ def test_statements_that_are_not_reads_are_refused_before_running(snaps, store, 
         "FROM read_blob('/etc/passwd')",
     ],
 )
-def test_selects_cannot_read_files_or_the_network(snaps, sql):
+def test_selects_cannot_read_files_or_the_network(shared, sql):
+    snaps, _ = shared
     # Refused by the allow-list before anything runs: readers are no allowed table function,
     # and a quoted path is no table of the store. (The engine's file system is off as well.)
     with pytest.raises(sqlsafe.Refused) as err:

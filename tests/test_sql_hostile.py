@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from conftest import SLOW6, Server, descendants, fresh_slow6
+from support import SLOW6, Server, descendants, fresh_slow6
 
 from dashboard import sqlsafe
 
@@ -120,6 +120,7 @@ def server_alive(server) -> None:
         "FROM enable_logging()",
     ],
 )
+@pytest.mark.slow
 def test_logging_and_profiling_are_refused_and_the_server_keeps_serving(hostile, sql):
     r = api(hostile, sql)
     assert r.status == 400 and r.json()["error"] == "refused", r.body[:300]
@@ -134,6 +135,7 @@ def test_logging_and_profiling_are_refused_and_the_server_keeps_serving(hostile,
     server_alive(hostile)
 
 
+@pytest.mark.slow
 def test_a_killed_sql_worker_answers_its_query_and_is_replaced(hostile):
     assert api(hostile, "SELECT 1").status == 200
     before = wait_workers(hostile, 2)
@@ -157,6 +159,7 @@ def test_a_killed_sql_worker_answers_its_query_and_is_replaced(hostile):
     assert len(after) == 2 and not set(after) & set(before)
 
 
+@pytest.mark.slow
 def test_dns_rebinding_and_cross_site_requests_are_refused(hostile):
     own = f"127.0.0.1:{hostile.port}"
     for path in ("/sql", "/sql/schema", "/dashboard/", "/sql/download.csv?q=SELECT%201"):
@@ -210,6 +213,7 @@ BOMBS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(BOMBS))
 def test_memory_and_time_bombs_stop_in_time_and_the_server_stays_small(hostile, name, record):
     sql = BOMBS[name]
@@ -248,6 +252,7 @@ def test_memory_and_time_bombs_stop_in_time_and_the_server_stays_small(hostile, 
     server_alive(hostile)
 
 
+@pytest.mark.slow
 def test_a_result_over_the_byte_limit_is_refused_not_sent(hostile):
     sql = "SELECT repeat('x', 100000) AS x FROM range(1000)"  # 100 MB: more than 32 MB
     start = time.monotonic()
@@ -277,6 +282,7 @@ LEAKS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sql", LEAKS)
 def test_paths_of_the_store_and_the_snapshot_are_refused(hostile, sql):
     r = api(hostile, sql)
@@ -284,6 +290,7 @@ def test_paths_of_the_store_and_the_snapshot_are_refused(hostile, sql):
     assert str(hostile.workdir) not in r.body.decode()
 
 
+@pytest.mark.slow
 def test_nothing_the_console_allows_shows_a_path(hostile):
     secret = str(hostile.workdir)
     for sql in (
@@ -432,6 +439,7 @@ def test_raw_json_decodes_stored_records_and_refuses_bombs():
 # -- in process: a pool of one worker follows the snapshots ------------------------------------
 
 
+@pytest.mark.slow
 def test_a_worker_reopens_a_refreshed_snapshot_and_old_files_go(tmp_path):
     from test_sql_engine import GAME
 

@@ -17,13 +17,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator, validators
+from support import examples_dir
 
 from replays import _wf_common, _wf_slide, _wf_slow6, _wf_text, wellformed
 from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, load, parse
 
-EXAMPLES = Path("/work/shared/spec/examples")
-if not EXAMPLES.exists():  # a checkout next to the shared folder
-    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+EXAMPLES = examples_dir()
 SCHEMA_PATH = Path(__file__).resolve().parents[1] / "replays" / "schema" / "upload-v1.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
@@ -1030,6 +1029,7 @@ def mutated(draw, base=records):
 FUZZ = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @FUZZ
 @given(records)
 def test_generated_well_formed_records_are_accepted_by_both(record):
@@ -1040,12 +1040,14 @@ def test_generated_well_formed_records_are_accepted_by_both(record):
     assert_agree(record)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated())
 def test_schema_and_checker_agree_on_mutated_records(record):
     assert_agree(record)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(records | mutated())
 def test_text_and_dict_paths_agree(record):
@@ -1067,6 +1069,7 @@ def slow_paths(monkeypatch) -> None:
     monkeypatch.setattr(_wf_slide, "_ROUNDS_RE", dict.fromkeys(range(2, 7), never))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(records | mutated(), min_size=1, max_size=4))
 def test_the_fast_paths_never_change_a_verdict(batch):
@@ -1158,6 +1161,7 @@ def first_fault(node, comps: list) -> str | None:
     return None
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.lists(st.tuples(keys, trees), max_size=4).map(Obj), st.booleans(), st.data())
 def test_duplicate_and_depth_detection_is_exact(top, ascii_, data):
@@ -1301,6 +1305,7 @@ def test_the_text_proof_accepts_only_well_formed_records(record):
     text_fault(text)  # and `load` says what parse + check say
 
 
+@pytest.mark.slow
 def test_bot_records_are_proved_by_their_text():
     from replays.slow6.simulate import simulate_games
 

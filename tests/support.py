@@ -1,0 +1,513 @@
+"""What tests (and benchmarks) import: the spec examples, records, store look-ups, and the two ways
+to reach the app. Fixtures live in conftest.py; this module imports neither pytest nor the app at
+module level, so a benchmark can use `examples_dir()` cheaply.
+
+    AppClient(workdir, env={...}).start()  # the app in this process, through Flask's test client
+    Server(workdir, env={...}).start()     # a real `balance serve` subprocess on a loopback port
+
+Both answer `get`/`post`/`upload`/`request` with a `Response` and have `db`, `stop()`,
+`start()`, `restart()` and `output()`. Use a `Server` only for what needs a process or a
+socket: a crash (kill -9), signals, `balance serve` itself, slow/idle sockets and connection
+limits, headers on the wire, the browser, the full-disk tmpfs. `AppClient.serve_http()` gives
+the in-process app a loopback URL for a command-line client (`balance sql`, `balance reverify
+--server`).
+"""
+
+from __future__ import annotations
+
+import copy
+import http.client
+import io
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+# -- the spec -------------------------------------------------------------------------------------
+
+
+def spec_dir() -> Path:
+    """The spec: tests/spec/ (its copy in the checkout) first, else ../shared/spec/ next to it."""
+    for candidate in (REPO / "tests" / "spec", REPO.parent / "shared" / "spec"):
+        if (candidate / "examples" / "slow6-valid.ndjson").exists():
+            return candidate
+    raise FileNotFoundError(f"spec not found in {REPO / 'tests' / 'spec'} or ../shared/spec")
+
+
+def examples_dir() -> Path:
+    """The spec's example records (slow6-valid.ndjson, malformed.expected.ndjson, ...)."""
+    return spec_dir() / "examples"
+
+
+EXAMPLES = examples_dir()
+
+# -- records --------------------------------------------------------------------------------------
+
+NDJSON, JSON = "application/x-ndjson", "application/json"
+
+
+def example_lines(name: str) -> list[str]:
+    return [line for line in (EXAMPLES / f"{name}.ndjson").read_text().splitlines() if line]
+
+
+def example_records(name: str) -> list[dict]:
+    return [json.loads(line) for line in example_lines(name)]
+
+
+SLOW6 = example_records("slow6-valid")
+SLIDE = example_records("slide-valid")
+
+
+def fresh(record: dict, **changes) -> dict:
+    """A copy with a new game_id (still a valid game: the id is not part of the rules)."""
+    out = copy.deepcopy(record)
+    out["game_id"] = str(uuid.uuid4())
+    out.update(changes)
+    return out
+
+
+def fresh_slow6(i: int = 0) -> dict:
+    return fresh(SLOW6[i % len(SLOW6)])
+
+
+def dumps(record: dict) -> bytes:
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+def padded(record: dict, size: int) -> bytes:
+    """The record as JSON text of exactly `size` bytes (spaces before the final brace)."""
+    text = dumps(record)
+    assert len(text) <= size, (len(text), size)
+    return text[:-1] + b" " * (size - len(text)) + b"}"
+
+
+def query(db: Path, sql: str, params=None) -> list[tuple]:
+    """Read the store file (the server must be stopped: DuckDB has one writer process)."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def verdicts(response) -> list[str]:
+    return [r["verdict"] for r in response.json()["results"]]
+
+
+# -- processes ------------------------------------------------------------------------------------
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (Linux /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid`: a server's worker and its judge processes."""
+    return [p for child in children(pid) for p in (child, *descendants(child))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- reaching the app -----------------------------------------------------------------------------
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]  # lower-cased names
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class _Client:
+    """The requests both ways of reaching the app share; `request` is each one's own."""
+
+    def request(self, method, path, body=None, headers=None, timeout=60.0) -> Response:
+        raise NotImplementedError
+
+    def get(self, path: str, **kw) -> Response:
+        return self.request("GET", path, **kw)
+
+    def post(
+        self,
+        path: str,
+        body: bytes | str,
+        content_type: str | None = None,
+        headers: dict | None = None,
+        **kw,
+    ) -> Response:
+        if isinstance(body, str):
+            body = body.encode()
+        headers = dict(headers or {})
+        if content_type is not None:
+            headers["Content-Type"] = content_type
+        return self.request("POST", path, body, headers, **kw)
+
+    def upload(self, records: list, **kw) -> Response:
+        """NDJSON batch of records (dicts are dumped; bytes/str lines are sent as they are)."""
+        lines = [
+            r
+            if isinstance(r, bytes)
+            else r.encode()
+            if isinstance(r, str)
+            else json.dumps(r).encode()
+            for r in records
+        ]
+        return self.post("/v1/games", b"\n".join(lines) + b"\n", "application/x-ndjson", **kw)
+
+    def restart(self):
+        self.stop()
+        return self.start()
+
+
+class Server(_Client):
+    """One `balance serve` process; start/stop/kill/restart keep the same file and port.
+
+    It runs from this working tree (`python -m ingest.cli serve`), with rate limiting and the
+    analysis schedule off unless `env` says otherwise; its stdout/stderr go to files in
+    `workdir` (`output()`)."""
+
+    def __init__(self, workdir: Path, env: dict | None = None, args=(), db: Path | None = None):
+        self.workdir = workdir
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.db = Path(db) if db else workdir / "store.duckdb"
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.extra_env = dict(env or {})
+        self.args = list(args)
+        self.proc: subprocess.Popen | None = None
+        self.stdout_path = workdir / "server.stdout"
+        self.stderr_path = workdir / "server.stderr"
+        self.starts = 0
+        self.new_session = False  # True: its own process group, to signal it as a terminal does
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "ingest.cli",
+            "serve",
+            "--db",
+            str(self.db),
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            *self.args,
+        ]
+
+    def environment(self) -> dict:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
+        env.update(
+            {"BALANCE_RATE_LIMIT": "0", "BALANCE_JOBS_INTERVAL": "0", "PYTHONUNBUFFERED": "1"}
+        )
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+        env.update(self.extra_env)
+        return env
+
+    def start(self, timeout: float = 90.0) -> Server:
+        assert self.proc is None or self.proc.poll() is not None, "already running"
+        self.starts += 1
+        with open(self.stdout_path, "ab") as out, open(self.stderr_path, "ab") as err:
+            self.proc = subprocess.Popen(
+                self.command(),
+                cwd=REPO,
+                env=self.environment(),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=self.new_session,
+            )
+        self.wait_healthy(timeout)
+        return self
+
+    def wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                if self.get("/healthz", timeout=2).status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.kill()
+        raise TimeoutError(f"server not healthy after {timeout}s:\n{self.output()}")
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """SIGTERM and wait: the server checkpoints and closes the store."""
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, nothing flushed or checkpointed."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def output(self) -> str:
+        parts = []
+        for path in (self.stdout_path, self.stderr_path):
+            if path.exists():
+                parts.append(path.read_bytes().decode("utf-8", "replace"))
+        return "\n".join(parts)
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict | None = None,
+        timeout: float = 60.0,
+    ) -> Response:
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            resp = conn.getresponse()
+            data = resp.read()
+            return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+        finally:
+            conn.close()
+
+
+class AppClient(_Client):
+    """The app `balance serve` runs (ingest.app.create_app), in this process, reached through
+    Flask's test client: no process to start, no socket. start/stop/restart keep the same file.
+
+    `env` holds the same BALANCE_* settings a Server takes (they go to create_app as its
+    config, over the defaults: the test process's environment is not read). Defaults as a
+    Server's: rate limiting and the analysis schedule off; and judging on the request threads
+    (BALANCE_WORKERS=0) unless `env` asks for judge processes (then the gatherer and the judge
+    pool run as on the server). `output()` is what the app logged meanwhile (the server's
+    log: INFO, access lines included)."""
+
+    _METHODS_WITH_BODY = ("PATCH", "POST", "PUT")
+
+    def __init__(self, workdir: Path, env: dict | None = None, db: Path | None = None):
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.db = Path(db) if db else self.workdir / "store.duckdb"
+        self.extra_env = dict(env or {})
+        self.host = "127.0.0.1"
+        self.port: int | None = None  # set by serve_http()
+        self.app = None
+        self.client = None
+        self.starts = 0
+        self._log = io.StringIO()
+        self._handler: logging.Handler | None = None
+        self._levels: dict = {}
+        self._http = None
+        self._validate = None
+
+    @property
+    def url(self) -> str:
+        assert self.port is not None, "serve_http() first"
+        return f"http://{self.host}:{self.port}"
+
+    def config(self) -> dict:
+        from ingest.config import SETTINGS
+
+        conf = {name: default for name, (default, _) in SETTINGS.items()}
+        conf.update(BALANCE_DB=str(self.db), BALANCE_RATE_LIMIT=0, BALANCE_JOBS_INTERVAL=0)
+        conf["BALANCE_WORKERS"] = 0
+        conf.update(self.extra_env)
+        return conf
+
+    def start(self) -> AppClient:
+        assert self.app is None, "already running"
+        from ingest.app import create_app
+
+        self.starts += 1
+        self._capture_log()
+        if "BALANCE_VALIDATE_CHARTS" in self.extra_env:  # read once, when dashboard.charts loads
+            from dashboard import charts
+
+            self._validate = charts.VALIDATE
+            charts.VALIDATE = self.extra_env["BALANCE_VALIDATE_CHARTS"] not in ("", "0")
+            if charts.VALIDATE and not self._validate:
+                charts._SPECS.clear()  # specs built unchecked by an earlier app: check them too
+        try:
+            self.app = create_app(self.config())
+        except BaseException:
+            self._release()
+            raise
+        self.client = self.app.test_client(use_cookies=False)  # as http.client: no cookie jar
+        return self
+
+    def stop(self) -> int:
+        """Close the app as the server's worker does when it stops: the store is checkpointed
+        and closed (the file can be read), the judge and SQL processes end."""
+        if self.app is None:
+            return 0
+        from dashboard import EXT_SNAPSHOTS
+        from ingest.app import close_app
+
+        app, self.app, self.client = self.app, None, None
+        try:
+            if self._http is not None:
+                self._http.shutdown()
+                self._http.server_close()
+                self._http = None
+            snaps = app.extensions.get(EXT_SNAPSHOTS)
+            if snaps is not None:
+                snaps.close()
+            close_app(app)
+        finally:
+            self._release()
+        return 0
+
+    def serve_http(self) -> AppClient:
+        """Serve the app on a loopback port too (a thread of this process), for clients that
+        need a URL; `url` and `port` say where."""
+        from werkzeug.serving import WSGIRequestHandler, make_server
+
+        class Quiet(WSGIRequestHandler):
+            def log_request(self, *args, **kwargs):  # the app logs its own access lines
+                pass
+
+        assert self.app is not None and self._http is None
+        self._http = make_server(self.host, 0, self.app, threaded=True, request_handler=Quiet)
+        self.port = self._http.server_port
+        threading.Thread(target=self._http.serve_forever, name="app-http", daemon=True).start()
+        return self
+
+    def output(self) -> str:
+        return self._log.getvalue()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        body: bytes | None = None,
+        headers: dict | None = None,
+        timeout: float = 60.0,  # Server's signature: nothing to wait for in-process
+    ) -> Response:
+        assert self.client is not None, "not started"
+        headers = dict(headers or {})
+        if not any(k.lower() == "content-length" for k in headers):  # as http.client sends it
+            if body is not None:
+                headers["Content-Length"] = str(len(body))
+            elif method.upper() in self._METHODS_WITH_BODY:
+                headers["Content-Length"] = "0"
+        resp = self.client.open(path, method=method, data=body, headers=headers)
+        try:
+            data = resp.get_data()
+            return Response(resp.status_code, {k.lower(): v for k, v in resp.headers.items()}, data)
+        finally:
+            resp.close()
+
+    # -- the log, as the server's worker sets it up (ingest.serve.configure_logging) -----------
+
+    def _capture_log(self) -> None:
+        handler = logging.StreamHandler(self._log)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setLevel(logging.INFO)
+        root, access = logging.getLogger(), logging.getLogger("ingest.access")
+        self._levels = {root: root.level, access: access.level}
+        root.setLevel(min(root.level or logging.INFO, logging.INFO))
+        on = self.extra_env.get("BALANCE_ACCESS_LOG", "1") != "0"
+        access.setLevel(logging.INFO if on else logging.WARNING)
+        root.addHandler(handler)
+        self._handler = handler
+
+    def _release(self) -> None:
+        if self._handler is not None:
+            logging.getLogger().removeHandler(self._handler)
+            self._handler = None
+        for logger, level in self._levels.items():
+            logger.setLevel(level)
+        self._levels = {}
+        if self._validate is not None:
+            from dashboard import charts
+
+            charts.VALIDATE, self._validate = self._validate, None
+
+
+# -- the demo store: simulated games, as production fills it ---------------------------------------
+
+PAGES = [
+    "/dashboard/",
+    *(
+        f"/dashboard/p/{n}"
+        for n in (
+            "setups",
+            "powers",
+            "boards",
+            "computer",
+            "challenges",
+            "quality",
+            "trends",
+            "slide",
+        )
+    ),
+]
+
+
+def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
+    """Simulated games and the spec's quarantined examples through the ingest path
+    (`ingest.demo.load_records`), then the analysis jobs write the agg_* tables."""
+    import duckdb
+
+    from analysis import jobs
+    from ingest.demo import load_records, simulated_records
+    from ingest.storage import Store
+
+    store = Store(path)
+    try:
+        load_records(store, simulated_records(games, slide, seed=0, level=2), echo=lambda _: None)
+        load_records(store, example_records("slow6-invalid"), echo=lambda _: None)
+    finally:
+        store.close()
+    con = duckdb.connect(str(path))
+    try:
+        jobs.run(con, lambda fn: fn(con))
+    finally:
+        con.close()
+    return path
+
+
+def demo_copy(demo_db: Path, workdir: Path) -> Path:
+    """A copy of the demo store in `workdir` (each server or app gets its own file)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    db = workdir / "store.duckdb"
+    shutil.copy(demo_db, db)
+    return db
+
+
+def demo_env(env: dict | None = None) -> dict:
+    """A dashboard server's settings: every chart spec checked by Altair."""
+    return {"BALANCE_VALIDATE_CHARTS": "1", **(env or {})}

@@ -1,0 +1,119 @@
+"""Every benchmark in benchmarks/ runs at a tiny size and prints its figures, so that none can
+break unnoticed (analysis_full.py once died building its store on a fresh checkout).
+
+Each runs as a subprocess, as someone would run it, with its caches in a fresh directory
+(BALANCE_BENCH_OUT): the build paths run every time, and benchmarks/out/ is left alone. All but
+the quickest few are `slow`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from support import REPO
+
+BENCHMARKS = REPO / "benchmarks"
+slow = pytest.mark.slow
+
+# script -> (the smallest arguments its --help offers, a regex of its figures, marks)
+RUNS = {
+    "analysis_full.py": (
+        "--games 1000",
+        r"full recompute \(all tables\) +[\d.]+ s.*same table +True",
+        [slow],
+    ),
+    "bot_strength.py": ("--games 2 --levels 0,1", r"L0 +-- +[\d.]+", []),
+    "dashboard_pages.py": (
+        "--games 200 --repeat 1",
+        r"first snapshot of the store: [\d.]+ s \(200\).*slowest page median: \d+ ms",
+        [slow],
+    ),
+    "differential.py": (
+        "--records 40 --per-base 3 --workers 1 --chunk 5",
+        r"records: 40 in \d+ s with 1 workers.*disagreements: \d+",
+        [],
+    ),
+    "ingest_http.py": (
+        "--batch-games 500 --single-games 40 --pool 10 --client python",
+        r"500 games in [\d.]+s = [\d,]+ accepted games/s.*40 games in [\d.]+s = [\d,]+ accepted",
+        [slow],
+    ),
+    "ingest_judge.py": (
+        "--games 100 --passes 1 --pool 10",
+        r"total +\| +[\d.]+ +[\d.]+.*pickled B/game +\| +\d+",
+        [slow],
+    ),
+    "ingest_size.py": (
+        "--games 50 --pool 10",
+        r"50 slow6 games .* = [\d.]+ bytes/game.*raw_records +50 rows",
+        [slow],
+    ),
+    "ingest_zdict.py": (
+        "--games 20 --test 10 --write-dir {out}",
+        r"slow6: 10 test records.*fresh build +[\d.]+ B/record.*slide: 10 test records",
+        [slow],
+    ),
+    "simulate.py": (
+        "--seconds 0.05 --levels 0,1",
+        r"5x5 powers, random +: +[\d.]+ games/s.*7x7 powers, level 1 +: +[\d.]+ games/s",
+        [],
+    ),
+    "simulate_slide.py": ("--games 2", r"\n +2 +[\d,]+ +[\d,]+ +[\d,]+\n.*greedy vs", []),
+    "soak.py": (
+        "--seconds 2 --uploaders 1 --silent 1 --trickle 1 --idle 2 --pool 10",
+        r"games: [\d,]+ acknowledged, [\d,]+ of them stored, 0 missing.*/healthz: \d+ answered",
+        [slow],
+    ),
+    "verify.py": (
+        "--games 10 --seconds 0.1 --facts",
+        r"5x5 with powers \(10 games.*[\d,]+ games/s over.*7x7 with powers.*with facts",
+        [slow],
+    ),
+    "lake_ingest.py": (
+        "--seconds 1 --servers 1 --no-file --single-clients 2 --pool 10",
+        r'"setup": "lakex1", "phase": "single"',
+        [slow],
+    ),
+    "verify_slide.py": (
+        "--games 5 --seconds 0.05",
+        r"2 players: [\d,]+ games/s text->verdict.*6 players: [\d,]+ games/s",
+        [slow],
+    ),
+    "wellformed.py": ("--seconds 0.05", r"slow6-valid 5x5 +\d+ +\d+ +[\d.]+ us", [slow]),
+}
+
+
+def scripts() -> list[str]:
+    """Every runnable script of benchmarks/ (helper modules have no __main__ block)."""
+    return sorted(
+        p.name for p in BENCHMARKS.glob("*.py") if 'if __name__ == "__main__"' in p.read_text()
+    )
+
+
+def test_every_benchmark_has_a_smoke_run():
+    assert scripts() == sorted(RUNS)
+
+
+@pytest.mark.parametrize(
+    "script", [pytest.param(name, marks=RUNS[name][2]) for name in sorted(RUNS)]
+)
+def test_the_benchmark_runs_at_a_tiny_size(script, tmp_path):
+    args, figures, _ = RUNS[script]
+    args = args.format(out=tmp_path).split()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
+    env["BALANCE_BENCH_OUT"] = str(tmp_path / "out")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    run = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
+    assert re.search(figures, run.stdout, re.S), run.stdout[-3000:]
