@@ -31,12 +31,16 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from . import logit
+from . import logit, sample
 from . import stats as st
 from .cuts import Cut
 from .frames import POWERS, Base
 
 MIN_GAMES = 200  # fewer games in the cut: no model (the table is left empty)
+# at most this many games are fitted: a bigger cut is sampled (analysis.sample: the games
+# whose ids hash lowest, the same whichever runs read them), so the model's cost does not
+# grow with the store; its standard errors are those of the sample
+SAMPLE = sample.SAMPLE
 MAX_SE = 10.0  # log-odds: a 95% interval wider than +-20 says nothing
 MAX_LOGODDS = 10.0  # an odds ratio beyond e^10 (22,000) is separation, not an effect
 ALIASED = "aliased: these games cannot tell it apart from other terms"
@@ -93,8 +97,18 @@ def design(games: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str], np.n
     return x, y, [nm for nm, _ in rows], c
 
 
+def from_store(con, run_cut: Cut, cut: Cut) -> pl.DataFrame:
+    """agg_adjusted of the games in both cuts (the run's and the default), sampled."""
+    return fit(sample.frame(con, sample.sql(run_cut, cut, None)))
+
+
 def table(b: Base, cut: Cut) -> pl.DataFrame:
-    games = b.in_cut(b.games, cut)
+    """agg_adjusted of the games of a frame (analysis.frames) in the cut."""
+    return fit(b.in_cut(b.games, cut))
+
+
+def fit(games: pl.DataFrame) -> pl.DataFrame:
+    """agg_adjusted of these games (one row each: first, board, res0, masks, lineups)."""
     if games.height < MIN_GAMES:
         return pl.DataFrame(schema=SCHEMA)
     x, y, terms, c = design(games)

@@ -1,4 +1,4 @@
-"""`balance jobs run [--db PATH]`: recompute the agg_* balance tables of a store."""
+"""`balance jobs run [--db PATH] [--full]`: bring the agg_* balance tables of a store up to date."""
 
 from __future__ import annotations
 
@@ -15,18 +15,27 @@ def register(subparsers) -> None:
     sub = jobs.add_subparsers(dest="jobs_command", required=True, metavar="JOB")
     run = sub.add_parser(
         "run",
-        help="recompute every agg_* table from the verified games",
-        description="Read verified games (never the quarantine), compute every agg_* table and "
-        "replace them in one transaction. Skips when the inputs are unchanged since the last "
-        "run (same row counts and latest received_at). Run it with the server stopped: DuckDB "
-        "allows one writer per file.",
+        help="bring every agg_* table up to date with the verified games",
+        description="Count the verified games (never the quarantine) new since the last run, "
+        "recompute the weeks whose games changed (reverify), add them into every agg_* table "
+        "and recompute the rate tables, in one transaction (docs/agg-tables.md, How a run "
+        "works). Skips when nothing changed; --full computes everything from the games. "
+        "Progress goes to stderr, the summary (JSON) to stdout. Run it with the server "
+        "stopped: DuckDB allows one writer per file.",
     )
     run.add_argument(
         "--db",
         default=os.environ.get("BALANCE_DB", DEFAULT_DB),
         help="store file (default: $BALANCE_DB or %(default)s)",
     )
-    run.add_argument("--force", action="store_true", help="recompute even if nothing changed")
+    run.add_argument("--full", action="store_true", help="compute every table from all the games")
+    run.add_argument("--force", action="store_true", help="the same as --full (older name)")
+    run.add_argument(
+        "--memory-limit",
+        default=os.environ.get("BALANCE_JOBS_MEMORY_LIMIT", "1GB"),
+        help="DuckDB's memory limit; it spills to disk past it "
+        "(default: $BALANCE_JOBS_MEMORY_LIMIT or %(default)s)",
+    )
     run.add_argument("--board", type=int, action="append", help="only this board (repeatable)")
     run.add_argument("--variant", action="append", help="classic | powers | hidden (repeatable)")
     run.add_argument("--mode", action="append", help="only this mode (repeatable)")
@@ -69,6 +78,7 @@ def run_jobs(args: argparse.Namespace) -> int:
 
     from .cuts import Cut
     from .jobs import run
+    from .sql import sql_literal
 
     if not os.path.exists(args.db):
         print(f"balance jobs run: no store at {args.db}", file=sys.stderr)
@@ -88,7 +98,17 @@ def run_jobs(args: argparse.Namespace) -> int:
         print(f"balance jobs run: cannot open {args.db}: {exc}", file=sys.stderr)
         return 2
     try:
-        summary = run(con, lambda fn: fn(con), cut=cut, force=args.force)
+        # a bounded run: DuckDB spills past the limit, and does not keep rows in order where
+        # nothing needs them (its advice for memory-bound queries)
+        con.execute(f"SET memory_limit = {sql_literal(args.memory_limit)}")
+        con.execute("SET preserve_insertion_order = false")
+        summary = run(
+            con,
+            lambda fn: fn(con),
+            cut=cut,
+            full=args.full or args.force,
+            progress=lambda line: print(f"balance jobs run: {line}", file=sys.stderr, flush=True),
+        )
     finally:
         con.close()
     print(json.dumps(summary, indent=1, sort_keys=True, default=str))

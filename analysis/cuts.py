@@ -129,6 +129,21 @@ class Cut:
             conds.append(f"{a}ended_at < DATE {sql_literal(nxt.isoformat())}")
         return " AND ".join(conds) if conds else "TRUE"
 
+    def table_where(self, columns: Iterable[str]) -> str:
+        """A WHERE condition on an agg_* table's dimensions that it has (dates aside): a
+        superset of the cut's rows, that `apply` then cuts exactly."""
+        cols = set(columns)
+        conds = []
+        for name in ("board", "ai_level"):
+            vals = getattr(self, name)
+            if vals is not None and name in cols:
+                conds.append(f"{name} IN ({', '.join(str(int(v)) for v in vals)})")
+        for name in ("variant", "mode", "platform", "client_version"):
+            vals = getattr(self, name)
+            if vals is not None and name in cols:
+                conds.append(f"{name} IN ({', '.join(sql_literal(v) for v in vals)})")
+        return " AND ".join(conds) if conds else "TRUE"
+
     # -- Polars on agg_* rows ---------------------------------------------------------------
 
     def expr(self, columns: Iterable[str]) -> pl.Expr:

@@ -1,62 +1,47 @@
-"""`balance jobs run`: read verified games, compute every agg_* table, replace them at once.
+"""`balance jobs run`: bring every agg_* table up to date with the store.
 
-    summary = run(read_con, write)
+    summary = run(read_con, write, progress=print)
 
 `read_con` is a DuckDB connection or cursor to read from; `write(fn)` must call `fn(con)` with
 a connection that may write (the server passes its Store's writer; the CLI a plain connection).
-`fn` replaces every agg_* table and appends one row to `agg_runs` in a single transaction, so
-readers see either the old tables or the new ones, never a mix.
+
+A run has two halves. On `read_con`, in one snapshot: find what changed since the last run
+(analysis.watermark: the games received since its watermark, the weeks whose games changed),
+and have DuckDB compute what that changes in each additive table into Parquet files
+(analysis.stage); read the adjusted model's bounded sample and fit it. Then `fn`, on the
+writer and in one transaction: apply those changes, compute the rate tables from the new
+counts, keep the watermark, append a row to agg_runs (analysis.publish). So a run after N new
+games costs in proportion to N (and to the size of the tables, not of the store), and readers
+see either the old tables or the new ones.
+
+A full run computes everything from the games: the first run, `full` (or `force`), another
+job version or cut, a table missing, or most of a source changed. It gives the same tables
+as any sequence of incremental runs over the same games (tests/test_analysis_incremental.py).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+import tempfile
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import duckdb
-import polars as pl
 
-from . import (
-    adjusted,
-    frames,
-    load,
-    opponents,
-    overview,
-    pieces,
-    powers,
-    setups,
-    slide,
-    tables,
-    trends,
-)
+from . import adjusted, cubes, rates, sample, slide, sources, stage, watermark
 from .cuts import Cut, latest_version
+from .games_sql import Selection
+from .publish import publish
 from .sql import sql_literal
 
-# Bump when the meaning or shape of any agg_* table changes: a run with another version never
-# counts as "unchanged" and always recomputes.
-JOB_VERSION = "1.1"  # 1.1: agg_adjusted says which terms are estimable
-
-RUNS_DDL = """
-CREATE TABLE IF NOT EXISTS agg_runs (
-    run_id          BIGINT PRIMARY KEY,
-    job_version     VARCHAR NOT NULL,
-    started_at      TIMESTAMP NOT NULL,
-    finished_at     TIMESTAMP NOT NULL,
-    seconds         DOUBLE NOT NULL,
-    games_read      BIGINT NOT NULL,
-    quarantined_read BIGINT NOT NULL,
-    slide_games_read BIGINT NOT NULL,
-    latest_version  VARCHAR,
-    default_cut     VARCHAR NOT NULL,
-    filters         VARCHAR NOT NULL,
-    fingerprint     VARCHAR NOT NULL,
-    table_rows      VARCHAR NOT NULL
-)
-"""
-
-AREAS = (overview, setups, powers, pieces, opponents)
+# Bump when the meaning or shape of any agg_* table changes: a run with another version is
+# always a full run.
+# 2.0: incremental runs; agg_lineup_week, agg_lineup_pair; agg_lineup_vs is 5x5 only;
+#      agg_adjusted is fitted on at most adjusted.SAMPLE games
+JOB_VERSION = "2.0"
 
 
 def _now() -> dt.datetime:
@@ -64,58 +49,109 @@ def _now() -> dt.datetime:
 
 
 def last_run(con) -> dict | None:
-    if not load.table_exists(con, "agg_runs"):
+    if not sources.table_exists(con, "agg_runs"):
         return None
-    row = con.execute(
-        "SELECT run_id, job_version, filters, fingerprint, table_rows FROM agg_runs "
-        "ORDER BY run_id DESC LIMIT 1"
-    ).fetchone()
+    cur = con.execute("SELECT * FROM agg_runs ORDER BY run_id DESC LIMIT 1")
+    row = cur.fetchone()
     if row is None:
         return None
-    return {
-        "run_id": row[0],
-        "job_version": row[1],
-        "filters": row[2],
-        "fingerprint": json.loads(row[3]),
-        "table_rows": json.loads(row[4]),
-    }
+    out = dict(zip([d[0] for d in cur.description], row, strict=True))
+    out["table_rows"] = json.loads(out["table_rows"])
+    out["watermark"] = json.loads(out["watermark"]) if out.get("watermark") else None
+    return out
 
 
-def unchanged(con, cut: Cut) -> dict | None:
-    """The last run, if it was made by this job version, with this cut, on the same inputs
-    (row counts and latest received_at of every input table) and its tables still exist."""
-    last = last_run(con)
-    if last is None or last["job_version"] != JOB_VERSION or last["filters"] != cut.as_json():
-        return None
-    if last["fingerprint"] != load.fingerprint(con):
-        return None
-    if not all(load.table_exists(con, t) for t in last["table_rows"]):
-        return None
-    return last
+def _why_full(con, last: dict | None, cut: Cut, asked: bool, needed: list[str]) -> str | None:
+    """Why this run must compute everything (None: it can count what changed)."""
+    if asked:
+        return "asked for"
+    if last is None:
+        return "first run"
+    if last["job_version"] != JOB_VERSION:
+        return f"job version {last['job_version']} -> {JOB_VERSION}"
+    if last["filters"] != cut.as_json():
+        return "other filters than the last run"
+    if not last["watermark"] or not all(
+        sources.table_exists(con, t) for t in ("jobs_weeks", "jobs_recent")
+    ):
+        return "no watermark"
+    for t in [*needed, *last["table_rows"]]:
+        if not sources.table_exists(con, t):
+            return f"{t} is missing"
+    return None
 
 
-def compute(data: load.Data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
-    """Every agg_* table from the data read: {name: DataFrame}, and the default cut used."""
-    b = frames.build(data)
-    lane = setups.pieces_by_lane(b).collect()  # shared by the setups and pieces areas
-    lazy: dict[str, pl.LazyFrame] = {}
-    for area in AREAS:
-        shares = area in (setups, pieces)
-        lazy.update(area.cubes(b, lane.lazy()) if shares else area.cubes(b))
-    names = list(lazy)
-    collected = pl.collect_all([lazy[n] for n in names])
-    # every additive table in the documented column order (analysis.tables)
-    cubes = {n: df.select(tables.columns(n)) for n, df in zip(names, collected, strict=True)}
-    seen = b.games["client_version_c"].unique().to_list()
-    latest = latest_version([b.dims.values["client_version"][c] for c in seen])
-    cut = default_cut or Cut.default(latest)
-    out = dict(cubes)
-    for area in AREAS:
-        out.update(area.rate_tables(cubes, b, cut))
-    out["agg_trends"] = trends.table(cubes, b, cut)
-    out["agg_adjusted"] = adjusted.table(b, cut)
-    out.update(slide.tables(data.slide))
-    return out, cut
+def _versions(con, source: sources.Source, cut: Cut) -> list[str]:
+    q = f"SELECT DISTINCT client_version FROM {source.name} WHERE {source.where(cut)}"
+    return [v for (v,) in con.execute(q).fetchall()]
+
+
+def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
+    """Every agg_* table of the games of `data` (analysis.load.read: a store and a cut),
+    computed whole and returned as frames, written nowhere; and the default cut used."""
+    con, cut = data.con, data.cut
+    present = sources.present(con)
+    selections = {s.name: Selection(s.where(cut)).read_dicts(con, s.name) for s in present}
+    mine = cubes.of(present)
+    shared = cubes.prepare(con, mine, selections)
+    try:
+        out = {
+            t: con.sql(cubes.sql(t, cs, selections)).pl() for t, cs in cubes.by_table(mine).items()
+        }
+    finally:
+        cubes.drop(con, shared)
+    dcut = default_cut or Cut.default(latest_version(out["agg_first_move"]["client_version"]))
+    scut = None
+    if sources.SLIDE in present:
+        scut = slide.default_cut(out["agg_slide_seats"]["client_version"].to_list())
+    out.update(rates.tables(lambda t, c: c.apply(out[t]), dcut, scut))
+    out["agg_adjusted"] = adjusted.from_store(con, cut, dcut)
+    return out, dcut
+
+
+def _sample_kept(con, last: dict | None, games: watermark.SourcePlan, cut: Cut, why) -> bool:
+    """Whether the adjusted model's kept sample (jobs_sample) still holds for this run: the
+    same default cut, and no game of it can have gone (analysis.sample)."""
+    if why or games.full or games.changed or not sources.table_exists(con, "jobs_sample"):
+        return False
+    return (last["watermark"] or {}).get("sample") == cut.as_json()
+
+
+def _scratch(con) -> str | None:
+    """Where to stage a run's files: beside the store (its disk has room for its tables)."""
+    row = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
+    folder = os.path.dirname(os.path.abspath(row[0])) if row and row[0] else None
+    return folder if folder and os.access(folder, os.W_OK) else None
+
+
+def _begin(con) -> bool:
+    try:
+        con.begin()
+        return True
+    except duckdb.TransactionException:
+        return False  # the caller already holds a transaction: read inside it
+
+
+def _what(plans: dict, last: dict | None) -> tuple[str, int]:
+    """What the run does, in words, and how many new games (Slow6 and Slide) it counts."""
+    full = [n for n, p in plans.items() if p.full]
+    games = sum(p.total for n, p in plans.items() if n != "quarantine")
+    if len(full) == len(plans):
+        why = plans["games"].why_full
+        return f"full recompute ({why}): {games:,} games", games
+    new = sum(p.new for n, p in plans.items() if n != "quarantine")
+    words = [f"{new:,} new games since run {last['run_id']}"]
+    q = plans["quarantine"].new
+    if q:
+        words.append(f"{q:,} quarantined records")
+    for n, p in plans.items():
+        if p.full:
+            words.append(f"{n} recomputed ({p.why_full})")
+        elif p.changed:
+            words.append(f"{len(p.changed)} weeks of {n} recomputed")
+    return ", ".join(words), new
 
 
 def run(
@@ -125,120 +161,119 @@ def run(
     cut: Cut | None = None,
     default_cut: Cut | None = None,
     force: bool = False,
+    full: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> dict:
-    """Recompute every agg_* table (or skip when the inputs are unchanged); return a summary.
+    """Bring every agg_* table up to date (or skip when nothing changed); return a summary.
 
     cut: restricts the games read (recorded in agg_runs.filters); None = every verified game.
     default_cut: the cut of the *_rates tables; None = human vs human on the latest client.
+    full / force: compute everything from the games. progress: called with a line per step.
     """
     t0 = time.perf_counter()
     started = _now()
     cut = cut or Cut()
-    if not force:
-        last = unchanged(read_con, cut)
-        if last is not None:
-            return {
-                "skipped": True,
-                "reason": f"inputs unchanged since run {last['run_id']}",
-                "run_id": last["run_id"],
-                "tables": sorted(last["table_rows"]),
-                "seconds": time.perf_counter() - t0,
+    say = progress or (lambda line: None)
+    with tempfile.TemporaryDirectory(prefix="balance-jobs-", dir=_scratch(read_con)) as tmp:
+        began = _begin(read_con)
+        try:
+            last = last_run(read_con)
+            present = sources.present(read_con)
+            needed = sorted(cubes.by_table(cubes.of(present)))
+            why = _why_full(read_con, last, cut, full or force, needed)
+            marks = {} if why else (last["watermark"] or {})
+            weeks = {} if why else watermark.previous(read_con, [s.name for s in present])
+            plans = {}
+            for s in present:
+                prev = watermark.SourceState.from_json(marks[s.name]) if s.name in marks else None
+                plans[s.name] = watermark.plan(
+                    read_con,
+                    s,
+                    cut,
+                    prev,
+                    weeks.get(s.name, {}),
+                    why or (None if prev else "new source"),
+                )
+            t_plan = time.perf_counter() - t0
+            if not why and all(p.idle for p in plans.values()):
+                return {
+                    "skipped": True,
+                    "reason": f"nothing new since run {last['run_id']}",
+                    "run_id": last["run_id"],
+                    "tables": sorted(last["table_rows"]),
+                    "seconds": time.perf_counter() - t0,
+                }
+            what, new = _what(plans, last)
+            say(f"{what} (planned in {t_plan:.1f} s)")
+            ops = stage.stage(read_con, plans, Path(tmp), say)
+            recent = {
+                n: stage.copy(read_con, p.recent_sql, Path(tmp) / f"recent-{n}.parquet")
+                for n, p in plans.items()
             }
-    data = load.read(read_con, cut)
-    t_read = time.perf_counter() - t0
-    tables, dcut = compute(data, default_cut)
-    t_compute = time.perf_counter() - t0 - t_read
-    rows = {name: df.height for name, df in tables.items()}
-    meta = {
-        "job_version": JOB_VERSION,
-        "started_at": started,
-        "games_read": data.games.height,
-        "quarantined_read": data.quarantine.height,
-        "slide_games_read": data.slide["games"].height if "games" in data.slide else 0,
-        "latest_version": dcut.client_version[0] if dcut.client_version else None,
-        "default_cut": dcut.as_json(),
-        "filters": cut.as_json(),
-        "fingerprint": json.dumps(data.fingerprint, sort_keys=True),
-        "table_rows": json.dumps(rows, sort_keys=True),
-    }
-    arrow = {name: _for_duckdb(df).to_arrow() for name, df in tables.items()}
-    box: dict = {}
-    write(lambda con: box.update(replace_tables(con, arrow, meta, t0)))
+            latest = latest_version(_versions(read_con, sources.GAMES, cut))
+            dcut = default_cut or Cut.default(latest)
+            scut = None
+            if sources.SLIDE in present:
+                scut = slide.default_cut(_versions(read_con, sources.SLIDE, cut))
+            kept = _sample_kept(read_con, last, plans["games"], dcut, why)
+            fresh = plans["games"].new_where if kept else None
+            kept_path = stage.copy(
+                read_con, sample.sql(cut, dcut, fresh), Path(tmp) / "sample.parquet"
+            )
+            games = sample.frame(read_con, f"SELECT * FROM read_parquet({sql_literal(kept_path)})")
+            computed = {"agg_adjusted": adjusted.fit(games)}
+        finally:
+            if began:
+                read_con.commit()
+        t_compute = time.perf_counter() - t0 - t_plan
+        say(f"computed in {t_compute:.1f} s; writing")
+        meta = {
+            "last_run_id": last["run_id"] if last else None,
+            "job_version": JOB_VERSION,
+            "started_at": started,
+            "games_read": plans["games"].total,
+            "quarantined_read": plans["quarantine"].total,
+            "slide_games_read": plans["slide_games"].total if "slide_games" in plans else 0,
+            "latest_version": dcut.client_version[0] if dcut.client_version else None,
+            "cut": dcut,
+            "slide_cut": scut,
+            "filters": cut.as_json(),
+            "fingerprint": json.dumps(
+                {n: [p.total, p.state.as_json()["boundary"]] for n, p in plans.items()}
+            ),
+            "mode": "full" if all(p.full for p in plans.values()) else "incremental",
+            "new_games": new,
+            "weeks_recomputed": json.dumps(
+                {n: [w.isoformat() for w in p.changed] for n, p in plans.items() if p.changed}
+            ),
+            "watermark": json.dumps(
+                {**{n: p.state.as_json() for n, p in plans.items()}, "sample": dcut.as_json()}
+            ),
+            "recent": recent,
+            "sample": kept_path,
+            "tables": needed,
+        }
+        box: dict = {}
+        write(lambda con: box.update(publish(con, ops, plans, meta, computed, t0)))
+    seconds = time.perf_counter() - t0
+    say(f"{what}; {seconds:.1f} s")
     return {
         "skipped": False,
         "run_id": box.get("run_id"),
-        "tables": sorted(tables),
-        "table_rows": rows,
+        "mode": meta["mode"],
+        "message": f"{what}; {seconds:.1f} s",
+        "since_run": meta["last_run_id"],
+        "new_games": new,
+        "weeks_recomputed": json.loads(meta["weeks_recomputed"]),
+        "tables": sorted(box.get("table_rows", {})),
+        "table_rows": box.get("table_rows", {}),
         "games_read": meta["games_read"],
         "quarantined_read": meta["quarantined_read"],
-        "default_cut": json.loads(meta["default_cut"]),
-        "seconds": time.perf_counter() - t0,
-        "read_seconds": t_read,
+        "default_cut": json.loads(dcut.as_json()),
+        "seconds": seconds,
+        "read_seconds": t_plan,
         "compute_seconds": t_compute,
+        "write_seconds": seconds - t_plan - t_compute,
+        "apply_seconds": box.get("apply_seconds"),
+        "rates_seconds": box.get("rates_seconds"),
     }
-
-
-def _for_duckdb(df: pl.DataFrame) -> pl.DataFrame:
-    # enums/categoricals would become DuckDB ENUM columns: analysts compare with plain text
-    cats = [c for c, t in df.schema.items() if isinstance(t, pl.Enum | pl.Categorical)]
-    lists = [
-        c
-        for c, t in df.schema.items()
-        if isinstance(t, pl.List) and isinstance(t.inner, pl.Enum | pl.Categorical)
-    ]
-    return df.with_columns(
-        *(pl.col(c).cast(pl.String) for c in cats),
-        *(pl.col(c).cast(pl.List(pl.String)) for c in lists),
-    )
-
-
-def replace_tables(con, arrow: dict, meta: dict, t0: float) -> dict:
-    """Replace every agg_* table and record the run, in one transaction."""
-    began = True
-    try:
-        con.begin()
-    except duckdb.TransactionException:
-        began = False  # the writer already runs us inside its transaction
-    try:
-        con.execute(RUNS_DDL)
-        run_id = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM agg_runs").fetchone()[0]
-        for name, table in arrow.items():
-            view = f"_analysis_{name}"
-            con.register(view, table)
-            try:
-                con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT * FROM {view}")
-            finally:
-                con.unregister(view)
-            stamp = (
-                f"job {meta['job_version']}, run {run_id}, computed "
-                f"{meta['started_at'].isoformat(timespec='seconds')}Z from "
-                f"{meta['games_read']} games; see agg_runs and docs/agg-tables.md"
-            )
-            # COMMENT ON takes no parameter: the stamp goes in as a literal
-            con.execute(f"COMMENT ON TABLE {name} IS {sql_literal(stamp)}")
-        finished = _now()
-        con.execute(
-            "INSERT INTO agg_runs VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run_id,
-                meta["job_version"],
-                meta["started_at"],
-                finished,
-                time.perf_counter() - t0,
-                meta["games_read"],
-                meta["quarantined_read"],
-                meta["slide_games_read"],
-                meta["latest_version"],
-                meta["default_cut"],
-                meta["filters"],
-                meta["fingerprint"],
-                meta["table_rows"],
-            ],
-        )
-        if began:
-            con.commit()
-    except BaseException:
-        if began:
-            con.rollback()
-        raise
-    return {"run_id": run_id}

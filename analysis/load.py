@@ -1,16 +1,17 @@
-"""Read what the jobs need from the store, in one snapshot, as Polars frames (Arrow hand-off).
+"""Games as a Polars frame, for what needs one row per game: the adjusted model's sample
+(analysis.adjusted) and small-data checks. The agg_* tables never come through here: DuckDB
+computes them (analysis.cubes).
 
 SQL here selects, projects and *encodes*; it never counts. Text dimensions arrive as small
-integer codes into per-run dictionaries (`enum_code`), a lineup '31524' as the integer 31524, a
-power pick list as a 10-bit mask, and each game's UUID as its `games` row id (`gk`) so that
-child tables are joined to their game once, here, and Polars never hashes a UUID. Every count,
-rate and model is computed in Polars / numpy from these frames.
+integer codes into per-read dictionaries (`enum_code`), a lineup '31524' as the integer 31524
+and a power pick list as a 10-bit mask.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from functools import cached_property
 
 import duckdb
 import polars as pl
@@ -18,55 +19,46 @@ import polars as pl
 from replays.vocabulary import POWERS
 
 from .cuts import Cut
+from .sources import games_where, table_exists
 from .sql import sql_literal
 
-SLIDE_TABLES = ("slide_games", "slide_seats", "slide_rounds")
 EPOCH_MONDAY = dt.date(1970, 1, 5)  # week numbers count Mondays from here
-EPOCH_DAY = dt.date(1970, 1, 1)
+
+__all__ = ["POWERS", "Data", "read", "read_games", "table_exists"]
 
 
 @dataclass
-class Data:
-    games: pl.DataFrame  # one row per verified Slow6 game in the cut (codes, see GAMES_SQL)
+class Games:
+    frame: pl.DataFrame  # one row per game, codes (GAMES_SQL)
     dicts: dict[str, list]  # dimension -> its values; a code is an index into this list
-    pieces: pl.DataFrame  # game_pieces, keyed by gk
-    powers_used: pl.DataFrame  # game_powers rows with a used_turn, keyed by gk
-    side_events: pl.DataFrame  # game_turns rows with a stun or a catch, keyed by gk
-    quarantine: pl.DataFrame  # quarantined records (overview only, never analysed)
-    slide: dict[str, pl.DataFrame]  # Slide games, seats and takes, when the store has them
-    fingerprint: dict
+
+    @property
+    def games(self) -> pl.DataFrame:
+        return self.frame
 
 
-def table_exists(con, name: str) -> bool:
-    q = "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
-    return con.execute(q, [name]).fetchone()[0] > 0
+class Data:
+    """The games of a cut in a store: what analysis.jobs.compute computes the tables of (in
+    DuckDB, on `con`), and, read when first asked for, their frame."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, cut: Cut):
+        self.con, self.cut = con, cut
+
+    @cached_property
+    def _read(self) -> Games:
+        return read_games(self.con, games_where(self.cut))
+
+    @property
+    def games(self) -> pl.DataFrame:
+        return self._read.frame
+
+    @property
+    def dicts(self) -> dict[str, list]:
+        return self._read.dicts
 
 
-def fingerprint(con) -> dict:
-    """Cheap summary of the inputs: when it is unchanged, so are the agg_* tables."""
-    # child tables (turns, pieces, powers, seats, rounds) are written with their game, in the
-    # same transaction: the tables with a received_at stand for them
-    parts = ["games", "quarantine"] + (["slide_games"] if table_exists(con, "slide_games") else [])
-    out = {}
-    for t in parts:
-        # the xor of the ids' hashes catches a swap that keeps the count and the latest time
-        # (balance reverify moving one game out of the quarantine and another in)
-        n, last, ids = con.execute(
-            f"SELECT count(*), max(received_at), bit_xor(hash(game_id)) FROM {t}"
-        ).fetchone()
-        out[t] = [int(n), last.isoformat() if last is not None else None, int(ids or 0)]
-    return out
-
-
-def _pl(con, sql: str) -> pl.DataFrame:
-    # .pl() is DuckDB's own Arrow hand-off to Polars: faster than fetching Arrow batches and
-    # converting them here
-    return con.sql(sql).pl()
-
-
-def _enum(values: list[str]) -> str:
-    # a type, not a value: it cannot be a parameter
-    return "ENUM(" + ", ".join(sql_literal(v) for v in values) + ")"
+def read(con: duckdb.DuckDBPyConnection, cut: Cut | None = None) -> Data:
+    return Data(con, cut or Cut())
 
 
 DICTS_SQL = """
@@ -75,7 +67,7 @@ SELECT list(DISTINCT board ORDER BY board), list(DISTINCT variant ORDER BY varia
        list(DISTINCT client_version ORDER BY client_version),
        list(DISTINCT reason ORDER BY reason),
        min(date_trunc('week', ended_at))::DATE, max(date_trunc('week', ended_at))::DATE
-FROM games g WHERE game = 'slow6' AND {where}
+FROM ({games})
 """
 
 GAMES_SQL = """
@@ -101,85 +93,16 @@ SELECT rowid::UINTEGER AS gk,
        list_reduce(list_transform(powers_1, x -> (1::USMALLINT << enum_code(x::{power}))),
                    (a, b) -> a | b) AS mask_1,
        challenge_id
-FROM games g WHERE game = 'slow6' AND {where}
-"""
-
-PIECES_SQL = """
-SELECT g.rowid::UINTEGER AS gk, p.side, p.rank, p.promoted_turn, p.removed_turn IS NULL AS alive,
-       p.revealed_turn, p.moves, p.stunned, p.home
-FROM game_pieces p JOIN games g USING (game_id) WHERE g.game = 'slow6' AND {where}
-"""
-
-POWERS_SQL = """
-SELECT g.rowid::UINTEGER AS gk, w.side, enum_code(w.power::{power}) AS power_c, w.used_turn
-FROM game_powers w JOIN games g USING (game_id)
-WHERE w.used_turn IS NOT NULL AND g.game = 'slow6' AND {where}
-"""
-
-EVENTS_SQL = """
-SELECT g.rowid::UINTEGER AS gk, t.side, t.stuns, t.catches
-FROM game_turns t JOIN games g USING (game_id)
-WHERE (t.stuns > 0 OR t.catches > 0) AND g.game = 'slow6' AND {where}
-"""
-
-QUARANTINE_SQL = """
-SELECT game, rule, mode, platform, client_version, CAST(ended_at AS DATE) AS day
-FROM quarantine q WHERE {where}
+FROM ({games})
 """
 
 
-SLIDE_GAMES_SQL = """
-SELECT rowid::UINTEGER AS gk, players, "first", match_id, match_game, mode, platform,
-       client_version, winners, shared, best_score,
-       CAST(date_trunc('week', ended_at) AS DATE) AS week, ended_at
-FROM slide_games q WHERE {where}
-"""
-
-SLIDE_SEATS_SQL = """
-SELECT q.rowid::UINTEGER AS gk, s.seat, s.seat_from_first, s.score, s.cards_left, s.won,
-       s.groups_removed, s.groups
-FROM slide_seats s JOIN slide_games q USING (game_id) WHERE {where}
-"""
-
-SLIDE_TAKES_SQL = """
-SELECT q.rowid::UINTEGER AS gk, r.take_order, r.took, list_min(r.available) AS lowest,
-       list_max(r.available) AS highest, len(list_distinct(r.available)) AS choices
-FROM slide_rounds r JOIN slide_games q USING (game_id) WHERE r.had_choice AND {where}
-"""
+def _enum(values: list[str]) -> str:
+    # a type, not a value: it cannot be a parameter
+    return "ENUM(" + ", ".join(sql_literal(v) for v in values) + ")"
 
 
-def _slide_where(cut: Cut) -> str:
-    """Slide games have no board, variant or AI level: a cut on those selects Slow6 only."""
-    if cut.board is not None or cut.variant is not None or cut.ai_level is not None:
-        return "FALSE"
-    return _quarantine_where(cut)
-
-
-def read_slide(con, cut: Cut) -> dict[str, pl.DataFrame]:
-    if not all(table_exists(con, t) for t in SLIDE_TABLES):
-        return {}
-    where = _slide_where(cut)
-    return {
-        "games": _pl(con, SLIDE_GAMES_SQL.format(where=where)),
-        "seats": _pl(con, SLIDE_SEATS_SQL.format(where=where)),
-        "takes": _pl(con, SLIDE_TAKES_SQL.format(where=where)),
-    }
-
-
-def _quarantine_where(cut: Cut) -> str:
-    # quarantined records have no board, variant or AI level: only these dimensions apply
-    sub = Cut(
-        mode=cut.mode,
-        platform=cut.platform,
-        client_version=cut.client_version,
-        date_from=cut.date_from,
-        date_to=cut.date_to,
-    )
-    return sub.sql_where("q")
-
-
-def read_dicts(con, where: str) -> dict[str, list]:
-    row = con.execute(DICTS_SQL.format(where=where)).fetchone()
+def _dicts(row) -> dict[str, list]:
     boards, variants, modes, platforms, versions, reasons, w0, w1 = row
     if w0 is None:  # no games
         boards, variants, modes, platforms, versions, reasons = [5], [], [], [], [], []
@@ -197,35 +120,23 @@ def read_dicts(con, where: str) -> dict[str, list]:
     }
 
 
-def read(con: duckdb.DuckDBPyConnection, cut: Cut | None = None, *, only_games=False) -> Data:
-    """Everything the jobs read, inside one read transaction (one consistent snapshot).
-    only_games: read the games and leave the other frames empty (for benchmarks)."""
-    cut = cut or Cut()
-    where = cut.sql_where("g")
-    rest = "FALSE" if only_games else where
-    began = _begin(con)
+def read_games(con: duckdb.DuckDBPyConnection, where: str, *, sample: int | None = None) -> Games:
+    """The games matching `where` (a predicate on `games`) as a frame of codes, and the
+    dictionaries of those codes. With `sample`, at most that many of them: those whose id
+    hashes lowest, the same ones whichever run reads them (DuckDB keeps only a heap of
+    `sample` rows while it scans)."""
+    games = f"SELECT rowid, * FROM games WHERE game = 'slow6' AND {where}"
+    if sample is not None:
+        games += f" ORDER BY hash(game_id), game_id LIMIT {int(sample)}"
+    # read once: the dictionaries and the frame both come from these rows
+    con.execute(f"CREATE OR REPLACE TEMP TABLE _games_read AS {games}")
     try:
-        fp = fingerprint(con)
-        dicts = read_dicts(con, where)
-        enums = {k: _enum([str(x) for x in v]) for k, v in dicts.items() if k not in ("week",)}
+        rows = "SELECT * FROM _games_read"
+        dicts = _dicts(con.execute(DICTS_SQL.format(games=rows)).fetchone())
+        enums = {k: _enum([str(x) for x in v]) for k, v in dicts.items() if k != "week"}
         enums["power"] = _enum(list(POWERS))
         week0 = (dicts["week"][0] - EPOCH_MONDAY).days // 7
-        games = _pl(con, GAMES_SQL.format(where=where, week0=week0, **enums))
-        pieces = _pl(con, PIECES_SQL.format(where=rest))
-        powers_used = _pl(con, POWERS_SQL.format(where=rest, power=enums["power"]))
-        events = _pl(con, EVENTS_SQL.format(where=rest))
-        q_where = "FALSE" if only_games else _quarantine_where(cut)
-        quarantine = _pl(con, QUARANTINE_SQL.format(where=q_where))
-        slide = {} if only_games else read_slide(con, cut)
+        frame = con.sql(GAMES_SQL.format(games=rows, week0=week0, **enums)).pl()
     finally:
-        if began:
-            con.commit()
-    return Data(games, dicts, pieces, powers_used, events, quarantine, slide, fp)
-
-
-def _begin(con) -> bool:
-    try:
-        con.begin()
-        return True
-    except duckdb.TransactionException:
-        return False  # the caller already holds a transaction: read inside it
+        con.execute("DROP TABLE IF EXISTS _games_read")
+    return Games(frame, dicts)

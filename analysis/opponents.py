@@ -7,49 +7,51 @@ import polars as pl
 from . import stats as st
 from . import views
 from .cuts import Cut
-from .frames import Base, outcome, with_score
+from .games_sql import Selection, decoded, games, outcome, scored
+from .tables import Cube
 
 
-def _code(b: Base, dim: str, value: str) -> int:
-    values = b.dims.values[dim]
-    return values.index(value) if value in values else -1
-
-
-def cubes(b: Base) -> dict[str, pl.LazyFrame]:
-    g = b.games.lazy()
-    ai = (
-        g.filter(
-            (pl.col("mode_c") == _code(b, "mode", "computer")) & pl.col("ai_side").is_not_null()
+def _vs_ai(sel: Selection) -> str:
+    # the human plays the side the computer does not
+    return scored(
+        decoded(
+            sel,
+            f"""WITH {games(sel)}
+SELECT cw, "first" <> ai_side AS human_first, {outcome("r")}
+FROM (SELECT *, CASE WHEN ai_side = 0 THEN -res0 ELSE res0 END AS r FROM g
+      WHERE mode = 'computer' AND ai_side IS NOT NULL)
+GROUP BY ALL""",
         )
-        .with_columns(
-            # the human plays the side the computer does not
-            res=pl.when(pl.col("ai_side") == 0).then(-pl.col("res0")).otherwise(pl.col("res0")),
-            human_first=pl.col("first") != pl.col("ai_side"),
-        )
-        .group_by("cell", "human_first")
-        .agg(outcome())
     )
+
+
+def _challenge(sel: Selection) -> str:
     # Challenge games have no computer side in the record; the player is the side to move in
     # the set position, which R9.2 makes `first`. A solve is a win of that side.
-    ch = (
-        g.filter(
-            (pl.col("mode_c") == _code(b, "mode", "challenge"))
-            & pl.col("challenge_id").is_not_null()
+    return scored(
+        decoded(
+            sel,
+            f"""WITH {games(sel)}
+SELECT cw, challenge_id, {outcome("res_first")} FROM g
+WHERE mode = 'challenge' AND challenge_id IS NOT NULL GROUP BY ALL""",
         )
-        .group_by("cell", "challenge_id")
-        .agg(outcome("res_first"))
     )
-    return {"agg_vs_ai": with_score(b.decode(ai)), "agg_challenge": with_score(b.decode(ch))}
 
 
-def rate_tables(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> dict[str, pl.DataFrame]:
+CUBES = [
+    Cube("agg_vs_ai", "games", _vs_ai),
+    Cube("agg_challenge", "games", _challenge),
+]
+
+
+def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
     ai = views.rates(
-        cut.with_modes("computer").apply(c["agg_vs_ai"]),
+        fetch("agg_vs_ai", cut.with_modes("computer")),
         ["board", "ai_level"],
         family=["board"],
         p0=0.5,
     )
-    ch = challenge_rates(cut.with_modes("challenge").apply(c["agg_challenge"]))
+    ch = challenge_rates(fetch("agg_challenge", cut.with_modes("challenge")))
     return {"agg_vs_ai_rates": ai, "agg_challenge_rates": ch}
 
 

@@ -2,65 +2,70 @@
 
 from __future__ import annotations
 
-import polars as pl
-
 from . import views
-from .cuts import DIMS, Cut
-from .frames import LIGHT_DIMS, Base, count, day_date, outcome, with_score
+from .cuts import Cut
+from .games_sql import Selection, decoded, flag, games, outcome, scored
+from .tables import Cube
 
-DAY_DIMS = tuple(d for d in DIMS if d != "week")
+DAY = "date_trunc('week', day)::DATE"
 
 
-def cubes(b: Base) -> dict[str, pl.LazyFrame]:
-    g = b.games.lazy()
-    draw = pl.col("winner").is_null()
-    daily = (
-        b.decode(
-            g.group_by("cell", "day_n").agg(
-                pl.len().cast(pl.Int64).alias("games"), count(draw, "draws")
-            )
-        )
-        .with_columns(day_date())
-        .select("day", *DAY_DIMS, "games", "draws")
+def _daily(sel: Selection) -> str:
+    return decoded(
+        sel,
+        f"""WITH {games(sel)}
+SELECT cell, day, count(*) AS games, {flag("winner IS NULL")} AS draws FROM g GROUP BY ALL""",
+        "cell",
     )
-    verified = b.dims.decode_codes(
-        g.group_by("mode_c", "platform_c", "client_version_c", "day_n").agg(
-            pl.len().cast(pl.Int64).alias("records")
-        ),
-        ["mode", "platform", "client_version"],
-    ).select(
-        pl.lit("slow6").alias("game"),
-        pl.lit("verified").alias("status"),
-        pl.lit(None, pl.String).alias("rule"),
-        # plain text: quarantined records bring values the verified games may not have
-        pl.col("mode", "platform", "client_version").cast(pl.String),
-        day_date(),
-        "records",
-    )
-    quarantined = (
-        b.quarantine.lazy()
-        .group_by("game", "rule", "mode", "platform", "client_version", "day")
-        .agg(pl.len().cast(pl.Int64).alias("records"))
-        .select("game", pl.lit("quarantined").alias("status"), "rule", "mode", "platform",
-                "client_version", "day", "records")
-    )  # fmt: skip
-    reasons = g.group_by("cell", "reason_c").agg(
-        pl.len().cast(pl.Int64).alias("games"),
-        count(draw, "draws"),
-        count(pl.col("res_first") == 1, "first_wins"),
-    )
-    length = g.group_by(b.dims.coarse(), "reason_c", "turns").agg(
-        pl.len().cast(pl.Int64).alias("games")
-    )
-    first = g.group_by("cell").agg(outcome("res_first"))
-    return {
-        "agg_games_daily": daily,
-        "agg_ingest_status": pl.concat([verified, quarantined]),
-        "agg_end_reasons": b.dims.decode_codes(b.decode(reasons), ["reason"]),
-        "agg_game_length": b.dims.decode_codes(b.decode(length, LIGHT_DIMS), ["reason"]),
-        "agg_first_move": with_score(b.decode(first)),
-    }
 
 
-def rate_tables(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> dict[str, pl.DataFrame]:
-    return {"agg_first_move_rates": views.first_move_rates(cut.apply(c["agg_first_move"]))}
+def _verified(sel: Selection) -> str:
+    return f"""WITH {games(sel)}
+SELECT mode, platform, client_version, 'slow6' AS game, 'verified' AS status, NULL::VARCHAR AS rule,
+       day, count(*) AS records
+FROM g GROUP BY ALL"""
+
+
+def _quarantined(sel: Selection) -> str:
+    # quarantined records are counted, never analysed: this is all the jobs read of them
+    return f"""SELECT mode, platform, client_version, game, 'quarantined' AS status, rule,
+       ended_at::DATE AS day, count(*) AS records
+FROM {sel.table("quarantine")} WHERE {sel.where} GROUP BY ALL"""
+
+
+def _reasons(sel: Selection) -> str:
+    return decoded(
+        sel,
+        f"""WITH {games(sel)}
+SELECT cw, reason, count(*) AS games, {flag("winner IS NULL")} AS draws,
+       {flag("res_first = 1")} AS first_wins
+FROM g GROUP BY ALL""",
+    )
+
+
+def _length(sel: Selection) -> str:
+    return decoded(
+        sel,
+        f"""WITH {games(sel)}
+SELECT lw, reason, turns, count(*) AS games FROM g GROUP BY ALL""",
+        "lw",
+    )
+
+
+def _first(sel: Selection) -> str:
+    sql = f"WITH {games(sel)} SELECT cw, {outcome('res_first')} FROM g GROUP BY ALL"
+    return scored(decoded(sel, sql))
+
+
+CUBES = [
+    Cube("agg_games_daily", "games", _daily, week=DAY),
+    Cube("agg_ingest_status", "games", _verified, selector="status = 'verified'", week=DAY),
+    Cube("agg_ingest_status", "quarantine", _quarantined, "status = 'quarantined'", DAY),
+    Cube("agg_end_reasons", "games", _reasons),
+    Cube("agg_game_length", "games", _length),
+    Cube("agg_first_move", "games", _first),
+]
+
+
+def rate_tables(fetch, cut: Cut) -> dict:
+    return {"agg_first_move_rates": views.first_move_rates(fetch("agg_first_move", cut))}

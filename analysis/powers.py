@@ -4,124 +4,126 @@ from __future__ import annotations
 
 from itertools import combinations
 
-import polars as pl
+from replays.vocabulary import POWERS
 
 from . import views
 from .cuts import Cut
-from .frames import LIGHT_DIMS, POWER, POWERS, Base, bit, count
+from .games_sql import (
+    POWER_BITS,
+    POWER_LIST,
+    Selection,
+    decoded,
+    flag,
+    games,
+    outcome,
+    side_result,
+    sides,
+)
+from .sql import sql_literal
+from .tables import Cube
 
-PAIRS = list(combinations(range(len(POWERS)), 2))
-NAME = dict(enumerate(POWERS))
+OUT = ("n", "wins", "draws", "losses")
+# the 45 pairs of powers (a before b in R8.2's order), as (mask of both, a, b)
+PAIRS = (
+    "(VALUES "
+    + ", ".join(
+        f"({(1 << i) | (1 << j)}, {sql_literal(a)}, {sql_literal(b)})"
+        for (i, a), (j, b) in combinations(enumerate(POWERS), 2)
+    )
+    + ")"
+)
 
 
-def _round(turn: pl.Expr) -> pl.Expr:
+def _round(turn: str) -> str:
     """1-based round of a 0-based log turn (a round = one turn of each side)."""
-    return (turn.cast(pl.Int32) // 2 + 1).cast(pl.UInt16)
+    return f"({turn} // 2 + 1)"
 
 
-def _long(wide: pl.LazyFrame, keys: dict[str, tuple], names: tuple[str, ...]) -> pl.LazyFrame:
-    """From per-(cell, res) counts in columns named by `keys`, to one row per (cell, key) with
-    n, wins, draws, losses."""
-    res = pl.col("res")
-    v = pl.col("value")
-    long = wide.unpivot(index=["cell", "res"], on=list(keys), variable_name="key")
-    table = pl.LazyFrame(
-        {"key": list(keys), **{nm: [k[i] for k in keys.values()] for i, nm in enumerate(names)}}
-    ).with_columns(pl.col(nm).replace_strict(NAME, return_dtype=POWER) for nm in names)
-    return (
-        long.group_by("cell", "key")
-        .agg(
-            v.sum().cast(pl.Int64).alias("n"),
-            v.filter(res == 1).sum().cast(pl.Int64).alias("wins"),
-            v.filter(res == 0).sum().cast(pl.Int64).alias("draws"),
-            v.filter(res == -1).sum().cast(pl.Int64).alias("losses"),
-        )
-        .join(table, on="key")
-        .drop("key")
+def _picks(sel: Selection, key: str, *extra: str) -> str:
+    """CTE `k`: the sides with powers, counted by (`key`, result, pick mask, extra): 120
+    masks, so far fewer rows than sides; each mask is then spread over its powers."""
+    more = "".join(f", {e}" for e in extra)
+    return f"""{sides(sel)},
+k AS (SELECT {key}, res, mask, count(*) AS c{more}
+      FROM s WHERE mask IS NOT NULL GROUP BY {key}, res, mask)"""
+
+
+def _power(sel: Selection) -> str:
+    picked = ", ".join(f"coalesce(picked_{c}, 0) AS picked_{c}" for c in OUT)
+    unpicked = ", ".join(f"sides_{c} - coalesce(picked_{c}, 0) AS not_{c}" for c in OUT)
+    used = ", ".join(f"coalesce(used_{c}, 0) AS used_{c}" for c in OUT)
+    held = ", ".join(f"coalesce(picked_{c}, 0) - coalesce(used_{c}, 0) AS held_{c}" for c in OUT)
+    return decoded(
+        sel,
+        f"""WITH {_picks(sel, "cw")},
+base AS (SELECT cw, {outcome(prefix="sides_", n="c")} FROM k GROUP BY ALL),
+picked AS (
+    SELECT cw, b.power, {outcome(prefix="picked_", n="c")}
+    FROM k JOIN {POWER_BITS} AS b(bit, power) ON k.mask & b.bit <> 0 GROUP BY ALL),
+used AS (
+    SELECT g.cw, w.power, {outcome(side_result("w.side"), "used_")},
+           sum({_round("w.used_turn")})::BIGINT AS used_round_sum
+    FROM {sel.table("game_powers")} w JOIN g USING (game_id)
+    WHERE w.used_turn IS NOT NULL AND {sel.bound("game_powers", "w")} GROUP BY ALL)
+SELECT cw, power, sides_n, {picked}, {unpicked}, {used},
+       coalesce(used_round_sum, 0)::BIGINT AS used_round_sum, {held}
+FROM base CROSS JOIN (SELECT unnest({POWER_LIST}) AS power)
+LEFT JOIN picked USING (cw, power) LEFT JOIN used USING (cw, power)""",
     )
 
 
-def cubes(b: Base) -> dict[str, pl.LazyFrame]:
-    sp = b.sides.lazy().filter(pl.col("mask").is_not_null())
-    bits = [bit("mask", i).alias(f"b{i}") for i in range(len(POWERS))]
-    obits = [bit("opp_mask", i).alias(f"o{i}") for i in range(len(POWERS))]
-    # picks by full cell; pairs and power against power (145 counts a side) by coarse cell
-    wide = (
-        sp.select("cell", "res", *bits)
-        .group_by("cell", "res")
-        .agg(
-            pl.len().cast(pl.Int64).alias("sides"),
-            *(pl.col(f"b{i}").sum().alias(f"p{i}") for i in range(len(POWERS))),
-        )
+def _used_turn(sel: Selection) -> str:
+    return decoded(
+        sel,
+        f"""WITH {games(sel)}
+SELECT g.lw, w.power, {_round("w.used_turn")}::USMALLINT AS round, count(*) AS uses
+FROM {sel.table("game_powers")} w JOIN g USING (game_id)
+WHERE w.used_turn IS NOT NULL AND {sel.bound("game_powers", "w")} GROUP BY ALL""",
+        "lw",
     )
-    combos = (
-        sp.select(b.dims.coarse(), "res", *bits, *obits)
-        .group_by("cell", "res")
-        .agg(
-            *((pl.col(f"b{i}") & pl.col(f"b{j}")).sum().alias(f"a{i}_{j}") for i, j in PAIRS),
-            *(
-                (pl.col(f"b{i}") & pl.col(f"o{j}")).sum().alias(f"v{i}_{j}")
-                for i in range(len(POWERS))
-                for j in range(len(POWERS))
-            ),
-        )
-    )
-    picked = _long(wide, {f"p{i}": (i,) for i in range(len(POWERS))}, ("power",))
-    base = _long(wide, {"sides": (0,)}, ("power",)).drop("power")
-    u = b.powers_used.lazy()
-    res = pl.col("res")
-    used = u.group_by(
-        "cell", pl.col("power_c").replace_strict(NAME, return_dtype=POWER).alias("power")
-    ).agg(  # fmt: skip
-        pl.len().cast(pl.Int64).alias("used_n"),
-        count(res == 1, "used_wins"),
-        count(res == 0, "used_draws"),
-        count(res == -1, "used_losses"),
-        _round(pl.col("used_turn")).cast(pl.Int64).sum().alias("used_round_sum"),
-    )
-    out = ("n", "wins", "draws", "losses")
-    power = (
-        picked.rename({c: f"picked_{c}" for c in out})
-        .join(base.rename({c: f"sides_{c}" for c in out}), on="cell")
-        .join(used, on=["cell", "power"], how="left")
-        .with_columns(pl.col("^used_.*$").fill_null(0))
-        .with_columns(
-            *((pl.col(f"sides_{c}") - pl.col(f"picked_{c}")).alias(f"not_{c}") for c in out),
-            *(
-                (pl.col(f"picked_{c}") - pl.col(f"used_{c}" if c != "n" else "used_n")).alias(
-                    f"held_{c}"
-                )
-                for c in out
-            ),
-        )
-        .drop("sides_wins", "sides_draws", "sides_losses")
-        .select("cell", "power", "sides_n", "^picked_.*$", "^not_.*$", "^used_.*$", "^held_.*$")
-    )
-    used_turn = u.group_by(
-        b.dims.coarse(),
-        pl.col("power_c").replace_strict(NAME, return_dtype=POWER).alias("power"),
-        _round(pl.col("used_turn")).alias("round"),
-    ).agg(pl.len().cast(pl.Int64).alias("uses"))
-    pairs = _long(combos, {f"a{i}_{j}": (i, j) for i, j in PAIRS}, ("power_a", "power_b"))
-    vs = _long(
-        combos,
-        {f"v{i}_{j}": (i, j) for i in range(len(POWERS)) for j in range(len(POWERS))},
-        ("power", "opp_power"),
-    )
-    return {
-        "agg_power": b.decode(power),
-        "agg_power_used_turn": b.decode(used_turn, LIGHT_DIMS),
-        "agg_power_pair": b.decode(pairs.filter(pl.col("n") > 0), LIGHT_DIMS),
-        "agg_power_vs": b.decode(vs.filter(pl.col("n") > 0), LIGHT_DIMS),
-    }
 
 
-def rate_tables(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> dict[str, pl.DataFrame]:
-    power = cut.apply(c["agg_power"])
+def _pair(sel: Selection) -> str:
+    return decoded(
+        sel,
+        f"""WITH {_picks(sel, "lw")}
+SELECT lw, p.a AS power_a, p.b AS power_b, {outcome(n="c")}
+FROM k JOIN {PAIRS} AS p(m, a, b) ON k.mask & p.m = p.m GROUP BY ALL""",
+        "lw",
+    )
+
+
+def _vs(sel: Selection) -> str:
+    # per (lcell, week, result, mask): how many of those sides met each power (o0 .. o9),
+    # then each mask spread over its three powers: 30 rows a group instead of 9 a side
+    met = [f"{flag(f'opp_mask & {1 << i} <> 0')} AS o{i}" for i in range(len(POWERS))]
+    names = ", ".join(f"'o{i}': {sql_literal(p)}" for i, p in enumerate(POWERS))
+    cols = ", ".join(f"o{i}" for i in range(len(POWERS)))
+    return decoded(
+        sel,
+        f"""WITH {_picks(sel, "lw", *met)},
+m AS (UNPIVOT (SELECT lw, res, mask, {cols} FROM k) ON {cols} INTO NAME o VALUE met)
+SELECT lw, b.power, MAP {{{names}}}[o] AS opp_power, {outcome(n="met")}
+FROM m JOIN {POWER_BITS} AS b(bit, power) ON m.mask & b.bit <> 0
+WHERE met > 0 GROUP BY ALL""",
+        "lw",
+    )
+
+
+CUBES = [
+    Cube("agg_power", "games", _power),
+    Cube("agg_power_used_turn", "games", _used_turn),
+    Cube("agg_power_pair", "games", _pair),
+    Cube("agg_power_vs", "games", _vs),
+]
+
+
+def rate_tables(fetch, cut: Cut) -> dict:
+    power = fetch("agg_power", cut)
     return {
         "agg_power_rates": views.power_rates(power),
-        "agg_power_pair_rates": views.pair_rates(cut.apply(c["agg_power_pair"]), power),
+        "agg_power_pair_rates": views.pair_rates(fetch("agg_power_pair", cut), power),
         "agg_power_vs_rates": views.rates(
-            cut.apply(c["agg_power_vs"]), ["board", "power", "opp_power"], family=["board"]
+            fetch("agg_power_vs", cut), ["board", "power", "opp_power"], family=["board"]
         ),
     }

@@ -12,135 +12,117 @@ import polars as pl
 from . import stats as st
 from . import views
 from .cuts import HUMAN_MODES, Cut, latest_version
+from .games_sql import SLIDE_DIMS as DIMS
+from .games_sql import Selection, slide_games
+from .tables import Cube
 
 SLIDE_DIMS = ("players", "mode", "platform", "client_version", "week")
+# seats carry `players` too: a join names the game's
+SG_DIMS = ", ".join(f"sg.{d}" for d in SLIDE_DIMS)
 MATCH_TARGET = 100  # S3.4: a match ends after the game in which a running total reaches 100
 
 
-def _with_dims(frame: pl.DataFrame, games: pl.DataFrame, extra=()) -> pl.LazyFrame:
-    cols = ["gk", *SLIDE_DIMS, *extra]
-    return frame.lazy().join(games.lazy().select(cols), on="gk")
+def _seats(sel: Selection) -> str:
+    # a shared victory is split between its winners, so credits add up to one per game;
+    # counted in 60ths (1 to 6 winners divide 60), so that they add up exactly
+    return f"""WITH {slide_games(sel)}
+SELECT {SG_DIMS}, st.seat_from_first, count(*) AS seats, count(*) FILTER (st.won) AS wins,
+       count(*) FILTER (st.won AND sg.shared) AS shared_wins,
+       sum(CASE WHEN st.won THEN 60 // sg.n_winners ELSE 0 END) / 60 AS win_credit,
+       sum(st.score)::BIGINT AS score_sum, sum(st.cards_left)::BIGINT AS cards_left_sum,
+       sum(st.groups_removed)::BIGINT AS groups_sum,
+       count(*) FILTER (st.groups_removed > 0) AS seats_with_groups
+FROM {_seat_rows(sel)} GROUP BY ALL"""
 
 
-def cubes(s: dict[str, pl.DataFrame]) -> dict[str, pl.LazyFrame]:
-    g = s["games"].with_columns(n_winners=pl.col("winners").list.len())
-    seats = _with_dims(s["seats"], g, ["shared", "n_winners"])
-    won = pl.col("won")
-    seat = seats.group_by(*SLIDE_DIMS, "seat_from_first").agg(
-        pl.len().cast(pl.Int64).alias("seats"),
-        won.sum().cast(pl.Int64).alias("wins"),
-        (won & pl.col("shared")).sum().cast(pl.Int64).alias("shared_wins"),
-        # a shared victory is split between its winners, so credits add up to one per game
-        pl.when(won).then(1.0 / pl.col("n_winners")).otherwise(0.0).sum().alias("win_credit"),
-        pl.col("score").cast(pl.Int64).sum().alias("score_sum"),
-        pl.col("cards_left").cast(pl.Int64).sum().alias("cards_left_sum"),
-        pl.col("groups_removed").cast(pl.Int64).sum().alias("groups_sum"),
-        (pl.col("groups_removed") > 0).sum().cast(pl.Int64).alias("seats_with_groups"),
+def _seat_rows(sel: Selection) -> str:
+    return (
+        f"{sel.table('slide_seats')} st JOIN sg USING (game_id) "
+        f"WHERE {sel.bound('slide_seats', 'st')}"
     )
-    scores = pl.concat(
-        [
-            seats.group_by(*SLIDE_DIMS, pl.col(m).cast(pl.Int64).alias("value"))
-            .agg(pl.len().cast(pl.Int64).alias("seats"), won.sum().cast(pl.Int64).alias("wins"))
-            .with_columns(pl.lit(m).alias("measure"))
-            for m in ("score", "cards_left")
-        ]
-    )
-    groups = (
-        seats.select(*SLIDE_DIMS, "groups")
-        .explode("groups")
-        .filter(pl.col("groups").is_not_null())
-        .unnest("groups")
-        .group_by(*SLIDE_DIMS, "value", "size")
-        .agg(pl.len().cast(pl.Int64).alias("groups"))
-    )
-    took = pl.col("took")
-    takes = (
-        _with_dims(s["takes"], g)
-        .with_columns(
-            pick=pl.when(took == pl.col("lowest"))
-            .then(pl.lit("lowest"))
-            .when(took == pl.col("highest"))
-            .then(pl.lit("highest"))
-            .otherwise(pl.lit("middle"))
-        )
-        .group_by(*SLIDE_DIMS, "take_order", "choices", "took", "pick")
-        .agg(pl.len().cast(pl.Int64).alias("takes"))
-    )
-    return {
-        "agg_slide_seats": seat,
-        "agg_slide_scores": scores,
-        "agg_slide_groups": groups,
-        "agg_slide_takes": takes,
-    }
 
 
-def matches(s: dict[str, pl.DataFrame]) -> pl.DataFrame:
-    """One row per match: its games, whether it is complete and consistent, and its winner."""
-    g = s["games"].filter(pl.col("match_id").is_not_null())
-    seats = s["seats"].join(g.select("gk", "match_id", "match_game"), on="gk")
-    # running totals per seat, game by game (S3.4)
-    run = seats.sort("match_id", "seat", "match_game").with_columns(
-        total=pl.col("score").cast(pl.Int64).cum_sum().over("match_id", "seat"),
-        left=pl.col("cards_left").cast(pl.Int64).cum_sum().over("match_id", "seat"),
-    )
-    per_game = run.group_by("match_id", "match_game").agg(pl.col("total").max().alias("top"))
-    reached = (
-        per_game.filter(pl.col("top") >= MATCH_TARGET)
-        .group_by("match_id")
-        .agg(pl.col("match_game").min().alias("reached_at"))
-    )
-    last = (
-        g.sort("match_game")
-        .group_by("match_id")
-        .agg(
-            pl.len().cast(pl.Int64).alias("games"),
-            pl.col("match_game").max().alias("last_game"),
-            (pl.col("match_game").n_unique() == pl.len()).alias("distinct_numbers"),
-            pl.col("match_game").min().alias("first_game"),
-            pl.col("players").n_unique().alias("player_counts"),
-            *(pl.col(c).last() for c in SLIDE_DIMS),
-        )
-    )
-    final = run.join(last.select("match_id", "last_game"), on="match_id").filter(
-        pl.col("match_game") == pl.col("last_game")
-    )
-    # S3.3 on the totals: lowest total, then fewest cards left, then shared
-    m = pl.col("match_id")
-    best = (
-        final.filter(pl.col("total") == pl.col("total").min().over(m))
-        .filter(pl.col("left") == pl.col("left").min().over(m))
-        .group_by("match_id")
-        .agg(pl.col("seat").sort().alias("winners"), pl.col("total").first().alias("winner_total"))
-        .join(
-            final.group_by("match_id").agg(pl.col("total").max().alias("max_total")), on="match_id"
-        )
-    )
-    out = last.join(best, on="match_id", how="left").join(reached, on="match_id", how="left")
-    problem = (
-        pl.when(pl.col("player_counts") > 1)
-        .then(pl.lit("player count changes"))
-        .when(~pl.col("distinct_numbers") | (pl.col("first_game") != 1)
-              | (pl.col("last_game") != pl.col("games")))
-        .then(pl.lit("game numbers are not 1..n"))
-        .when(pl.col("reached_at").is_not_null() & (pl.col("reached_at") < pl.col("last_game")))
-        .then(pl.lit("played on after a total reached 100"))
-    )  # fmt: skip
-    return out.select(
-        "match_id",
-        *SLIDE_DIMS,
-        "games",
-        (pl.col("max_total") >= MATCH_TARGET).alias("complete"),
-        problem.is_null().alias("consistent"),
-        problem.alias("problem"),
-        "winners",
-        "winner_total",
-        "max_total",
-    ).sort("match_id")
+def _scores(sel: Selection) -> str:
+    return f"""WITH {slide_games(sel)},
+x AS (SELECT {SG_DIMS}, st.score, st.cards_left, st.won FROM {_seat_rows(sel)})
+SELECT {DIMS}, m.measure, CASE m.measure WHEN 'score' THEN score ELSE cards_left END::BIGINT
+       AS value, count(*) AS seats, count(*) FILTER (won) AS wins
+FROM x, (VALUES ('score'), ('cards_left')) AS m(measure) GROUP BY ALL"""
 
 
-def default_cut(games: pl.DataFrame) -> Cut:
+def _groups(sel: Selection) -> str:
+    return f"""WITH {slide_games(sel)}
+SELECT {DIMS}, grp.value, grp.size, count(*) AS groups
+FROM (SELECT sg.*, unnest(st.groups) AS grp FROM {_seat_rows(sel)})
+GROUP BY ALL"""
+
+
+def _takes(sel: Selection) -> str:
+    pick = """CASE WHEN r.took = list_min(r.available) THEN 'lowest'
+                WHEN r.took = list_max(r.available) THEN 'highest' ELSE 'middle' END"""
+    return f"""WITH {slide_games(sel)}
+SELECT {SG_DIMS}, r.take_order, len(list_distinct(r.available)) AS choices, r.took, {pick} AS pick,
+       count(*) AS takes
+FROM {sel.table("slide_rounds")} r JOIN sg USING (game_id)
+WHERE r.had_choice AND {sel.bound("slide_rounds", "r")} GROUP BY ALL"""
+
+
+def _matches(sel: Selection) -> str:
+    """One row per match: its games, whether it is complete and consistent, and its winner.
+    Not a sum over games: a run rebuilds the row of every match that got a game."""
+    last = ", ".join(f"arg_max({c}, match_game) AS {c}" for c in SLIDE_DIMS)
+    return f"""WITH {slide_games(sel)},
+mg AS (SELECT * FROM sg WHERE match_id IS NOT NULL),
+run AS (  -- running totals per seat, game by game (S3.4)
+    SELECT mg.match_id, mg.match_game, st.seat,
+           sum(st.score) OVER w AS total, sum(st.cards_left) OVER w AS "left"
+    FROM {sel.table("slide_seats")} st JOIN mg USING (game_id)
+    WINDOW w AS (PARTITION BY mg.match_id, st.seat ORDER BY mg.match_game
+                 ROWS UNBOUNDED PRECEDING)),
+reached AS (
+    SELECT match_id, min(match_game) AS reached_at
+    FROM (SELECT match_id, match_game, max(total) AS top FROM run GROUP BY ALL)
+    WHERE top >= {MATCH_TARGET} GROUP BY ALL),
+last AS (
+    SELECT match_id, count(*) AS games, max(match_game) AS last_game,
+           count(DISTINCT match_game) = count(*) AS distinct_numbers,
+           min(match_game) AS first_game, count(DISTINCT players) AS player_counts, {last}
+    FROM mg GROUP BY match_id),
+final AS (
+    SELECT run.* FROM run JOIN last USING (match_id) WHERE run.match_game = last.last_game),
+lowest AS (  -- S3.3 on the totals: lowest total, then fewest cards left, then shared
+    SELECT * FROM (SELECT * FROM final QUALIFY total = min(total) OVER (PARTITION BY match_id))
+    QUALIFY "left" = min("left") OVER (PARTITION BY match_id)),
+best AS (
+    SELECT match_id, list_sort(list(seat)) AS winners, min(total)::BIGINT AS winner_total
+    FROM lowest GROUP BY match_id),
+tops AS (SELECT match_id, max(total)::BIGINT AS max_total FROM final GROUP BY match_id),
+out AS (
+    SELECT *, CASE
+        WHEN player_counts > 1 THEN 'player count changes'
+        WHEN NOT distinct_numbers OR first_game <> 1 OR last_game <> games
+            THEN 'game numbers are not 1..n'
+        WHEN reached_at IS NOT NULL AND reached_at < last_game
+            THEN 'played on after a total reached 100' END AS problem
+    FROM last LEFT JOIN best USING (match_id) LEFT JOIN tops USING (match_id)
+    LEFT JOIN reached USING (match_id))
+SELECT match_id, {DIMS}, games, max_total >= {MATCH_TARGET} AS complete,
+       problem IS NULL AS consistent, problem, winners, winner_total, max_total
+FROM out"""
+
+
+CUBES = [
+    Cube("agg_slide_seats", "slide_games", _seats),
+    Cube("agg_slide_scores", "slide_games", _scores),
+    Cube("agg_slide_groups", "slide_games", _groups),
+    Cube("agg_slide_takes", "slide_games", _takes),
+    Cube("agg_slide_matches", "slide_games", _matches, key="match_id"),
+]
+
+
+def default_cut(versions) -> Cut:
     """Slide's balance cut: human tables (online, friend) on Slide's latest client version."""
-    return Cut(mode=HUMAN_MODES, client_version=latest_version(games["client_version"].unique()))
+    return Cut(mode=HUMAN_MODES, client_version=latest_version(versions))
 
 
 def seat_rates(frame, by=("players", "seat_from_first")) -> pl.DataFrame:
@@ -180,18 +162,9 @@ def match_rates(m: pl.DataFrame, by=("players",)) -> pl.DataFrame:
     )
 
 
-def tables(s: dict[str, pl.DataFrame]) -> dict[str, pl.DataFrame]:
-    if not s:
-        return {}
-    lazy = cubes(s)
-    names = list(lazy)
-    out = dict(zip(names, pl.collect_all([lazy[n] for n in names]), strict=True))
-    from .tables import columns
-
-    out = {n: df.select(columns(n)) for n, df in out.items()}
-    m = matches(s)
-    cut = default_cut(s["games"]) if s["games"].height else Cut(mode=HUMAN_MODES)
-    out["agg_slide_matches"] = m
-    out["agg_slide_seat_rates"] = seat_rates(cut.apply(out["agg_slide_seats"]))
-    out["agg_slide_match_rates"] = match_rates(cut.apply(m))
-    return out
+def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
+    """`cut`: Slide's default cut (default_cut)."""
+    return {
+        "agg_slide_seat_rates": seat_rates(fetch("agg_slide_seats", cut)),
+        "agg_slide_match_rates": match_rates(fetch("agg_slide_matches", cut)),
+    }

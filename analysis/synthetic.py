@@ -434,6 +434,15 @@ def make_store(path, plan: Plan, *, constraints: bool = True, quarantined: int =
     return con, data
 
 
+def arriving(data: dict[str, pl.DataFrame], after: dt.datetime) -> dict[str, pl.DataFrame]:
+    """Generated frames stamped as uploads arriving now: `received_at` one millisecond apart
+    from `after` on (the store's latest), as the server stamps them (games generated alone
+    get random times in the past, which a run takes for late arrivals)."""
+    g = data["games"]
+    stamp = pl.lit(after) + pl.duration(milliseconds=pl.int_range(1, g.height + 1))
+    return {**data, "games": g.with_columns(received_at=stamp)}
+
+
 def fill_store(con: duckdb.DuckDBPyConnection, games: int, chunk: int = 250_000) -> None:
     """The benchmarks' store: the schema, `games` games generated `chunk` at a time (memory
     stays bounded at a million), and one quarantined record for every 50 games."""

@@ -1,5 +1,6 @@
 """The additive agg_* tables: for each, its cut dimensions, its own key columns and its
-additive columns (any cut of it is a GROUP BY of the keys and a SUM of these columns).
+additive columns (any cut of it is a GROUP BY of the keys and a SUM of these columns), and the
+`Cube` type: the SQL that fills a table from one source's games.
 
 docs/agg-tables.md documents every table and column; tests/test_analysis_cuts.py checks that
 each table has exactly these columns and that cutting it equals filtering the games first.
@@ -7,12 +8,15 @@ each table has exactly these columns and that cutting it equals filtering the ga
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 from .cuts import DIMS
 
 OUT = ("n", "wins", "draws", "losses")
 SCORE = (*OUT, "score")
 NO_WEEK = tuple(d for d in DIMS if d != "week")
-# tables with many rows per cell carry no platform and no AI level (see frames.LIGHT_DIMS)
+# tables with many rows per cell carry no platform and no AI level (games_sql.LIGHT_DIMS)
 LIGHT = ("board", "variant", "mode", "client_version", "week")
 POWER_COUNTS = (
     "sides_n",
@@ -60,6 +64,14 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
         ("lineup", "lineup_source"),
         SCORE,
     ),
+    # 5x5 only (7x7 has 5,040 lineups and 25 million pairs: a few games each); they feed
+    # agg_trends and agg_lineup_vs, so that neither reads games
+    "agg_lineup_week": (LIGHT, ("lineup",), SCORE),
+    "agg_lineup_pair": (
+        ("board", "variant", "mode", "client_version"),
+        ("lineup", "opp_lineup"),
+        SCORE,
+    ),
     "agg_setup_cell": (LIGHT, ("rank", "file", "lineup_source"), SCORE),
     "agg_lane_distance": (LIGHT, ("rank", "distance"), LANE_COUNTS),
     "agg_power": (DIMS, ("power",), POWER_COUNTS),
@@ -101,3 +113,31 @@ ADDITIVE.update(
 def columns(name: str) -> list[str]:
     dims, keys, counts = ADDITIVE[name]
     return [*dims, *keys, *counts]
+
+
+def key_columns(name: str) -> list[str]:
+    dims, keys, _ = ADDITIVE[name]
+    return [*dims, *keys]
+
+
+@dataclass(frozen=True)
+class Cube:
+    """The rows one source's games give an agg_* table: `sql(selection)` returns them in the
+    table's column order (analysis.games_sql.Selection says which games).
+
+    source: the table whose games these are (games, quarantine, slide_games).
+    selector: which of the table's rows are this cube's (a table two sources fill).
+    week: SQL of a row's week (a recomputed week replaces its rows); None: the table has no
+        time column, so a recompute rebuilds it whole.
+    key: for a table that is not additive, the column a recomputed row replaces by
+        (agg_slide_matches: a match's row is rebuilt from all its games).
+    uses: the shared temporary tables it reads (analysis.stage builds them once).
+    """
+
+    table: str
+    source: str
+    sql: Callable
+    selector: str = "TRUE"
+    week: str | None = "week"
+    key: str | None = None
+    uses: tuple[str, ...] = ()

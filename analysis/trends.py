@@ -1,6 +1,6 @@
 """Trends: every score rate by week and by client version, in one long table.
 
-Lineup trends cover 5x5 only: 7x7 has 5,040 lineups, a few games each per week.
+Lineup trends cover 5x5 only (agg_lineup_week): 7x7 has 5,040 lineups, a few games each a week.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import polars as pl
 
 from . import views
 from .cuts import HUMAN_MODES, Cut, version_key
-from .frames import Base, outcome
 
 OUT = ["n", "wins", "draws", "losses"]
 FILES = "abcdefg"
@@ -35,24 +34,22 @@ def _long(frame: pl.DataFrame, metric: str, keys: list[str], key: pl.Expr, perio
     )
 
 
-def table(c: dict[str, pl.DataFrame], b: Base, cut: Cut) -> pl.DataFrame:
+def table(fetch, cut: Cut) -> pl.DataFrame:
     """`cut` is the default cut; trends keep its modes but span every client version."""
     human = Cut(mode=cut.mode or HUMAN_MODES)
     renamed = {f"picked_{x}": x for x in OUT}
-    small = b.sides.lazy().filter(pl.col("board") == 5)
-    lineups = b.decode(small.group_by("cell", "lineup").agg(outcome())).collect()
     file = pl.col("file").replace_strict(dict(enumerate(FILES)), return_dtype=pl.String)
     pair = pl.col("power_a").cast(pl.String) + "+" + pl.col("power_b").cast(pl.String)
     sources = [
-        ("first_move", human.apply(c["agg_first_move"]), [], pl.lit("")),
-        ("lineup", human.apply(lineups), ["lineup"], pl.col("lineup")),
-        ("setup_cell", human.apply(c["agg_setup_cell"]), ["rank", "file"],
+        ("first_move", fetch("agg_first_move", human), [], pl.lit("")),
+        ("lineup", fetch("agg_lineup_week", human), ["lineup"], pl.col("lineup")),
+        ("setup_cell", fetch("agg_setup_cell", human), ["rank", "file"],
          pl.col("rank").cast(pl.String) + "@" + file),
-        ("power_picked", human.apply(c["agg_power"]).select(pl.exclude(OUT)).rename(renamed),
+        ("power_picked", fetch("agg_power", human).select(pl.exclude(OUT)).rename(renamed),
          ["power"], pl.col("power")),
-        ("power_pair", human.apply(c["agg_power_pair"]), ["power_a", "power_b"], pair),
-        ("vs_ai", Cut(mode="computer").apply(c["agg_vs_ai"]), ["ai_level"], pl.col("ai_level")),
-        ("challenge", Cut(mode="challenge").apply(c["agg_challenge"]), ["challenge_id"],
+        ("power_pair", fetch("agg_power_pair", human), ["power_a", "power_b"], pair),
+        ("vs_ai", fetch("agg_vs_ai", Cut(mode="computer")), ["ai_level"], pl.col("ai_level")),
+        ("challenge", fetch("agg_challenge", Cut(mode="challenge")), ["challenge_id"],
          pl.col("challenge_id")),
     ]  # fmt: skip
     parts = [

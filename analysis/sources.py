@@ -1,0 +1,66 @@
+"""The store tables the jobs read: three sources of games, each with its child tables, and a
+run's cut as a predicate on each.
+
+A source's rows carry `received_at` (the server's clock when the record arrived) and
+`ended_at` (the client's clock, whose week is a dimension of the tables); its children are the
+tables written in the same transaction as its rows (ingest/storage/rows.py GAME_TABLES).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .cuts import Cut
+
+
+@dataclass(frozen=True)
+class Source:
+    name: str
+    children: tuple[str, ...]
+
+    def where(self, cut: Cut) -> str:
+        if self.name == "games":
+            return games_where(cut)
+        if self.name == "quarantine":
+            return quarantine_where(cut)
+        return slide_where(cut)
+
+
+GAMES = Source("games", ("game_pieces", "game_powers", "game_turns"))
+QUARANTINE = Source("quarantine", ())
+SLIDE = Source("slide_games", ("slide_seats", "slide_rounds"))
+SLIDE_TABLES = ("slide_games", "slide_seats", "slide_rounds")
+
+
+def games_where(cut: Cut) -> str:
+    return f"game = 'slow6' AND {cut.sql_where()}"
+
+
+def quarantine_where(cut: Cut) -> str:
+    """Quarantined records have no board, variant or AI level: only these dimensions apply."""
+    sub = Cut(
+        mode=cut.mode,
+        platform=cut.platform,
+        client_version=cut.client_version,
+        date_from=cut.date_from,
+        date_to=cut.date_to,
+    )
+    return sub.sql_where()
+
+
+def slide_where(cut: Cut) -> str:
+    """Slide games have no board, variant or AI level: a cut on those selects Slow6 only."""
+    if cut.board is not None or cut.variant is not None or cut.ai_level is not None:
+        return "FALSE"
+    return quarantine_where(cut)
+
+
+def table_exists(con, name: str) -> bool:
+    q = "SELECT count(*) FROM information_schema.tables WHERE table_name = ?"
+    return con.execute(q, [name]).fetchone()[0] > 0
+
+
+def present(con) -> list[Source]:
+    """The sources this store has (an older store may have no Slide tables)."""
+    slide = all(table_exists(con, t) for t in SLIDE_TABLES)
+    return [GAMES, QUARANTINE, *([SLIDE] if slide else [])]
