@@ -6,7 +6,7 @@ import polars as pl
 
 from . import views
 from .cuts import Cut
-from .games_sql import WEEKS, Selection, decoded, lineup_source, outcome, scored, sides
+from .games_sql import Selection, decoded, lineup_source, outcome, scored, sides
 from .tables import Cube
 
 LINEUP_KEY = ("board", "variant", "mode", "client_version", "lineup")
@@ -48,11 +48,12 @@ def _lineup(sel: Selection) -> str:
         side.format(s=s, res=res.format(s=s), games=sel.table("games"), where=sel.where)
         for s in (0, 1)
     )
-    return scored(f"""SELECT board, variant, mode, client_version, lineup,
-       {lineup_source()} AS lineup_source, {outcome()}
+    # the source is the variant's: named per row of the table, not per side
+    return scored(f"""SELECT *, {lineup_source()} AS lineup_source FROM (
+SELECT board, variant, mode, client_version, lineup, {outcome()}
 FROM (
     {both}
-) GROUP BY ALL""")
+) GROUP BY ALL)""")
 
 
 def _lineup_week(sel: Selection) -> str:
