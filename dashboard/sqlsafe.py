@@ -724,6 +724,11 @@ class Engine:
             raise self._engine_error(exc, fired, timeout) from None
         except MemoryError:
             raise TooBig(out_of_memory_message(self.memory_label)) from None
+        except OSError:
+            # Arrow reports an allocation refused under the worker's memory limit as an
+            # OSError from the batch reader (seen with duckdb 1.5.5); a temporary file that
+            # cannot grow is the same story: the result is too big to download here
+            raise TooBig(download_too_big_message(max_bytes, None)) from None
         finally:
             timer.cancel()
             cur.close()
@@ -869,10 +874,11 @@ def too_big_message(max_bytes: int, size: int | None = None, partial: bool = Fal
     )
 
 
-def download_too_big_message(max_bytes: int, rows: int) -> str:
+def download_too_big_message(max_bytes: int, rows: int | None) -> str:
+    passed = f"; passed after {rows:,} rows" if rows is not None else ""
     return (
         f"The whole result is larger than the download limit of {_mb(max_bytes)} "
-        f"(BALANCE_SQL_DOWNLOAD_MAX_BYTES; passed after {rows:,} rows), so nothing was sent: a "
+        f"(BALANCE_SQL_DOWNLOAD_MAX_BYTES{passed}), so nothing was sent: a "
         f"download is never cut. Select fewer rows or columns, or take the public dataset with "
         f"`balance export --out DIR` (every verified game and turn, by week)."
     )
