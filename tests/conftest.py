@@ -24,15 +24,16 @@ from pathlib import Path
 import pytest
 from support import EXAMPLES, AppClient, Server, build_demo_db
 
-# Fixtures that make every test using them `slow` (real processes, the demo store's build).
-SLOW_FIXTURES = {"server", "server_factory", "demo_db"}
+# Fixtures that make every test using them `slow` (real processes, the demo store's build);
+# pg_cluster: the lake tests' PostgreSQL (tests/lake_cluster.py).
+SLOW_FIXTURES = {"server", "server_factory", "demo_db", "pg_cluster"}
 # Modules that are `slow` as a whole and carry no mark of their own.
 SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,000 games
 
 
 def pytest_collection_modifyitems(items):
-    """`slow` by what a test needs: a real server, the demo store, or chromium (`browser`).
-    Other slow tests are marked where they are (subprocesses, long property runs)."""
+    """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
+    (`browser`). Other slow tests are marked where they are (subprocesses, long property runs)."""
     for item in items:
         if (
             SLOW_FIXTURES & set(item.fixturenames)

@@ -26,6 +26,8 @@ from ingest.storage import Store
 from replays import verdict as V
 from replays import verifier as real
 
+pytestmark = pytest.mark.slow  # synthetic stores, full and incremental runs compared
+
 
 def buggy(bad: set[str]) -> Judge:
     """An engine with a bug: quarantines these ids, judges the rest like the real one."""
