@@ -13,6 +13,8 @@ with DuckDB's memory_limit as `balance jobs run` sets it, measures:
     hand-written DuckDB SQL query on the same data (same process, best of 3; results compared)
   - a run over unchanged data (skipped), and an incremental run after `--new` games arriving
     (stamped after the store's latest `received_at`, as uploads are), with its breakdown
+  - the checkpoint after each run on its own (the server's store checkpoints past 256 MB of
+    WAL, not at every commit; `balance jobs run` at its close)
   - the peak RSS of this process (resource.getrusage), DuckDB and Polars included
 The games added are deleted again at the end (the store stays as built; the next measurement
 starts with a full recompute).
@@ -98,6 +100,12 @@ def _run(out: dict, prefix: str, s: dict) -> None:
         out[f"{prefix}_{part}_s"] = s.get(f"{part}_seconds") or 0.0
 
 
+def checkpoint(con) -> float:
+    t = time.perf_counter()
+    con.execute("CHECKPOINT")
+    return time.perf_counter() - t
+
+
 def measure(path: Path, new: int, memory_limit: str) -> dict:
     import duckdb
 
@@ -108,6 +116,9 @@ def measure(path: Path, new: int, memory_limit: str) -> dict:
     # as `balance jobs run` does (analysis/commands.py): DuckDB spills to disk past the limit
     con.execute(f"SET memory_limit = '{memory_limit}'")
     con.execute("SET preserve_insertion_order = false")
+    # as the server's store does (ingest/storage/store.py): runs do not checkpoint at their
+    # commit; the checkpoints are measured on their own, after each run
+    con.execute("SET checkpoint_threshold = '256MB'")
     out: dict = {"games": con.execute("SELECT count(*) FROM games").fetchone()[0]}
     out["rss_start_mib"] = rss_mib()
     write = lambda fn: fn(con)  # noqa: E731
@@ -126,6 +137,7 @@ def measure(path: Path, new: int, memory_limit: str) -> dict:
 
     s = jobs.run(con, write, full=True)
     _run(out, "full", s)
+    out["full_checkpoint_s"] = checkpoint(con)
     out["tables"] = len(s["tables"])
     out["rows_written"] = sum(s["table_rows"].values())
     out["rss_full_mib"] = rss_mib()
@@ -138,6 +150,7 @@ def measure(path: Path, new: int, memory_limit: str) -> dict:
     sy.insert(con, sy.arriving(sy.generate(sy.Plan(n=new, seed=99)), last), tag="bench-new")
     s = jobs.run(con, write)
     _run(out, "new", s)
+    out["new_checkpoint_s"] = checkpoint(con)
     out["new"] = new
     out["new_mode"] = s.get("mode", "skipped")
     out["new_counted"] = s.get("new_games", 0)
@@ -186,6 +199,7 @@ def main(argv=None) -> int:
     print(f"  write (apply, rates, commit)   {r['full_write_s']:>10.2f} s")
     print(f"    of which apply / rates       {r['full_apply_s']:>6.2f} / {r['full_rates_s']:.2f} s")
     print(f"  {r['tables']} tables, {r['rows_written']:,} rows")
+    print(f"  checkpoint after it            {r['full_checkpoint_s']:>10.2f} s")
     print(f"  peak RSS after it              {r['rss_full_mib']:>10.0f} MiB")
     print(f"per-lineup table alone, ours     {r['lineup_ours_s']:>10.2f} s   (best of 3)")
     print(f"per-lineup table, one SQL        {r['lineup_sql_s']:>10.2f} s   (best of 3)")
@@ -198,6 +212,7 @@ def main(argv=None) -> int:
     print(f"  plan (what changed)            {r['new_read_s']:>10.2f} s")
     print(f"  compute (DuckDB, staged)       {r['new_compute_s']:>10.2f} s")
     print(f"  write (apply, rates, commit)   {r['new_write_s']:>10.2f} s")
+    print(f"  checkpoint after it            {r['new_checkpoint_s']:>10.2f} s")
     print(f"machine load (1-min average)     {r['load']:>10.2f}   on {os.cpu_count()} cores")
     print(
         f"peak RSS of the jobs process     {r['rss_peak_mib']:>10.0f} MiB "
