@@ -27,6 +27,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
@@ -154,6 +155,78 @@ def _what(plans: dict, last: dict | None) -> tuple[str, int]:
     return ", ".join(words), new
 
 
+@dataclass
+class Staged:
+    """What a run's first half leaves for its second: the changes, the next watermark's
+    recent rows and sample (files), the cuts of the rate tables, the tables computed already."""
+
+    ops: list
+    recent: dict[str, str]
+    sample: str
+    cut: Cut
+    slide_cut: Cut | None
+    computed: dict
+
+
+def _plans(con, present, cut: Cut, last: dict | None, why: str | None) -> dict:
+    marks = {} if why else (last["watermark"] or {})
+    weeks = {} if why else watermark.previous(con, [s.name for s in present])
+    plans = {}
+    for s in present:
+        prev = watermark.SourceState.from_json(marks[s.name]) if s.name in marks else None
+        fresh = why or (None if prev else "new source")
+        plans[s.name] = watermark.plan(con, s, cut, prev, weeks.get(s.name, {}), fresh)
+    return plans
+
+
+def _first_half(con, plans, cut, default_cut, last, why, tmp: Path, say) -> Staged:
+    """On the reader's snapshot: the changes of every table, and the adjusted model."""
+    ops = stage.stage(con, plans, tmp, say)
+    recent = {
+        n: stage.copy(con, p.recent_sql, tmp / f"recent-{n}.parquet") for n, p in plans.items()
+    }
+    dcut = default_cut or Cut.default(latest_version(_versions(con, sources.GAMES, cut)))
+    scut = None
+    if "slide_games" in plans:
+        scut = slide.default_cut(_versions(con, sources.SLIDE, cut))
+    kept = _sample_kept(con, last, plans["games"], dcut, why)
+    fresh = plans["games"].new_where if kept else None
+    path = stage.copy(con, sample.sql(cut, dcut, fresh), tmp / "sample.parquet")
+    games = sample.frame(con, f"SELECT * FROM read_parquet({sql_literal(path)})")
+    return Staged(ops, recent, path, dcut, scut, {"agg_adjusted": adjusted.fit(games)})
+
+
+def _meta(plans, staged: Staged, last, cut: Cut, started, new: int, needed) -> dict:
+    """What the second half records of the run (agg_runs) and the state it keeps."""
+    dcut = staged.cut
+    return {
+        "last_run_id": last["run_id"] if last else None,
+        "job_version": JOB_VERSION,
+        "started_at": started,
+        "games_read": plans["games"].total,
+        "quarantined_read": plans["quarantine"].total,
+        "slide_games_read": plans["slide_games"].total if "slide_games" in plans else 0,
+        "latest_version": dcut.client_version[0] if dcut.client_version else None,
+        "cut": dcut,
+        "slide_cut": staged.slide_cut,
+        "filters": cut.as_json(),
+        "fingerprint": json.dumps(
+            {n: [p.total, p.state.as_json()["boundary"]] for n, p in plans.items()}
+        ),
+        "mode": "full" if all(p.full for p in plans.values()) else "incremental",
+        "new_games": new,
+        "weeks_recomputed": json.dumps(
+            {n: [w.isoformat() for w in p.changed] for n, p in plans.items() if p.changed}
+        ),
+        "watermark": json.dumps(
+            {**{n: p.state.as_json() for n, p in plans.items()}, "sample": dcut.as_json()}
+        ),
+        "recent": staged.recent,
+        "sample": staged.sample,
+        "tables": needed,
+    }
+
+
 def run(
     read_con: duckdb.DuckDBPyConnection,
     write: Callable[[Callable[[duckdb.DuckDBPyConnection], None]], object],
@@ -181,19 +254,7 @@ def run(
             present = sources.present(read_con)
             needed = sorted(cubes.by_table(cubes.of(present)))
             why = _why_full(read_con, last, cut, full or force, needed)
-            marks = {} if why else (last["watermark"] or {})
-            weeks = {} if why else watermark.previous(read_con, [s.name for s in present])
-            plans = {}
-            for s in present:
-                prev = watermark.SourceState.from_json(marks[s.name]) if s.name in marks else None
-                plans[s.name] = watermark.plan(
-                    read_con,
-                    s,
-                    cut,
-                    prev,
-                    weeks.get(s.name, {}),
-                    why or (None if prev else "new source"),
-                )
+            plans = _plans(read_con, present, cut, last, why)
             t_plan = time.perf_counter() - t0
             if not why and all(p.idle for p in plans.values()):
                 return {
@@ -205,56 +266,15 @@ def run(
                 }
             what, new = _what(plans, last)
             say(f"{what} (planned in {t_plan:.1f} s)")
-            ops = stage.stage(read_con, plans, Path(tmp), say)
-            recent = {
-                n: stage.copy(read_con, p.recent_sql, Path(tmp) / f"recent-{n}.parquet")
-                for n, p in plans.items()
-            }
-            latest = latest_version(_versions(read_con, sources.GAMES, cut))
-            dcut = default_cut or Cut.default(latest)
-            scut = None
-            if sources.SLIDE in present:
-                scut = slide.default_cut(_versions(read_con, sources.SLIDE, cut))
-            kept = _sample_kept(read_con, last, plans["games"], dcut, why)
-            fresh = plans["games"].new_where if kept else None
-            kept_path = stage.copy(
-                read_con, sample.sql(cut, dcut, fresh), Path(tmp) / "sample.parquet"
-            )
-            games = sample.frame(read_con, f"SELECT * FROM read_parquet({sql_literal(kept_path)})")
-            computed = {"agg_adjusted": adjusted.fit(games)}
+            staged = _first_half(read_con, plans, cut, default_cut, last, why, Path(tmp), say)
         finally:
             if began:
                 read_con.commit()
         t_compute = time.perf_counter() - t0 - t_plan
         say(f"computed in {t_compute:.1f} s; writing")
-        meta = {
-            "last_run_id": last["run_id"] if last else None,
-            "job_version": JOB_VERSION,
-            "started_at": started,
-            "games_read": plans["games"].total,
-            "quarantined_read": plans["quarantine"].total,
-            "slide_games_read": plans["slide_games"].total if "slide_games" in plans else 0,
-            "latest_version": dcut.client_version[0] if dcut.client_version else None,
-            "cut": dcut,
-            "slide_cut": scut,
-            "filters": cut.as_json(),
-            "fingerprint": json.dumps(
-                {n: [p.total, p.state.as_json()["boundary"]] for n, p in plans.items()}
-            ),
-            "mode": "full" if all(p.full for p in plans.values()) else "incremental",
-            "new_games": new,
-            "weeks_recomputed": json.dumps(
-                {n: [w.isoformat() for w in p.changed] for n, p in plans.items() if p.changed}
-            ),
-            "watermark": json.dumps(
-                {**{n: p.state.as_json() for n, p in plans.items()}, "sample": dcut.as_json()}
-            ),
-            "recent": recent,
-            "sample": kept_path,
-            "tables": needed,
-        }
+        meta = _meta(plans, staged, last, cut, started, new, needed)
         box: dict = {}
-        write(lambda con: box.update(publish(con, ops, plans, meta, computed, t0)))
+        write(lambda con: box.update(publish(con, staged.ops, plans, meta, staged.computed, t0)))
     seconds = time.perf_counter() - t0
     say(f"{what}; {seconds:.1f} s")
     return {
@@ -269,7 +289,7 @@ def run(
         "table_rows": box.get("table_rows", {}),
         "games_read": meta["games_read"],
         "quarantined_read": meta["quarantined_read"],
-        "default_cut": json.loads(dcut.as_json()),
+        "default_cut": json.loads(staged.cut.as_json()),
         "seconds": seconds,
         "read_seconds": t_plan,
         "compute_seconds": t_compute,
