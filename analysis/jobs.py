@@ -32,8 +32,8 @@ from pathlib import Path
 
 import duckdb
 
-from . import adjusted, cubes, rates, sample, slide, sources, stage, watermark
-from .cuts import Cut, latest_version
+from . import adjusted, cubes, live_version, rates, sample, sources, stage, watermark
+from .cuts import Cut
 from .games_sql import Selection
 from .publish import publish
 from .sql import sql_literal
@@ -42,7 +42,8 @@ from .sql import sql_literal
 # always a full run.
 # 2.0: incremental runs; agg_lineup_week, agg_lineup_pair; agg_lineup_vs is 5x5 only;
 #      agg_adjusted is fitted on at most adjusted.SAMPLE games
-JOB_VERSION = "2.0"
+# 2.1: the default cut is the live version (analysis.live_version), not the newest seen
+JOB_VERSION = "2.1"
 
 
 def _now() -> dt.datetime:
@@ -82,9 +83,25 @@ def _why_full(con, last: dict | None, cut: Cut, asked: bool, needed: list[str]) 
     return None
 
 
-def _versions(con, source: sources.Source, cut: Cut) -> list[str]:
-    q = f"SELECT DISTINCT client_version FROM {source.name} WHERE {source.where(cut)}"
-    return [v for (v,) in con.execute(q).fetchall()]
+def _live(con, source: sources.Source, cut: Cut) -> live_version.LiveVersion:
+    rows = con.execute(live_version.human_games_sql(source.name, source.where(cut))).fetchall()
+    return live_version.live_version({v: int(n) for v, n in rows})
+
+
+def default_cuts(con, cut: Cut, present, given: Cut | None) -> tuple[Cut, Cut | None, dict]:
+    """The rate tables' cuts (Slow6's, Slide's when it has games) on each game's live version
+    (analysis.live_version), and why, in words, for agg_runs and the pages."""
+    why: dict[str, str] = {}
+    if given is None:
+        live = _live(con, sources.GAMES, cut)
+        dcut, why["slow6"] = live_version.default_cut(live), live.reason
+    else:
+        dcut, why["slow6"] = given, "given"
+    scut = None
+    if sources.SLIDE in present:
+        live = _live(con, sources.SLIDE, cut)
+        scut, why["slide"] = live_version.default_cut(live), live.reason
+    return dcut, scut, why
 
 
 def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
@@ -101,10 +118,7 @@ def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
         }
     finally:
         cubes.drop(con, shared)
-    dcut = default_cut or Cut.default(latest_version(out["agg_first_move"]["client_version"]))
-    scut = None
-    if sources.SLIDE in present:
-        scut = slide.default_cut(out["agg_slide_seats"]["client_version"].to_list())
+    dcut, scut, _ = default_cuts(con, cut, present, default_cut)
     out.update(rates.tables(lambda t, c: c.apply(out[t]), dcut, scut))
     out["agg_adjusted"] = adjusted.from_store(con, cut, dcut)
     return out, dcut
@@ -165,6 +179,7 @@ class Staged:
     sample: str
     cut: Cut
     slide_cut: Cut | None
+    cut_why: dict[str, str]
     computed: dict
 
 
@@ -185,15 +200,13 @@ def _first_half(con, plans, cut, default_cut, last, why, tmp: Path, say) -> Stag
     recent = {
         n: stage.copy(con, p.recent_sql, tmp / f"recent-{n}.parquet") for n, p in plans.items()
     }
-    dcut = default_cut or Cut.default(latest_version(_versions(con, sources.GAMES, cut)))
-    scut = None
-    if "slide_games" in plans:
-        scut = slide.default_cut(_versions(con, sources.SLIDE, cut))
+    dcut, scut, why_cut = default_cuts(con, cut, sources.present(con), default_cut)
     kept = _sample_kept(con, last, plans["games"], dcut, why)
     fresh = plans["games"].new_where if kept else None
     path = stage.copy(con, sample.sql(cut, dcut, fresh), tmp / "sample.parquet")
     games = sample.frame(con, f"SELECT * FROM read_parquet({sql_literal(path)})")
-    return Staged(ops, recent, path, dcut, scut, {"agg_adjusted": adjusted.fit(games)})
+    computed = {"agg_adjusted": adjusted.fit(games)}
+    return Staged(ops, recent, path, dcut, scut, why_cut, computed)
 
 
 def _meta(plans, staged: Staged, last, cut: Cut, started, new: int, needed) -> dict:
@@ -209,6 +222,7 @@ def _meta(plans, staged: Staged, last, cut: Cut, started, new: int, needed) -> d
         "latest_version": dcut.client_version[0] if dcut.client_version else None,
         "cut": dcut,
         "slide_cut": staged.slide_cut,
+        "default_why": json.dumps(staged.cut_why),
         "filters": cut.as_json(),
         "fingerprint": json.dumps(
             {n: [p.total, p.state.as_json()["boundary"]] for n, p in plans.items()}
@@ -240,7 +254,8 @@ def run(
     """Bring every agg_* table up to date (or skip when nothing changed); return a summary.
 
     cut: restricts the games read (recorded in agg_runs.filters); None = every verified game.
-    default_cut: the cut of the *_rates tables; None = human vs human on the latest client.
+    default_cut: the cut of the *_rates tables; None = human vs human on the live client version
+    (analysis.live_version: the newest release with enough human games, never a pre-release).
     full / force: compute everything from the games. progress: called with a line per step.
     """
     t0 = time.perf_counter()
@@ -290,6 +305,8 @@ def run(
         "games_read": meta["games_read"],
         "quarantined_read": meta["quarantined_read"],
         "default_cut": json.loads(staged.cut.as_json()),
+        "default_why": staged.cut_why,
+        "slide_games_read": meta["slide_games_read"],
         "seconds": seconds,
         "read_seconds": t_plan,
         "compute_seconds": t_compute,

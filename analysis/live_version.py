@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .cuts import version_key
+from .cuts import HUMAN_MODES, Cut, version_key
 
 MIN_GAMES = 200  # verified human games a version needs to be the default (docs/agg-tables.md)
 
@@ -49,4 +49,19 @@ def live_version(human_games: Mapping[str | None, int], min_games: int = MIN_GAM
         best,
         f"no release has {min_games:,} human games yet: the one with the most "
         f"({human_games[best]:,})",
+    )
+
+
+def default_cut(live: LiveVersion) -> Cut:
+    """The balance cut of a game: human against human (online and friend) on its live version."""
+    return Cut(mode=HUMAN_MODES, client_version=live.version, label="default")
+
+
+def human_games_sql(table: str, where: str = "TRUE", count: str = "count(*)") -> str:
+    """Verified human games by client version in `table` (a games table or an additive agg_*
+    table, whose `count` expression then sums its game counts): live_version's input."""
+    modes = ", ".join(f"'{m}'" for m in HUMAN_MODES)
+    return (
+        f"SELECT client_version, {count} FROM {table} "
+        f"WHERE ({where}) AND mode IN ({modes}) GROUP BY client_version"
     )

@@ -44,6 +44,7 @@ RUNS_ADDED = {
     "new_games": "BIGINT",
     "weeks_recomputed": "VARCHAR",
     "watermark": "VARCHAR",
+    "default_why": "VARCHAR",  # job 2.1: why the default cut is what it is, per game
 }
 ORDER = {"replace": 0, "weeks": 1, "keys": 2, "merge": 3}
 
@@ -205,6 +206,7 @@ def publish(con, ops: list[Op], plans: dict, meta: dict, computed: dict, t0: flo
             "slide_games_read": meta["slide_games_read"],
             "latest_version": meta["latest_version"],
             "default_cut": meta["cut"].as_json(),
+            "default_why": meta["default_why"],
             "filters": meta["filters"],
             "fingerprint": meta["fingerprint"],
             "table_rows": json.dumps(rows, sort_keys=True),

@@ -11,7 +11,7 @@ import polars as pl
 
 from . import stats as st
 from . import views
-from .cuts import HUMAN_MODES, Cut, latest_version
+from .cuts import Cut
 from .games_sql import SLIDE_DIMS as DIMS
 from .games_sql import Selection, slide_games
 from .tables import Cube
@@ -120,11 +120,6 @@ CUBES = [
 ]
 
 
-def default_cut(versions) -> Cut:
-    """Slide's balance cut: human tables (online, friend) on Slide's latest client version."""
-    return Cut(mode=HUMAN_MODES, client_version=latest_version(versions))
-
-
 def seat_rates(frame, by=("players", "seat_from_first")) -> pl.DataFrame:
     """Win rate of a seat (shared wins split) against the fair share 1/players; BH across the
     seats of one table size."""
@@ -163,7 +158,7 @@ def match_rates(m: pl.DataFrame, by=("players",)) -> pl.DataFrame:
 
 
 def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
-    """`cut`: Slide's default cut (default_cut)."""
+    """`cut`: Slide's default cut (analysis.live_version.default_cut of Slide's games)."""
     return {
         "agg_slide_seat_rates": seat_rates(fetch("agg_slide_seats", cut)),
         "agg_slide_match_rates": match_rates(fetch("agg_slide_matches", cut)),

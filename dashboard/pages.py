@@ -71,15 +71,16 @@ def _catalog():
 
 def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     """The request's filters; analytic pages default to the balance cut when none is given
-    (the latest client version of the page's game: Slide has its own)."""
+    (the live client version of the page's game: Slide has its own)."""
     catalog = _catalog()
     ctx = Ctx(Filters(), snapshots(current_app))
     table = page.versions_table if page is not None else "agg_games_daily"
-    versions = catalog.client_versions(ctx, table)
-    ctx.params["versions"] = versions
-    ctx.filters = Filters.from_args(
-        request.args, catalog.defaults(versions) if with_defaults else None
-    )
+    ctx.params["versions"] = catalog.client_versions(ctx, table)
+    defaults = None
+    if with_defaults:
+        ctx.params["live"] = catalog.live(ctx, page)
+        defaults = catalog.defaults(ctx.params["live"])
+    ctx.filters = Filters.from_args(request.args, defaults)
     return ctx
 
 
@@ -146,6 +147,7 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         },
         "versions": versions,
         "defaulted": ctx.filters.defaulted,
+        "live": ctx.params.get("live"),
     }
 
 

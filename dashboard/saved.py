@@ -325,7 +325,7 @@ def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], lis
     page = catalog.PAGES[saved.page]
     chart = catalog.CHARTS[saved.chart_id]
     ctx = Ctx(Filters(), snapshots)
-    defaults = catalog.defaults(catalog.client_versions(ctx, page.versions_table))
+    defaults = catalog.defaults(catalog.live(ctx, page))
     given = {k: args.get(k) for k in KEYS if k in args}
     ctx.filters = Filters.from_args(given, defaults)
     if not ctx.has(chart.table):

@@ -294,11 +294,15 @@ def test_slide_filters_apply_and_the_default_is_slides_own_balance_cut(demo_serv
     # a Slow6 filter is named under each chart, not silently dropped
     page = html(demo_server, "/dashboard/p/slide?board=5&mode=&client_version=")
     assert "Not applied to this table: board" in page
-    # no filter: human tables on Slide's latest client version (Slide has its own versions)
-    from analysis.cuts import latest_version
+    # no filter: human tables on Slide's live client version (Slide has its own versions)
+    from analysis.live_version import live_version
 
-    versions = [v for (v,) in sql(demo_server, "SELECT DISTINCT client_version FROM slide_games")]
-    latest = latest_version(versions)
+    by_version = sql(
+        demo_server,
+        "SELECT client_version, count(*) FROM slide_games "
+        "WHERE mode IN ('online', 'friend') GROUP BY ALL",
+    )
+    latest = live_version(dict(by_version)).version
     page = html(demo_server, "/dashboard/p/slide")
     assert 'id="default-cut"' in page
     assert f'<option value="{latest}" selected' in page

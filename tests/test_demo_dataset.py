@@ -89,36 +89,93 @@ def test_demo_loader_logs_each_stage_without_raw_floats(tmp_path, capsys):
     assert not re.search(r"\d\.\d{3,}", out), out  # no seconds=2.5672843209999883
 
 
-@pytest.mark.slow
-def test_quick_start_serves_the_demo_within_a_minute(tmp_path):
-    """`balance serve --demo`, as the README's quick start runs it: every stage logged, the
-    dashboard's address last, and the first screen reads thousands of games."""
-    server = Server(tmp_path / "demo", args=["--demo"])
+@pytest.fixture(scope="module")
+def quick_start(tmp_path_factory):
+    """`balance serve --demo`, as the README's quick start runs it, until its last log line;
+    yields the server and the seconds it took to be ready."""
+    server = Server(tmp_path_factory.mktemp("quick-start") / "demo", args=["--demo"])
     started = time.monotonic()
     server.start(timeout=300)
     try:
         deadline = time.monotonic() + 30
         while "Ready. Dashboard:" not in server.output() and time.monotonic() < deadline:
             time.sleep(0.2)
-        took = time.monotonic() - started
-        log = open(server.stdout_path).read().strip().splitlines()
-        last = log[-1]
-        assert last.startswith("Ready. Dashboard: http://127.0.0.1:") and "/dashboard/" in last
-        text = "\n".join(log)
-        for stage in ("Slow6:", "Slide:", "buggy client"):
-            assert stage in text, stage
-        assert re.search(r"quarantined [\d,]+, rejected [\d,]+", text), text
-        assert not re.search(r"\d\.\d{3,}", text), text
-        print(f"ready in {took:.0f} s")
-        assert took < 120  # about a minute on two cores (slack for a busy CI machine)
-
-        home = server.get("/", headers={"Accept": "text/html"})
-        assert home.status == 302 and home.headers["location"].endswith("/dashboard/")
-        page = server.get("/dashboard/").body.decode()
-        assert 'id="simulated"' in page
-        games = int(re.search(r'<b id="coverage">([\d,]+)</b>', page).group(1).replace(",", ""))
-        assert games > 0
-        quality = server.get("/dashboard/p/quality").body.decode()
-        assert "3.1.0-beta.3+sim" in quality
+        yield server, time.monotonic() - started
     finally:
         server.stop()
+
+
+def _live_cut(server) -> tuple[str, int, int]:
+    """(the live version, its human games, all versions' human games), from the games."""
+    from analysis.live_version import live_version
+
+    text = (
+        "SELECT client_version, count(*) FROM games WHERE mode IN ('online', 'friend') GROUP BY ALL"
+    )
+    answer = server.post("/sql/api", orjson.dumps({"sql": text}), "application/json")
+    by_version = {v: n for v, n in answer.json()["rows"]}
+    live = live_version(by_version)
+    assert live.version is not None
+    return live.version, by_version[live.version], sum(by_version.values())
+
+
+@pytest.mark.slow
+def test_quick_start_serves_the_demo_within_a_minute(quick_start):
+    """Every stage logged, the dashboard's address last, and the first screen reads
+    thousands of games of the live release (never the pre-release the demo also has)."""
+    server, took = quick_start
+    log = open(server.stdout_path).read().strip().splitlines()
+    last = log[-1]
+    assert last.startswith("Ready. Dashboard: http://127.0.0.1:") and "/dashboard/" in last
+    text = "\n".join(log)
+    for stage in ("Slow6:", "Slide:", "buggy client"):
+        assert stage in text, stage
+    assert re.search(r"quarantined [\d,]+, rejected [\d,]+", text), text
+    assert not re.search(r"\d\.\d{3,}", text), text
+    print(f"ready in {took:.0f} s")
+    assert took < 120  # about a minute on two cores (slack for a busy CI machine)
+
+    home = server.get("/", headers={"Accept": "text/html"})
+    assert home.status == 302 and home.headers["location"].endswith("/dashboard/")
+    page = server.get("/dashboard/").body.decode()
+    assert 'id="simulated"' in page
+    games = int(re.search(r'<b id="coverage">([\d,]+)</b>', page).group(1).replace(",", ""))
+    version, human, _ = _live_cut(server)
+    assert "-" not in version.partition("+")[0]  # a release, not 3.1.0-beta.2+sim
+    assert games == human >= 1_000
+    assert f"client version <b>{version}</b>" in page
+    quality = server.get("/dashboard/p/quality").body.decode()
+    assert "3.1.0-beta.3+sim" in quality
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
+    """In Chromium: the first screen's default cut has thousands of games, says which version
+    and why, logs no console warning, and one click widens it to every version."""
+    from test_browser_dashboard import Browser  # skips where chromium is absent
+    from test_browser_first_hour import console
+
+    server, _ = quick_start
+    version, human, every = _live_cut(server)
+    browser = Browser()
+    try:
+        browser.open(server.url + "/dashboard/", "document.body.dataset.rendered")
+        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+        assert console(browser) == []
+        shown = browser.evaluate("document.getElementById('coverage').textContent")
+        assert int(shown.replace(",", "")) == human >= 1_000
+        line = browser.evaluate("document.getElementById('default-cut').textContent")
+        assert version in line and "newest release" in line, line
+        browser.evaluate("document.getElementById('all-versions').click()")
+        deadline = time.monotonic() + 30
+        while "client_version=" not in browser.evaluate("location.search"):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        browser.open(browser.evaluate("location.href"), "document.body.dataset.rendered")
+        widened = browser.evaluate("document.getElementById('coverage').textContent")
+        assert int(widened.replace(",", "")) == every > human
+        assert browser.evaluate("document.getElementById('default-cut')") is None
+        assert console(browser) == []
+    finally:
+        browser.close()

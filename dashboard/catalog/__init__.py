@@ -9,6 +9,8 @@ Besides the pages: the furniture every page shows (freshness, coverage, default 
 
 from __future__ import annotations
 
+from analysis.live_version import LiveVersion, human_games_sql, live_version
+
 from ..render import Chart, Ctx
 from ..sqlsafe import QueryError
 from . import boards, challenges, computer, overview, powers, quality, setups, slide, trends
@@ -84,9 +86,20 @@ def client_versions(ctx: Ctx, table: str = "agg_games_daily") -> list[str]:
     return sorted(result.table.column(0).to_pylist(), key=version_key, reverse=True)
 
 
-def defaults(ctx_versions: list[str]) -> dict[str, str]:
-    """The default balance cut (analysis.cuts.Cut.default): human games on the latest client."""
-    return {"mode": "human", "client_version": ctx_versions[0] if ctx_versions else ""}
+def live(ctx: Ctx, page: Page | None = None) -> LiveVersion:
+    """The live client version of the page's game, as the jobs choose it for the rate tables
+    (analysis.live_version), from the human games by version of the page's versions table."""
+    table = page.versions_table if page is not None else "agg_games_daily"
+    count = page.versions_games if page is not None else "sum(games)"
+    result = _one(ctx, human_games_sql(table, count=count)) if ctx.has(table) else None
+    games = {} if result is None else dict(zip(*result.table.to_pydict().values(), strict=True))
+    return live_version({v: int(n or 0) for v, n in games.items()})
+
+
+def defaults(live: LiveVersion) -> dict[str, str]:
+    """The default balance cut (analysis.live_version.default_cut): human against human on
+    the live client version ("" = every version, when there is no release yet)."""
+    return {"mode": "human", "client_version": live.version or ""}
 
 
 def coverage(ctx: Ctx, page: Page) -> int | None:

@@ -24,7 +24,8 @@ class Page:
     coverage_sum: str = "sum(n)"  # the games under the filters, from coverage_table
     coverage_extra: tuple[str, ...] = ()
     selects: tuple[str, ...] = SLOW6_SELECTS  # the filter form's select fields
-    versions_table: str = "agg_games_daily"  # client versions (the default: the latest)
+    versions_table: str = "agg_games_daily"  # client versions (the default: the live one)
+    versions_games: str = "sum(games)"  # a version's games in versions_table
     game_label: str = ""  # named in the default-cut line when it is not Slow6
     games_read: str = "games_read"  # the agg_runs column the freshness line counts
 

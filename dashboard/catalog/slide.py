@@ -380,6 +380,7 @@ PAGE = Page(
     coverage_extra=("seat_from_first = 0",),  # one leading seat per game
     selects=SLIDE_SELECTS,
     versions_table="agg_slide_seats",
+    versions_games="sum(seats) FILTER (WHERE seat_from_first = 0)",
     game_label="Slide",
     games_read="slide_games_read",
 )
