@@ -1,4 +1,7 @@
-"""`balance jobs run [--db PATH] [--full]`: bring the agg_* balance tables of a store up to date."""
+"""`balance jobs run [--db PATH | --lake CATALOG] [--full] [--every SECONDS]`: bring the agg_*
+balance tables of a store up to date: a stopped store file, or a lake (docs/lake.md) while its
+servers run, once or on a schedule (the lake's jobs runner, which also owns its maintenance).
+"""
 
 from __future__ import annotations
 
@@ -20,13 +23,34 @@ def register(subparsers) -> None:
         "recompute the weeks whose games changed (reverify), add them into every agg_* table "
         "and recompute the rate tables, in one transaction (docs/agg-tables.md, How a run "
         "works). Skips when nothing changed; --full computes everything from the games. "
-        "Progress goes to stderr, the summary (JSON) to stdout. Run it with the server "
-        "stopped: DuckDB allows one writer per file.",
+        "Progress goes to stderr, the summary (JSON) to stdout. On a store file, run it with "
+        "the server stopped (DuckDB allows one writer per file); on a lake, beside its "
+        "servers: the tables go into the lake, where every server's dashboard reads them. "
+        "Run one jobs runner per lake.",
+    )
+    where = run.add_mutually_exclusive_group()
+    where.add_argument(
+        "--db", help=f"store file (default: $BALANCE_DB or {DEFAULT_DB}, unless $BALANCE_LAKE)"
+    )
+    where.add_argument(
+        "--lake",
+        metavar="CATALOG",
+        help="a lake's catalog, a PostgreSQL connection string (default: $BALANCE_LAKE)",
     )
     run.add_argument(
-        "--db",
-        default=os.environ.get("BALANCE_DB", DEFAULT_DB),
-        help="store file (default: $BALANCE_DB or %(default)s)",
+        "--every",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="run again every SECONDS until stopped (a failed run is logged, the next goes on)",
+    )
+    run.add_argument(
+        "--maintain-every",
+        type=float,
+        default=0,
+        metavar="SECONDS",
+        help="with --lake and --every: also run `balance lake maintain` (its safe defaults) "
+        "every SECONDS (e.g. 3600)",
     )
     run.add_argument("--full", action="store_true", help="compute every table from all the games")
     run.add_argument("--force", action="store_true", help="the same as --full (older name)")
@@ -73,17 +97,10 @@ def _run_export(args: argparse.Namespace) -> int:
     return run_export(args)
 
 
-def run_jobs(args: argparse.Namespace) -> int:
-    import duckdb
-
+def _cut(args: argparse.Namespace):
     from .cuts import Cut
-    from .jobs import run
-    from .sql import sql_literal
 
-    if not os.path.exists(args.db):
-        print(f"balance jobs run: no store at {args.db}", file=sys.stderr)
-        return 2
-    cut = Cut(
+    return Cut(
         board=args.board,
         variant=args.variant,
         mode=args.mode,
@@ -92,24 +109,99 @@ def run_jobs(args: argparse.Namespace) -> int:
         date_from=args.date_from,
         date_to=args.date_to,
     )
+
+
+def _say(line: str) -> None:
+    print(f"balance jobs run: {line}", file=sys.stderr, flush=True)
+
+
+def _target(args: argparse.Namespace) -> tuple[str | None, str | None]:
+    """(store file, lake catalog): an explicit --db or --lake wins over the environment."""
+    if args.db:
+        return args.db, None
+    if args.lake:
+        return None, args.lake
+    if os.environ.get("BALANCE_LAKE"):
+        return None, os.environ["BALANCE_LAKE"]
+    return os.environ.get("BALANCE_DB", DEFAULT_DB), None
+
+
+def _connect(db: str | None, catalog: str | None):
+    import duckdb
+
+    if catalog:
+        from ingest.storage.lake import connect
+
+        return connect(catalog, claims=False)
+    assert db is not None
+    if not os.path.exists(db):
+        raise OSError(f"no store at {db}")
     try:
-        con = duckdb.connect(args.db)
+        return duckdb.connect(db)
     except duckdb.IOException as exc:
-        print(f"balance jobs run: cannot open {args.db}: {exc}", file=sys.stderr)
-        return 2
+        raise OSError(f"cannot open {db}: {exc}") from exc
+
+
+def run_once(args: argparse.Namespace, db: str | None, catalog: str | None) -> dict:
+    from .jobs import run
+    from .sql import sql_literal
+
+    con = _connect(db, catalog)
     try:
         # a bounded run: DuckDB spills past the limit, and does not keep rows in order where
         # nothing needs them (its advice for memory-bound queries)
         con.execute(f"SET memory_limit = {sql_literal(args.memory_limit)}")
         con.execute("SET preserve_insertion_order = false")
-        summary = run(
-            con,
-            lambda fn: fn(con),
-            cut=cut,
-            full=args.full or args.force,
-            progress=lambda line: print(f"balance jobs run: {line}", file=sys.stderr, flush=True),
+        return run(
+            con, lambda fn: fn(con), cut=_cut(args), full=args.full or args.force, progress=_say
         )
     finally:
         con.close()
-    print(json.dumps(summary, indent=1, sort_keys=True, default=str))
+
+
+def run_jobs(args: argparse.Namespace) -> int:
+    db, catalog = _target(args)
+    if not args.every:
+        from ingest.storage.lake import LakeError, LakeUnavailable
+
+        try:
+            summary = run_once(args, db, catalog)
+        except (OSError, LakeError, LakeUnavailable) as exc:
+            print(f"balance jobs run: {exc}", file=sys.stderr)
+            return 2
+        print(json.dumps(summary, indent=1, sort_keys=True, default=str))
+        return 0
+    if args.maintain_every and not catalog:
+        print("balance jobs run: --maintain-every needs --lake", file=sys.stderr)
+        return 2
+    return _loop(args, db, catalog)
+
+
+def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
+    """Run every `--every` seconds until stopped (SIGINT/SIGTERM), the lake's maintenance
+    every `--maintain-every`; one summary line (JSON) a run on stdout."""
+    import signal
+    import threading
+    import time
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    maintained = time.monotonic()
+    while not stop.is_set():
+        try:
+            summary = run_once(args, db, catalog)
+            print(json.dumps(summary, sort_keys=True, default=str), flush=True)
+        except Exception as exc:  # a failed run must not stop the next one
+            _say(f"run failed: {type(exc).__name__}: {exc}")
+        if args.maintain_every and time.monotonic() - maintained >= args.maintain_every:
+            maintained = time.monotonic()
+            try:
+                from ingest.storage.lake_admin import maintain
+
+                maintain(catalog, echo=_say)
+            except Exception as exc:
+                _say(f"maintenance failed: {type(exc).__name__}: {exc}")
+        stop.wait(args.every)
+    _say("stopped")
     return 0

@@ -1,0 +1,156 @@
+"""The analysis jobs on a lake (issues 18 and 19): the same tables as the same jobs on a store
+file holding the same games, after a full run, after incremental runs of new uploads, and
+after the lake's maintenance compacted its files; `balance jobs run --lake` as the lake's
+jobs runner. A real PostgreSQL catalog and Parquet files (lake_cluster.py); skipped, with the
+reason, where they cannot be had."""
+
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import math
+
+import duckdb
+import pytest
+from support import demo_copy
+
+from analysis import jobs
+from ingest import cli
+from ingest.demo import DATA_DIR, load_records
+from ingest.storage import Store
+from ingest.storage.lake import LakeStore, connect
+from ingest.storage.lake_admin import import_store, maintain
+
+pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
+pytestmark = pytest.mark.slow  # a PostgreSQL cluster, every job on two stores several times
+
+
+def shipped(name: str, skip: int, take: int) -> list[bytes]:
+    """Records of the shipped demo dataset (other game ids than the demo store's)."""
+    with gzip.open(DATA_DIR / name, "rb") as f:
+        return [line.rstrip(b"\n") for line in itertools.islice(f, skip, skip + take)]
+
+
+def agg_tables(con) -> dict[str, list[tuple]]:
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
+            "AND table_name <> 'agg_runs' AND table_catalog = current_database()"
+        ).fetchall()
+    ]
+    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in sorted(names)}
+
+
+def same_value(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-7, abs_tol=1e-9)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b, strict=True))
+    return a == b
+
+
+def assert_same_tables(file_con, lake_con) -> None:
+    ours, theirs = agg_tables(file_con), agg_tables(lake_con)
+    assert sorted(theirs) == sorted(ours)
+    assert len(ours) > 30
+    for name, rows in ours.items():
+        other = theirs[name]
+        assert len(other) == len(rows), name
+        bad = [(a, b) for a, b in zip(rows, other, strict=True) if not same_value(a, b)]
+        assert not bad, (name, bad[:2])
+
+
+def run_file(db, **kw) -> dict:
+    con = duckdb.connect(str(db))
+    try:
+        return jobs.run(con, lambda fn: fn(con), **kw)
+    finally:
+        con.close()
+
+
+def run_lake(catalog: str, **kw) -> dict:
+    con = connect(catalog, claims=False)
+    try:
+        return jobs.run(con, lambda fn: fn(con), **kw)
+    finally:
+        con.close()
+
+
+def compare(db, catalog: str) -> None:
+    file_con = duckdb.connect(str(db), read_only=True)
+    lake_con = connect(catalog, read_only=True, claims=False)
+    try:
+        assert_same_tables(file_con, lake_con)
+    finally:
+        file_con.close()
+        lake_con.close()
+
+
+def upload_to_both(db, catalog: str, records: list[bytes]) -> None:
+    quiet = {"echo": lambda _line: None}
+    with Store(db) as file:
+        file_counts = load_records(file, records, **quiet)
+    store = LakeStore(catalog)
+    try:
+        lake_counts = load_records(store, records, **quiet)
+    finally:
+        store.close()
+    assert lake_counts == file_counts and file_counts["accepted"] > 0
+
+
+def test_the_jobs_on_a_lake_give_the_files_tables(lake, demo_db, tmp_path):
+    db = demo_copy(demo_db, tmp_path / "file")
+    imported = import_store(lake, db, echo=lambda _line: None)
+    assert imported["imported"] > 400 and imported["conflicts"] == 0
+
+    # the first run: full on both
+    assert run_file(db, full=True)["mode"] == "full"
+    first = run_lake(lake)
+    assert first["mode"] == "full" and first["games_read"] == 300
+    compare(db, lake)
+
+    # new uploads on both: counted on their own and added in
+    upload_to_both(db, lake, shipped("slow6.ndjson.gz", 0, 250) + shipped("slide.ndjson.gz", 0, 80))
+    file_run, lake_run = run_file(db), run_lake(lake)
+    assert lake_run["mode"] == "incremental", lake_run["message"]
+    assert lake_run["new_games"] == file_run["new_games"] == 330
+    compare(db, lake)
+
+    # maintenance compacts the lake's files (rowids must survive it), then more uploads
+    maintain(lake, echo=lambda _line: None)
+    upload_to_both(db, lake, shipped("slow6.ndjson.gz", 250, 120))
+    file_run, lake_run = run_file(db), run_lake(lake)
+    assert lake_run["mode"] == "incremental" and lake_run["new_games"] == 120
+    compare(db, lake)
+
+    # and a full recompute on the lake gives the same tables again
+    assert run_lake(lake, full=True)["mode"] == "full"
+    compare(db, lake)
+
+
+def test_balance_jobs_run_on_a_lake_skips_when_nothing_changed(lake, demo_db, tmp_path, capsys):
+    db = demo_copy(demo_db, tmp_path / "file")
+    import_store(lake, db, echo=lambda _line: None)
+    assert cli.main(["jobs", "run", "--lake", lake]) == 0
+    out = capsys.readouterr()
+    first = json.loads(out.out)
+    assert first["skipped"] is False and first["games_read"] == 300
+    assert "full recompute (first run)" in out.err
+    assert cli.main(["jobs", "run", "--lake", lake]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert again["skipped"] is True and again["run_id"] == first["run_id"]
+    # what a lake server's dashboard reads: the tables are in the lake, stamped with the run
+    con = connect(lake, read_only=True, claims=False)
+    try:
+        (n,) = con.execute("SELECT sum(n) FROM agg_first_move").fetchone()
+        (runs,) = con.execute("SELECT count(*) FROM agg_runs").fetchone()
+    finally:
+        con.close()
+    assert n == 300 and runs == 1
+
+
+def test_balance_jobs_run_names_what_it_cannot_open(tmp_path, capsys):
+    assert cli.main(["jobs", "run", "--db", str(tmp_path / "missing.duckdb")]) == 2
+    assert "no store at" in capsys.readouterr().err
