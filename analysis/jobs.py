@@ -50,8 +50,9 @@ def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC).replace(tzinfo=None)
 
 
-def last_run(con) -> dict | None:
-    if not sources.table_exists(con, "agg_runs"):
+def last_run(con, names: set[str] | None = None) -> dict | None:
+    names = sources.table_names(con) if names is None else names
+    if "agg_runs" not in names:
         return None
     cur = con.execute("SELECT * FROM agg_runs ORDER BY run_id DESC LIMIT 1")
     row = cur.fetchone()
@@ -63,8 +64,11 @@ def last_run(con) -> dict | None:
     return out
 
 
-def _why_full(con, last: dict | None, cut: Cut, asked: bool, needed: list[str]) -> str | None:
-    """Why this run must compute everything (None: it can count what changed)."""
+def _why_full(
+    names: set[str], last: dict | None, cut: Cut, asked: bool, needed: list[str]
+) -> str | None:
+    """Why this run must compute everything (None: it can count what changed). `names`: the
+    store's tables."""
     if asked:
         return "asked for"
     if last is None:
@@ -73,12 +77,10 @@ def _why_full(con, last: dict | None, cut: Cut, asked: bool, needed: list[str]) 
         return f"job version {last['job_version']} -> {JOB_VERSION}"
     if last["filters"] != cut.as_json():
         return "other filters than the last run"
-    if not last["watermark"] or not all(
-        sources.table_exists(con, t) for t in ("jobs_weeks", "jobs_recent")
-    ):
+    if not last["watermark"] or not {"jobs_weeks", "jobs_recent"} <= names:
         return "no watermark"
     for t in [*needed, *last["table_rows"]]:
-        if not sources.table_exists(con, t):
+        if t not in names:
             return f"{t} is missing"
     return None
 
@@ -124,10 +126,10 @@ def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
     return out, dcut
 
 
-def _sample_kept(con, last: dict | None, games: watermark.SourcePlan, cut: Cut, why) -> bool:
+def _sample_kept(names, last: dict | None, games: watermark.SourcePlan, cut: Cut, why) -> bool:
     """Whether the adjusted model's kept sample (jobs_sample) still holds for this run: the
     same default cut, and no game of it can have gone (analysis.sample)."""
-    if why or games.full or games.changed or not sources.table_exists(con, "jobs_sample"):
+    if why or games.full or games.changed or "jobs_sample" not in names:
         return False
     return (last["watermark"] or {}).get("sample") == cut.as_json()
 
@@ -183,9 +185,9 @@ class Staged:
     computed: dict
 
 
-def _plans(con, present, cut: Cut, last: dict | None, why: str | None) -> dict:
+def _plans(con, names, present, cut: Cut, last: dict | None, why: str | None) -> dict:
     marks = {} if why else (last["watermark"] or {})
-    weeks = {} if why else watermark.previous(con, [s.name for s in present])
+    weeks = {} if why else watermark.previous(con, [s.name for s in present], names)
     plans = {}
     for s in present:
         prev = watermark.SourceState.from_json(marks[s.name]) if s.name in marks else None
@@ -194,14 +196,14 @@ def _plans(con, present, cut: Cut, last: dict | None, why: str | None) -> dict:
     return plans
 
 
-def _first_half(con, plans, cut, default_cut, last, why, tmp: Path, say) -> Staged:
+def _first_half(con, names, plans, cut, default_cut, last, why, tmp: Path, say) -> Staged:
     """On the reader's snapshot: the changes of every table, and the adjusted model."""
     ops = stage.stage(con, plans, tmp, say)
     recent = {
         n: stage.copy(con, p.recent_sql, tmp / f"recent-{n}.parquet") for n, p in plans.items()
     }
-    dcut, scut, why_cut = default_cuts(con, cut, sources.present(con), default_cut)
-    kept = _sample_kept(con, last, plans["games"], dcut, why)
+    dcut, scut, why_cut = default_cuts(con, cut, sources.present(con, names), default_cut)
+    kept = _sample_kept(names, last, plans["games"], dcut, why)
     fresh = plans["games"].new_where if kept else None
     path = stage.copy(con, sample.sql(cut, dcut, fresh), tmp / "sample.parquet")
     games = sample.frame(con, f"SELECT * FROM read_parquet({sql_literal(path)})")
@@ -265,11 +267,12 @@ def run(
     with tempfile.TemporaryDirectory(prefix="balance-jobs-", dir=_scratch(read_con)) as tmp:
         began = _begin(read_con)
         try:
-            last = last_run(read_con)
-            present = sources.present(read_con)
+            names = sources.table_names(read_con)
+            last = last_run(read_con, names)
+            present = sources.present(read_con, names)
             needed = sorted(cubes.by_table(cubes.of(present)))
-            why = _why_full(read_con, last, cut, full or force, needed)
-            plans = _plans(read_con, present, cut, last, why)
+            why = _why_full(names, last, cut, full or force, needed)
+            plans = _plans(read_con, names, present, cut, last, why)
             t_plan = time.perf_counter() - t0
             if not why and all(p.idle for p in plans.values()):
                 return {
@@ -281,7 +284,9 @@ def run(
                 }
             what, new = _what(plans, last)
             say(f"{what} (planned in {t_plan:.1f} s)")
-            staged = _first_half(read_con, plans, cut, default_cut, last, why, Path(tmp), say)
+            staged = _first_half(
+                read_con, names, plans, cut, default_cut, last, why, Path(tmp), say
+            )
         finally:
             if began:
                 read_con.commit()

@@ -36,7 +36,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from .cuts import Cut
-from .sources import Source, table_exists
+from .sources import Source
 from .sql import sql_literal
 
 LAG = dt.timedelta(minutes=5)  # far longer than a row waits between arrival and commit
@@ -97,10 +97,11 @@ def in_weeks(weeks, column: str = WEEK) -> str:
     return f"{column} IN ({listed})"
 
 
-def previous(con, names: list[str]) -> dict[str, dict]:
-    """The last run's weeks: {source: {week: (games, ids)}} (empty if it left none)."""
+def previous(con, names: list[str], tables: set[str]) -> dict[str, dict]:
+    """The last run's weeks: {source: {week: (games, ids)}} (empty if it left none);
+    `tables`: the store's tables."""
     weeks: dict[str, dict] = {n: {} for n in names}
-    if table_exists(con, "jobs_weeks"):
+    if "jobs_weeks" in tables:
         for src, week, n, ids in con.execute("SELECT * FROM jobs_weeks").fetchall():
             if src in weeks:
                 weeks[src][week] = (int(n), int(ids))

@@ -172,3 +172,42 @@ def test_kill_9_mid_load_loses_no_acknowledged_game(servers, lake):
     ids = stored_ids(lake)
     assert len(ids) == len(set(ids)) == len(sent)
     assert set(ids) == set(sent)
+
+
+def _sql(server: LakeServer, text: str) -> list:
+    reply = server.request(
+        "POST", "/sql/api", json.dumps({"sql": text}).encode(), {"Content-Type": "application/json"}
+    )
+    assert reply.status == 200, reply.body[:300]
+    return json.loads(reply.body)["rows"]
+
+
+def test_every_servers_dashboard_reads_the_tables_the_jobs_runner_published(servers, lake):
+    """The jobs run apart from the servers (`balance jobs run --lake`); both servers' dashboards
+    and SQL consoles read the same published run, and the next run reaches both."""
+    from ingest import cli
+
+    a, b = (servers({"BALANCE_SNAPSHOT_MAX_AGE": "1"}) for _ in range(2))
+    deadline = time.monotonic() + 120
+    first = [fresh(i) for i in range(40)]
+    assert send_until_final(a, first[:20], deadline) == ["accepted"] * 20
+    assert send_until_final(b, first[20:], deadline) == ["accepted"] * 20
+    assert cli.main(["jobs", "run", "--lake", lake]) == 0
+
+    def published(server: LakeServer, run_id: int) -> list:
+        """(run, games) the server reads once its snapshot has caught up with `run_id`."""
+        while time.monotonic() < deadline:
+            rows = _sql(server, "SELECT max(run_id), max(games_read) FROM agg_runs")
+            if rows[0][0] == run_id:
+                return rows[0]
+            time.sleep(0.5)
+        raise AssertionError(f"{server.url} never showed run {run_id}")
+
+    assert published(a, 1) == published(b, 1) == [1, 40]
+    for server in (a, b):
+        page = server.get("/dashboard/p/overview?mode=&client_version=").body.decode()
+        assert '<b id="coverage">40</b>' in page, page[:2000]
+
+    assert send_until_final(b, [fresh(i) for i in range(40, 55)], deadline) == ["accepted"] * 15
+    assert cli.main(["jobs", "run", "--lake", lake]) == 0
+    assert published(a, 2) == published(b, 2) == [2, 55]
