@@ -79,7 +79,8 @@ def register_export(subparsers) -> None:
         description="Write every verified game (a row a game with its lineups, picks, result, "
         "version and week; a row a turn; Slide's games, seats and rounds) into DIR, partitioned "
         "by week, with a README data dictionary and a manifest of row counts and checksums. "
-        "Reads a stopped store (--db) or a running server (--server, with $BALANCE_TOKEN).",
+        "Reads a stopped store (--db), a running server (--server, with $BALANCE_TOKEN) or a "
+        "lake (--lake, read-only: docs/lake.md); the same games give the same data files.",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="directory to write (replaced)")
     p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of ended_at (UTC)")
@@ -88,6 +89,17 @@ def register_export(subparsers) -> None:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
     where.add_argument("--server", metavar="URL", help="a running server instead")
+    where.add_argument(
+        "--lake",
+        metavar="CATALOG",
+        help="a lake instead: its catalog's PostgreSQL connection string (read-only access "
+        "is enough; $BALANCE_LAKE is not read here)",
+    )
+    p.add_argument(
+        "--data-path",
+        metavar="DIR",
+        help="with --lake: the lake's data path (optional: the lake knows it; checked if given)",
+    )
     p.set_defaults(run=_run_export)
 
 

@@ -1,7 +1,7 @@
 """`balance export`: the public dataset of verified games, in the shape 17lands publishes its own.
 
     balance export --out DIR [--from DATE] [--to DATE] [--format parquet|csv]
-                   [--db FILE | --server URL]
+                   [--db FILE | --server URL | --lake CATALOG [--data-path DIR]]
 
 One row a game (`games`: its lineups, power picks as a list and one column per power and side,
 result, client version and week; 17lands' game data has a row a game and a column a card) and
@@ -21,7 +21,9 @@ of a fixed size.
 Sources: a stopped store (`--db FILE`, opened read-only) or a running server (`--server URL`:
 each partition is a whole download of the console, /sql/download.parquet, split by days when
 a week is over the server's download limit; every part must come from one snapshot, else the
-export starts again). A lake source slots in as another `Source` when there is one.
+export starts again) or a lake (`--lake CATALOG`, docs/lake.md: attached read-only, the
+extensions loaded offline from their wheels, every query in one transaction, so one lake
+snapshot, whose id and time the manifest records).
 """
 
 from __future__ import annotations
@@ -229,6 +231,49 @@ class DuckDBSource(Source):
             raise ExportError(f"cannot open {path}: {exc}", 2) from None
         self.con.execute("BEGIN TRANSACTION")  # one state for every query of the export
         self.snapshot_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+        query = sql.format(lo=_ts(lo), hi=_ts(hi))
+        reader = self.con.execute(query).to_arrow_reader(64 * 1024)
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class LakeSource(Source):
+    """A lake, attached read-only (a catalog user that may only read is enough): the tables
+    have the file store's columns and types, so the same SQL gives the same rows. One
+    transaction for the whole export: every query reads the snapshot it started on."""
+
+    kind = "lake"
+
+    def __init__(self, catalog: str, data_path: str | None = None):
+        import duckdb
+
+        from ingest.storage.lake import LAKE, LakeError, LakeUnavailable, connect
+
+        try:
+            self.con = connect(catalog, data_path, read_only=True, claims=False)
+        except (LakeError, LakeUnavailable) as exc:
+            raise ExportError(str(exc), 2) from None
+        except duckdb.Error as exc:  # the catalog unreachable, refused, not a lake
+            raise ExportError(f"cannot attach the lake: {exc}", 2) from None
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            ((self.snapshot_id,),) = self.con.execute(
+                f"SELECT id FROM {LAKE}.current_snapshot()"
+            ).fetchall()
+            ((at,),) = self.con.execute(  # as seconds: a TIMESTAMPTZ to Python needs pytz
+                f"SELECT epoch(snapshot_time) FROM ducklake_snapshots('{LAKE}') "
+                "WHERE snapshot_id = ?",
+                [self.snapshot_id],
+            ).fetchall()
+        except BaseException:
+            self.con.close()
+            raise
+        self.snapshot_at = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
         query = sql.format(lo=_ts(lo), hi=_ts(hi))
@@ -473,10 +518,17 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
         "format_version": FORMAT_VERSION,
         "format": fmt,
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "source": {"kind": source.kind, "snapshot_at": source.snapshot_at},
+        "source": _source(source),
         "weeks": [w.isoformat() for w in weeks],
         "tables": tables,
     }
+
+
+def _source(source: Source) -> dict:
+    out = {"kind": source.kind, "snapshot_at": source.snapshot_at}
+    if getattr(source, "snapshot_id", None) is not None:  # a lake's snapshot: its number
+        out["snapshot_id"] = source.snapshot_id
+    return out
 
 
 # -- the data dictionary --------------------------------------------------------------------------
@@ -558,6 +610,15 @@ def column_docs(docs_dir: str | None = None) -> dict[str, dict[str, str]]:
     return out
 
 
+SOURCE_NAMES = {"db": "a stopped store", "server": "a running server", "lake": "the lake"}
+
+
+def _snapshot(source: dict) -> str:
+    if source.get("snapshot_id") is not None:
+        return f"{source['snapshot_id']}, {source['snapshot_at']}"
+    return str(source["snapshot_at"])
+
+
 def readme(manifest: dict, docs: dict[str, dict[str, str]]) -> str:
     span = f"ended from {manifest.get('from') or 'the first'} to {manifest.get('to') or 'the last'}"
     lines = [
@@ -565,8 +626,8 @@ def readme(manifest: dict, docs: dict[str, dict[str, str]]) -> str:
         "",
         f"Every game the server verified by replaying it against the rules, {span} (client "
         f"clock, UTC). Generated {manifest['generated_at']} by `balance export` from "
-        f"{'a stopped store' if manifest['source']['kind'] == 'db' else 'a running server'} "
-        f"(snapshot {manifest['source']['snapshot_at']}). Format: {manifest['format']}.",
+        f"{SOURCE_NAMES.get(manifest['source']['kind'], 'a running server')} "
+        f"(snapshot {_snapshot(manifest['source'])}). Format: {manifest['format']}.",
         "",
         "In the shape 17lands publishes its game data: one row a game, its choices (lineups, "
         "power picks: a list and a column per power and side) and its result, and one row a "
@@ -619,8 +680,14 @@ def run_export(args) -> int:
     """`balance export` (registered by analysis/commands.py)."""
     try:
         date_from, date_to = _date(args.date_from, "--from"), _date(args.date_to, "--to")
+        lake = getattr(args, "lake", None)
+        data_path = getattr(args, "data_path", None)
+        if data_path and not lake:
+            raise ExportError("--data-path goes with --lake (the lake's data path)", 2)
         if args.server:
             source: Source = ServerSource(args.server, os.environ.get("BALANCE_TOKEN") or None)
+        elif lake:
+            source = LakeSource(lake, data_path)
         else:
             db = args.db or os.environ.get("BALANCE_DB") or "balance.duckdb"
             source = DuckDBSource(db)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from flask import Blueprint, Response, abort, current_app, render_template, request, url_for
@@ -13,6 +13,7 @@ from replays.vocabulary import POWERS, REASONS
 
 from . import EXT_BUNDLE, export, snapshots
 from . import assets as assets_mod
+from . import facets as facets_mod
 from .auth import require_token
 from .filters import (
     AI_LEVELS,
@@ -24,6 +25,7 @@ from .filters import (
     PLAYERS,
     SLOW6_SELECTS,
     VARIANTS,
+    VERSION,
     Filters,
 )
 from .render import Ctx, build, console_link, table_of
@@ -277,6 +279,8 @@ class Explorer:
     errors: list[str]
     page: int
     perspective: str | None  # whose W/D/L the totals give ("the side with lineup 31524")
+    facets_sql: str | None = None  # counts of every matching game by EXPLORER_FACETS
+    applied: dict = field(default_factory=dict)  # facet column -> the filter's value in effect
 
 
 def explorer_query(args) -> Explorer:
@@ -450,7 +454,61 @@ LIMIT {PER_PAGE}{offset}"""
         else "(SELECT 0 AS quarantined)"
     )
     totals_sql = f"SELECT * FROM {v_totals} v, {q_totals} q"
-    return Explorer(sql, totals_sql, chosen, errors, page, perspective)
+
+    # the facets: every matching game (no page, no LIMIT), only the columns they count
+    facet_cols = "board, variant, mode, client_version"
+    matched = []
+    if verified:
+        matched.append(
+            f"SELECT 'verified' AS status, {facet_cols}, NULL::VARCHAR AS rule {verified}"
+        )
+    if quarantined:
+        matched.append(f"SELECT status, {facet_cols}, rule {quarantined.replace('{early}', '')}")
+    facets_sql = (
+        facets_mod.counts_sql("\nUNION ALL BY NAME\n".join(matched), EXPLORER_FACETS)
+        if matched
+        else None
+    )
+    applied = {k: v for k, v in f.values.items() if k in EXPLORER_FACETS}
+    if status:
+        applied["status"] = status
+    if rule:
+        applied["rule"] = rule
+    return Explorer(sql, totals_sql, chosen, errors, page, perspective, facets_sql, applied)
+
+
+EXPLORER_FACETS = ("status", "board", "variant", "mode", "client_version", "rule")
+FACET_LABELS = {**LABELS, "status": "Status", "rule": "Rule broken"}
+FACET_OK = {  # what the explorer's filter takes: a value it would refuse gets no link
+    "status": lambda v: v in ("verified", "quarantined"),
+    "board": lambda v: v in BOARDS,
+    "variant": lambda v: v in VARIANTS,
+    "mode": lambda v: v in MODES,
+    "client_version": lambda v: bool(VERSION.fullmatch(v)),
+    "rule": lambda v: bool(RULE_RE.fullmatch(v)),
+}
+
+
+def explorer_facets(q: Explorer, rows) -> list[dict]:
+    """The facet boxes of the explorer from the rows of `q.facets_sql`: each value a link to
+    the same filters with that value for its column (and page 1)."""
+    counts = facets_mod.ranked(rows, EXPLORER_FACETS)
+    counts["rule"] = [(v, n) for v, n in counts["rule"] if v is not None]  # verified: no rule
+    kept = [(k, v) for k, v in request.args.items(multi=True) if k != "page"]
+
+    def url(column: str, value: str | None) -> str:
+        args = [(k, v) for k, v in kept if k != column]
+        if value is not None:
+            args.append((column, value))
+        return url_for("dashboard.explorer") + ("?" + urlencode(args) if args else "")
+
+    def link(column: str, value: str | None) -> str | None:
+        return url(column, value) if value is not None and FACET_OK[column](value) else None
+
+    boxes = facets_mod.facet_list(
+        counts, link, q.applied, FACET_LABELS, unlink=lambda c: url(c, None)
+    )
+    return [b for b in boxes if b["values"]]
 
 
 def explorer_sql(args) -> tuple[str, dict]:
@@ -475,6 +533,13 @@ def explorer():
         totals = dict(zip(t.columns, export.rows(t.table)[0], strict=False))
     except QueryError as exc:
         error = exc.message
+    facets, facets_error = [], None
+    if error is None and q.facets_sql is not None:
+        try:
+            counted = snaps.run(q.facets_sql, limit=facets_mod.MAX_GROUPS, timeout=10)
+            facets = explorer_facets(q, export.rows(counted.table))
+        except QueryError as exc:  # a help: the listing and the totals stand without them
+            facets_error = exc.message
     matched = (totals["verified"] + totals["quarantined"]) if totals else len(rows)
     pages = max(1, -(-matched // PER_PAGE))
     args = {k: v for k, v in request.args.items() if k != "page"}
@@ -493,6 +558,8 @@ def explorer():
         error=error,
         sql=q.sql,
         totals=totals,
+        facets=facets,
+        facets_error=facets_error,
         perspective=q.perspective,
         page=q.page,
         pages=pages,

@@ -32,6 +32,7 @@ from flask import Blueprint, Response, current_app, render_template, request, ur
 from analysis.sql import sql_identifier
 
 from . import export, schema_docs, setting, snapshots, sqlchart
+from . import facets as facets_mod
 from .auth import require_token
 from .guard import cross_site_reason, same_origin
 from .saved import (
@@ -72,7 +73,6 @@ PAGE_MAX_BYTES = 8 * 1024 * 1024  # what the console page shows at most (downloa
 DEFAULT_DOWNLOAD_MAX_BYTES = "64MiB"
 DEFAULT_DOWNLOAD_TIMEOUT = 30.0
 FACETS = ("board", "variant", "mode", "client_version", "version")
-FACET_VALUES = 20  # values shown per facet (the most frequent)
 KIND_LABELS = {
     "refused": "Refused",
     "timeout": "Stopped",
@@ -606,41 +606,14 @@ def _facets(run: Run, columns: list[str]) -> list[dict]:
     chosen = [c for c in FACETS if c in columns]
     if not chosen:
         return []
-    groups = ", ".join(f"GROUPING({sql_identifier(c)}) AS _g{i}" for i, c in enumerate(chosen))
-    values = ", ".join(
-        f"CAST({sql_identifier(c)} AS VARCHAR) AS _v{i}" for i, c in enumerate(chosen)
-    )
-    sets = ", ".join(f"({sql_identifier(c)})" for c in chosen)
-    sql = (
-        f"SELECT {groups}, {values}, count(*) AS _n FROM (\n{run.text}\n) AS _facet\n"
-        f"GROUP BY GROUPING SETS ({sets})"
-    )
     try:
-        result = run_query(sql, limit=10_000, params=run.params)
+        result = run_query(
+            facets_mod.counts_sql(run.text, chosen), limit=facets_mod.MAX_GROUPS, params=run.params
+        )
     except QueryError:
         return []  # facets are a help: a result too big or slow to count just has none
-    counts: dict[str, list] = {c: [] for c in chosen}
-    for row in export.rows(result.table):
-        n = row[-1]
-        for i, c in enumerate(chosen):
-            if row[i] == 0:  # grouped by this column
-                counts[c].append((row[len(chosen) + i], n))
-    active = {col: val for col, val in run.filters}
-    out = []
-    for c in chosen:
-        ranked = sorted(counts[c], key=lambda vn: (-vn[1], str(vn[0])))
-        out.append(
-            {
-                "column": c,
-                "values": [
-                    {"value": v, "n": n, "href": _with_filter(c, v), "on": c in active}
-                    for v, n in ranked[:FACET_VALUES]
-                ],
-                "more": max(0, len(ranked) - FACET_VALUES),
-                "active": c in active,
-            }
-        )
-    return out
+    counts = facets_mod.ranked(export.rows(result.table), chosen)
+    return facets_mod.facet_list(counts, _with_filter, dict(run.filters))
 
 
 def _args_list(drop=lambda k: False) -> list[tuple[str, str]]:

@@ -343,3 +343,53 @@ def test_explorer_and_replay_viewer_step_through_turns(browser, server):
     browser.evaluate("document.getElementById('last').click()")
     assert browser.evaluate("document.getElementById('board').dataset.index") == start
     assert browser.problems() == []
+
+
+def _wait(browser: Browser, expression: str, timeout: float = 30) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if browser.evaluate(f"document.readyState === 'complete' && !!({expression})"):
+            return
+        time.sleep(0.2)
+    raise TimeoutError(expression)
+
+
+VARIANT_CELLS = (
+    "Array.from(document.querySelectorAll('#games tbody tr td:nth-child(4)'))"
+    ".map(td => td.textContent)"
+)
+
+
+def test_explorer_facet_click_narrows_the_list(browser, server):
+    check_page(
+        browser,
+        server,
+        "/dashboard/games?status=verified&board=7",
+        "document.getElementById('facets')",
+        "explorer-facets",
+    )
+    before = browser.evaluate(VARIANT_CELLS)
+    assert len(set(before)) > 1  # several variants listed: something to narrow
+    # the rarest variant: its count is the facet's, and the list after the click is only it
+    pick = browser.evaluate(
+        """(() => {
+          const links = Array.from(
+            document.querySelectorAll('.facet[data-column=variant] a.facet-value'));
+          const n = a => Number(a.nextElementSibling.textContent.replace(/,/g, ''));
+          links.sort((a, b) => n(a) - n(b));
+          links[0].id = 'picked';
+          return {value: links[0].dataset.value, n: n(links[0])};
+        })()"""
+    )
+    browser.evaluate("document.getElementById('picked').click()")
+    _wait(browser, "location.search.includes('variant=') && document.getElementById('games')")
+    after = browser.evaluate(VARIANT_CELLS)
+    assert after and set(after) == {pick["value"]}
+    assert len(after) == min(pick["n"], 200)
+    assert "board=7" in browser.evaluate("location.search")  # the other filters kept
+    total = browser.evaluate("document.querySelector('#totals b').textContent")
+    assert int(total.replace(",", "")) == pick["n"]
+    marked = "document.querySelector('.facet[data-column=variant] a.facet-value.on')"
+    assert browser.evaluate(f"{marked}.dataset.value") == pick["value"]
+    assert browser.problems() == []
+    browser.screenshot(ARTIFACTS / "explorer-facet-clicked.png")

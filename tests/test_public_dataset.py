@@ -1,4 +1,5 @@
-"""`balance export`: the public dataset of verified games, from a stopped store or a server.
+"""`balance export`: the public dataset of verified games, from a stopped store, a server or a
+lake (a PostgreSQL cluster of the test's own: lake_cluster.py; skipped, saying why, without one).
 
 One row a game and one row a turn (and Slide's games, seats and rounds), partitioned by week,
 with a README data dictionary that documents every column, a manifest whose row counts and
@@ -18,7 +19,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, AppClient, demo_copy, query
+from support import REPO, AppClient, demo_copy, fresh_slow6, query
+
+pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 
 
 def balance(*args, env=None):
@@ -204,3 +207,77 @@ def test_a_locked_or_missing_store_says_why(tmp_path, store):
         assert "--server" in r.stderr
     r = balance("export", "--server", "http://127.0.0.1:9", "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "cannot reach" in r.stderr
+
+
+def _summed(out: Path) -> dict[str, str]:
+    """data file -> its SHA-256 (SHA256SUMS)."""
+    return dict(
+        reversed(line.split("  ", 1)) for line in (out / "SHA256SUMS").read_text().splitlines()
+    )
+
+
+def _counts(out: Path) -> dict[str, int]:
+    manifest = json.loads((out / "manifest.json").read_text())
+    return {name: t["rows"] for name, t in manifest["tables"].items()}
+
+
+def test_the_lake_gives_the_same_dataset(tmp_path, demo_db, exported, lake, lake_extensions):
+    """The demo store imported into a lake (`balance lake import`), then `balance export
+    --lake`: the same files, byte for byte, as from the store file; and an export reads one
+    lake snapshot, whatever is committed meanwhile."""
+    env = {"BALANCE_LAKE_EXTENSIONS": str(lake_extensions)}
+    copy = demo_copy(demo_db, tmp_path / "file")
+    r = balance("lake", "import", "--lake", lake, "--db", str(copy), env=env)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "from-lake"
+    r = balance("export", "--lake", lake, "--data-path", str(tmp_path / "data"), "--out",
+                str(out), env=env)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "games" in r.stdout and "turns" in r.stdout
+    assert _counts(out) == _counts(exported) and all(_counts(out).values())
+    assert _summed(out) == _summed(exported)  # the same rows, in the same files
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["source"]["kind"] == "lake" and manifest["source"]["snapshot_at"]
+    assert isinstance(manifest["source"]["snapshot_id"], int)
+    assert "from the lake (snapshot" in (out / "README.md").read_text()
+    check = subprocess.run(["sha256sum", "-c", "--quiet", "SHA256SUMS"], cwd=out)
+    assert check.returncode == 0
+
+    # one snapshot for the whole export: games committed after it began are not in it
+    from analysis.public_dataset import LakeSource, export
+    from ingest.pipeline import Judge, utcnow
+    from ingest.storage.lake import LakeStore
+
+    source = LakeSource(lake)
+    try:
+        store = LakeStore(lake)
+        try:
+            judge = Judge()
+            added = [fresh_slow6(i) for i in range(3)]
+            items = [judge.judge(0, json.dumps(g).encode(), utcnow()).pending for g in added]
+            assert store.ingest(items) == ["accepted"] * 3
+        finally:
+            store.close()
+        pinned = export(source, tmp_path / "pinned")
+    finally:
+        source.close()
+    assert manifest["source"]["snapshot_id"] == pinned["source"]["snapshot_id"]
+    assert _summed(tmp_path / "pinned") == _summed(exported)
+    later = tmp_path / "later"
+    r = balance("export", "--lake", lake, "--out", str(later), env=env)
+    assert r.returncode == 0, r.stderr
+    assert _counts(later)["games"] == _counts(exported)["games"] + 3
+
+
+def test_a_lake_that_cannot_be_read_says_why(tmp_path, store, lake, lake_extensions):
+    env = {"BALANCE_LAKE_EXTENSIONS": str(lake_extensions)}
+    out = str(tmp_path / "o")
+    r = balance("export", "--lake", lake, "--data-path", str(tmp_path / "elsewhere"), "--out",
+                out, env=env)  # fmt: skip
+    assert r.returncode == 2 and "--data-path is not this lake's" in r.stderr, r.stderr
+    nowhere = "host=127.0.0.1 port=9 dbname=lake user=postgres connect_timeout=5"
+    r = balance("export", "--lake", nowhere, "--out", out, env=env)
+    assert r.returncode == 2 and "balance export:" in r.stderr, r.stderr
+    r = balance("export", "--db", str(store), "--data-path", str(tmp_path), "--out", out)
+    assert r.returncode == 2 and "--data-path goes with --lake" in r.stderr
+    assert not (tmp_path / "o").exists()
