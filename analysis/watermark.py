@@ -25,9 +25,9 @@ The next run finds (SourcePlan):
 Finding them reads one column scan of the source (its week, `received_at` and id hash: ~0.3 s
 at ten million games) and the few rows past the boundary; it does not trust rowids alone,
 which DuckDB renumbers when a checkpoint compacts deleted rows. A plan is all the rest of a run
-knows of the store: new games as a predicate, changed weeks, child bounds. On a lake
-(DuckLake; not built yet) the watermark is the snapshot id the last run read: the rows inserted
-since then are the new games, the rows deleted name the changed weeks, with no scan.
+knows of the store: new games as a predicate, changed weeks, child bounds. It works on a
+lake (DuckLake) as on the file: the lake keeps row ids through compaction. Its change feed
+(the rows inserted and deleted since a snapshot) could replace the column scan there.
 """
 
 from __future__ import annotations
