@@ -73,6 +73,12 @@ RUNS = {
         r"5x5 with powers \(10 games.*[\d,]+ games/s over.*7x7 with powers.*with facts",
         [slow],
     ),
+    "lake_jobs.py": (
+        "--games 1500 --new 100",
+        r"lake / file +[\d.]+ .*after 100 new games, lake +[\d.]+ s +\(incremental, 100\)"
+        r".*live Parquet +[\d.]+ B/game",
+        [slow],
+    ),
     "lake_ingest.py": (
         "--seconds 1 --servers 1 --no-file --single-clients 2 --pool 10",
         r'"setup": "lakex1", "phase": "single"',
