@@ -20,6 +20,7 @@ from .jobs import JobScheduler
 from .metrics import OTHER, Metrics, method_label
 from .pipeline import Judge
 from .ratelimit import RateLimiter
+from .rejections import RejectionTally
 from .responses import register_error_handlers
 from .storage import Store
 from .storage.lake import LakeStore
@@ -40,6 +41,7 @@ class IngestState:
     metrics: Metrics
     gather: Gatherer | None = None  # small uploads (None: judged on the request threads)
     jobs: JobScheduler | None = None
+    rejections: RejectionTally | None = None
     commit_timeout: float = 60.0
     started: float = field(default_factory=time.monotonic)
 
@@ -82,6 +84,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
     metrics.sources.append(route.uploads.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
+    state.rejections = RejectionTally(store)
     return app
 
 
@@ -117,6 +120,8 @@ def close_app(app: Flask) -> None:
         state.jobs.stop()
     if state.gather is not None:
         state.gather.close()
+    if state.rejections is not None:
+        state.rejections.close()  # before the store closes: its counts go in
     state.pool.close()
     state.store.close()
 

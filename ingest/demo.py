@@ -20,6 +20,7 @@ from pathlib import Path
 import orjson
 
 from .pipeline import Judge, settle, utcnow
+from .rejections import RejectionTally
 from .storage import Store
 
 BATCH = 500
@@ -90,6 +91,7 @@ def load_records(
     POST /v1/games would; verdict counts. A progress line every `every` records and at the
     end: "  Slow6: 5,000 of 20,400 records (1,950/s): accepted 5,000"."""
     judge = judge or Judge()
+    tally = RejectionTally(store, every=0)  # the rejected ones counted as the server does
     counts: Counter = Counter()
     started = time.perf_counter()
     it = iter(records)
@@ -103,12 +105,15 @@ def load_records(
             for i, r in enumerate(batch)
         ]
         outcomes = store.ingest([j.pending for j in judged if j.pending is not None])
-        counts.update(r["verdict"] for r in settle(judged, outcomes))
+        results = settle(judged, outcomes)
+        counts.update(r["verdict"] for r in results)
+        tally.count(results)
         done = sum(counts.values())
         if done - shown >= every or len(batch) < BATCH:
             shown = done
             rate = done / max(time.perf_counter() - started, 1e-9)
             echo(f"  {name}{done:,}{of} records ({rate:,.0f}/s): {verdicts(counts)}")
+    tally.flush()
     if not counts:
         echo(f"  {name}no records")
     elif shown != sum(counts.values()):

@@ -102,6 +102,8 @@ def _upload(state, kind, encoding, length, stream) -> Answer:
         return error(503, "the server is shutting down; retry", {"Retry-After": "5"})
     results = settle(judged, outcomes)
     state.metrics.count_results(results)
+    if state.rejections is not None:
+        state.rejections.count(results)
     if not any(j.json_ok for j in judged):
         return error(400, "no record in the body is JSON", results=results)
     status = 422 if kind == JSON and results[0]["verdict"] == "rejected" else 200

@@ -1,4 +1,5 @@
-"""The Data quality page: quarantined records by rule, client version and platform."""
+"""The Data quality page: quarantined records by rule, client version and platform, and the
+rejected uploads by field (counted by the server, never stored: ingest/rejections.py)."""
 
 from __future__ import annotations
 
@@ -95,4 +96,28 @@ q_examples = Chart(
     note="Each game id opens the game in the viewer, at the turn (or round) that broke the rule.",
 )
 
-PAGE = Page("Data quality", [q_by_rule, q_share, q_platform, q_examples], coverage_table="")
+q_rejected = Chart(
+    "rejected-fields",
+    "Rejected uploads by field and problem",
+    "rejections",
+    lambda ctx: sums(
+        ctx,
+        "rejections",
+        ["field", "problem"],
+        "sum(records) AS records",
+        date="day",
+        order="records DESC",
+    ),
+    draw=lambda rows, ctx: charts.bars(rows, "field", "records", color="problem", width=560),
+    table_rows=20,
+    note="Records the upload endpoint answered `rejected` (not the upload format: the client "
+    "must fix them). None of them is stored; the server counts them per day, field and kind of "
+    "problem, and the counts reach this page within about a minute.",
+    empty="No upload was rejected (under these dates).",
+)
+
+PAGE = Page(
+    "Data quality",
+    [q_by_rule, q_share, q_platform, q_examples, q_rejected],
+    coverage_table="",
+)

@@ -169,3 +169,13 @@ CREATE TABLE IF NOT EXISTS saved_queries (
     updated_at  TIMESTAMP NOT NULL,         -- server clock, UTC, of the last change
     version     UINTEGER NOT NULL           -- 1 when first saved, one more at each change
 );
+
+-- Uploaded records the server rejected, counted: nothing of a rejected record is stored (not
+-- its text, not the values at fault), only how many, per day, field and kind of problem. Rows
+-- are appended (a flush of each server's tally every few seconds); sum `records` to count.
+CREATE TABLE IF NOT EXISTS rejections (
+    day         DATE NOT NULL,              -- server clock, UTC, when the records arrived
+    field       VARCHAR NOT NULL,           -- the field at fault: 'lineups', 'turns[]', 'line'
+    problem     VARCHAR NOT NULL,           -- not JSON | unknown field | missing field | invalid value
+    records     BIGINT NOT NULL
+);
