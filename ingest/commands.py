@@ -39,8 +39,18 @@ def register(sub) -> None:
     lake_commands.serve_arguments(p)
     p.set_defaults(run=run_serve)
 
-    p = sub.add_parser("load-demo", help="load simulated games into a store (server stopped)")
+    p = sub.add_parser(
+        "load-demo",
+        help="load simulated games into a store (a file: server stopped) or a lake (servers "
+        "may run)",
+    )
     p.add_argument("--db", help="DuckDB file (default $BALANCE_DB or balance.duckdb)")
+    p.add_argument(
+        "--lake",
+        metavar="CATALOG",
+        default=None,
+        help="load into this lake instead (docs/lake.md; default $BALANCE_LAKE)",
+    )
     p.add_argument("-n", "--games", type=int, default=1000, help="Slow6 games (default 1000)")
     p.add_argument("--slide", type=int, default=None, help="Slide games (default games/2)")
     p.add_argument("--seed", type=int, default=0)
@@ -68,7 +78,12 @@ def _db(args) -> str:
 def run_serve(args) -> int:
     from .serve import configure_logging, run
 
-    if lake_commands.catalog_of(args):  # on a lake, not the file (docs/lake.md)
+    catalog = lake_commands.catalog_of(args)
+    if catalog:  # on a lake, not the file (docs/lake.md)
+        if args.demo:  # into the lake first, through the upload path; servers may share it
+            code = _demo_on_lake(catalog, args.data_path, lambda store: _serve_demo(store, args))
+            if code:
+                return code
         return lake_commands.serve_lake(args)
     db = _db(args)
     problem = _cannot_serve(db, args.host, args.port)
@@ -80,10 +95,7 @@ def run_serve(args) -> int:
         from .storage import Store
 
         with Store(db) as store:
-            if args.demo == DEMO_SET:
-                _load_demo_set(store)
-            else:
-                _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
+            _serve_demo(store, args)
     settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
@@ -106,19 +118,49 @@ def _cannot_serve(db: str, host: str, port: int) -> str | None:
     return None
 
 
+def _serve_demo(store, args) -> None:
+    if args.demo == DEMO_SET:
+        _load_demo_set(store)
+    else:
+        _load_demo(store, args.demo, args.demo // 2, 0, args.demo_level)
+
+
+def _demo_on_lake(catalog: str, data_path: str | None, load) -> int:
+    """`load(store)` on a LakeStore of the lake (other servers may be writing it too)."""
+    from .storage.lake import LakeError, LakeStore, LakeUnavailable
+
+    try:
+        store = LakeStore(catalog, data_path)
+    except (LakeError, LakeUnavailable) as exc:
+        print(f"balance: {exc}", file=sys.stderr)
+        return 2
+    try:
+        load(store)
+    finally:
+        store.close()
+    return 0
+
+
 def run_load_demo(args) -> int:
     from .storage import Store
 
     slide = args.games // 2 if args.slide is None else args.slide
+
+    def load(store) -> None:
+        if args.set:
+            _load_demo_set(store)
+        else:
+            _load_demo(store, args.games, slide, args.seed, args.level)
+
+    catalog = lake_commands.catalog_of(args) if not args.db else None
+    if catalog:
+        return _demo_on_lake(catalog, None, load)
     try:
         store = Store(_db(args))
     except Exception as exc:
         return _locked(exc)
     with store:
-        if args.set:
-            _load_demo_set(store)
-        else:
-            _load_demo(store, args.games, slide, args.seed, args.level)
+        load(store)
     return 0
 
 

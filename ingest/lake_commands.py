@@ -78,15 +78,11 @@ def serve_arguments(p) -> None:
 def serve_lake(args) -> int:
     """`balance serve --lake`: the same server, its store on the lake. The analysis schedule
     is off unless BALANCE_JOBS_INTERVAL is set (one jobs runner for the lake, not one per
-    server); --demo is refused (load a file, then `balance lake import`)."""
+    server); --demo has been loaded into the lake already (commands.run_serve)."""
     from .serve import configure_logging, port_in_use, run
     from .storage.lake import LakeError, LakeUnavailable, connect
 
     catalog = _needs_catalog(args)  # (run_serve comes here with one)
-    if getattr(args, "demo", 0):
-        print("balance serve: --demo is for a file store; import one with `balance lake "
-              "import`", file=sys.stderr)  # fmt: skip
-        return 2
     if port_in_use(args.host, args.port):
         print(f"balance serve: {args.host}:{args.port} is in use: pick another --port",
               file=sys.stderr)  # fmt: skip

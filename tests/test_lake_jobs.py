@@ -154,3 +154,21 @@ def test_balance_jobs_run_on_a_lake_skips_when_nothing_changed(lake, demo_db, tm
 def test_balance_jobs_run_names_what_it_cannot_open(tmp_path, capsys):
     assert cli.main(["jobs", "run", "--db", str(tmp_path / "missing.duckdb")]) == 2
     assert "no store at" in capsys.readouterr().err
+
+
+def test_load_demo_into_a_lake_then_its_tables(lake, capsys):
+    """`balance load-demo --lake`: simulated games through the upload path into the lake,
+    every claim settled, and the jobs' tables there for the servers' dashboards."""
+    from ingest.storage.lake_admin import check
+
+    assert cli.main(["load-demo", "--lake", lake, "-n", "12", "--slide", "4", "--level", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "Slow6: 12 of 12 records" in out and "Slide: 4 of 4 records" in out
+    result = check(lake)
+    assert result["ok"] and result["rows"]["raw_records"] == 16, result
+    con = connect(lake, read_only=True, claims=False)
+    try:
+        assert con.execute("SELECT sum(n) FROM agg_first_move").fetchone() == (12,)
+        assert con.execute("SELECT count(*) FROM slide_games").fetchone() == (4,)
+    finally:
+        con.close()
