@@ -61,6 +61,12 @@ def register(sub) -> None:
     p = sub.add_parser("reverify", help="re-run the verifier over every stored record")
     p.add_argument("--db", help="DuckDB file, server stopped (default $BALANCE_DB)")
     p.add_argument(
+        "--lake",
+        metavar="CATALOG",
+        default=None,
+        help="a lake instead, its servers running (one reverify at a time; default $BALANCE_LAKE)",
+    )
+    p.add_argument(
         "--server", metavar="URL", help="ask a running server instead (needs $BALANCE_TOKEN)"
     )
     p.add_argument(
@@ -222,6 +228,9 @@ def _run_jobs(store) -> None:
 def run_reverify(args) -> int:
     if args.server:
         return _reverify_remote(args)
+    catalog = lake_commands.catalog_of(args) if not args.db else None
+    if catalog:
+        return _reverify_lake(catalog, args)
     from .reverify import reverify
     from .storage import Store, open_db
 
@@ -235,6 +244,31 @@ def run_reverify(args) -> int:
         summary = reverify(con, rebuild=args.rebuild, echo=print)
         con.execute("COMMIT")
         con.execute("CHECKPOINT")
+    finally:
+        con.close()
+    _print_summary(summary)
+    return 0
+
+
+def _reverify_lake(catalog: str, args) -> int:
+    """A lake transaction a batch, tried again while the servers' appends conflict with its
+    deletes (reverify.apply_retrying); run one reverify at a time."""
+    import duckdb
+
+    from .reverify import apply_retrying, reverify
+    from .storage.lake import LakeError, LakeUnavailable, connect
+
+    try:
+        con = connect(catalog, claims=False)
+    except (LakeError, LakeUnavailable) as exc:
+        print(f"balance reverify: {exc}", file=sys.stderr)
+        return 2
+    try:
+        summary = reverify(con, rebuild=args.rebuild, echo=print, apply=apply_retrying)
+    except duckdb.TransactionException as exc:
+        print(f"balance reverify: gave up on a batch the uploads kept conflicting with: {exc}; "
+              "the batches before it are stored: run it again", file=sys.stderr)  # fmt: skip
+        return 1
     finally:
         con.close()
     _print_summary(summary)

@@ -5,6 +5,8 @@ stopped (`balance reverify --db PATH`)."""
 
 from __future__ import annotations
 
+import random
+import time
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
@@ -25,10 +27,13 @@ def reverify(
     *,
     rebuild: bool = False,
     echo: Callable[[str], None] = lambda line: None,
+    apply: Callable[[duckdb.DuckDBPyConnection, dict], None] | None = None,
 ) -> dict:
     """Judge every raw record again; returns counts and the per-game changes. With `rebuild`,
     verified games that stay verified get their rows rebuilt too (facts may have changed).
-    Runs inside the caller's transaction if one is open."""
+    Runs inside the caller's transaction if one is open. `apply(con, plan)` writes a batch's
+    changes (default: in the caller's transaction; a lake: apply_retrying)."""
+    apply = apply or _apply
     judge = judge or Judge()
     old_q = {
         g: (r, t, s, m)
@@ -39,13 +44,16 @@ def reverify(
     counts: Counter = Counter()
     changes: list[dict] = []
     reader = con.cursor()  # a snapshot to stream from while `con` writes
+    # a cursor starts on the default database: on a lake connection (USE lake) follow it there
+    database, schema = con.execute("SELECT current_database(), current_schema()").fetchone()
+    reader.execute(f'USE "{database}"."{schema}"')
     try:
         batches = reader.execute(
             "SELECT game_id::VARCHAR, game, status, codec, record, received_at FROM raw_records "
             "ORDER BY received_at, game_id"
         ).to_arrow_reader(_CHUNK)
         for batch in batches:
-            _apply(con, _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo))
+            apply(con, _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo))
     finally:
         reader.close()
     return {"checked": counts.pop("checked", 0), "counts": dict(counts), "changes": changes}
@@ -168,3 +176,34 @@ def _apply(con: duckdb.DuckDBPyConnection, plan: dict) -> None:
         finally:
             con.unregister("_reverify_status")
     insert_tables(con, rows.tables_of(plan["rows"]))
+
+
+def apply_retrying(con: duckdb.DuckDBPyConnection, plan: dict, tries: int = 40) -> None:
+    """A batch's changes in a transaction of their own, tried again while it conflicts. On a
+    lake a delete fails at commit when another server inserted into the same table since
+    the transaction began (DuckLake's rule): the servers only append new games, so the plan
+    still holds and is simply applied again on the newer snapshot. Each batch is whole or
+    not at all; an interrupted reverify is finished by running it again."""
+    if not any(plan.values()):
+        return
+    for attempt in range(tries):
+        con.begin()
+        try:
+            _apply(con, plan)
+            con.commit()
+            return
+        except duckdb.TransactionException as exc:
+            _rollback(con)
+            if "conflict" not in str(exc).lower() or attempt == tries - 1:
+                raise
+            time.sleep(min(0.05 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
+        except BaseException:
+            _rollback(con)
+            raise
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.rollback()
+    except duckdb.TransactionException:
+        pass  # DuckDB rolled back already (a failed commit)

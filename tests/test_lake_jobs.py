@@ -172,3 +172,61 @@ def test_load_demo_into_a_lake_then_its_tables(lake, capsys):
         assert con.execute("SELECT count(*) FROM slide_games").fetchone() == (4,)
     finally:
         con.close()
+
+
+def test_reverify_on_a_lake_while_a_server_appends(lake):
+    """`balance reverify --lake`: games a buggy engine quarantined go back to the verified
+    tables with their rows, in one lake transaction, while another store keeps appending
+    uploads to the same tables; nothing acknowledged is lost."""
+    import threading
+    import uuid
+
+    from support import SLOW6, fresh
+    from test_ingest_reverify import buggy_verifier
+
+    from ingest.pipeline import Judge
+    from ingest.storage.lake_admin import check
+
+    recs = [fresh(r) for r in SLOW6[:8]]
+    wrong = {recs[1]["game_id"], recs[5]["game_id"]}
+    store = LakeStore(lake)
+    try:
+        counts = load_records(store, recs, Judge(buggy_verifier(wrong)), echo=lambda _: None)
+        assert counts == {"accepted": 6, "quarantined": 2}
+        appended: list[str] = []
+        stop = threading.Event()
+
+        def append():
+            i = 0
+            while not stop.is_set() or i < 3:
+                r = dict(SLOW6[i % len(SLOW6)], game_id=str(uuid.uuid4()))
+                got = load_records(store, [r], echo=lambda _: None)
+                if got.get("accepted"):
+                    appended.append(r["game_id"])
+                i += 1
+
+        writer = threading.Thread(target=append)
+        writer.start()
+        try:
+            assert cli.main(["reverify", "--lake", lake]) == 0
+        finally:
+            stop.set()
+            writer.join()
+    finally:
+        store.close()
+    con = connect(lake, read_only=True, claims=False)
+    try:
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+        for gid in wrong:
+            (turns,) = con.execute(
+                "SELECT count(*) FROM game_turns WHERE game_id = ?", [gid]
+            ).fetchone()
+            record = next(r for r in recs if r["game_id"] == gid)
+            assert turns == len(record["turns"])
+        stored = {g for (g,) in con.execute("SELECT game_id::VARCHAR FROM games").fetchall()}
+    finally:
+        con.close()
+    assert appended and set(appended) <= stored
+    assert {r["game_id"] for r in recs} <= stored
+    result = check(lake)
+    assert result["ok"], result
