@@ -322,10 +322,11 @@ class _Part:
             import polars as pl
 
             buf = io.BytesIO()
-            pl.from_arrow(table).write_csv(buf, include_header=self.rows == 0)
+            pl.DataFrame(table).write_csv(buf, include_header=self.rows == 0)
             self._file.write(buf.getvalue())
             self.rows += table.num_rows
             return
+        assert self._parquet is not None  # made at the first write of a parquet part
         self.rows += table.num_rows
         self._pending.append(table)
         self._pending_rows += table.num_rows

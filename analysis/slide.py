@@ -122,7 +122,8 @@ CUBES = [
 
 def default_cut(versions) -> Cut:
     """Slide's balance cut: human tables (online, friend) on Slide's latest client version."""
-    return Cut(mode=HUMAN_MODES, client_version=latest_version(versions))
+    latest = latest_version(versions)
+    return Cut(mode=HUMAN_MODES, client_version=None if latest is None else (latest,))
 
 
 def seat_rates(frame, by=("players", "seat_from_first")) -> pl.DataFrame:

@@ -332,6 +332,7 @@ def parse(con, sql: str) -> dict:
     if tree.get("error"):
         message = tree.get("error_message") or "the query could not be parsed"
         if tree.get("error_type") == "parser":
+            position: int | None
             try:
                 position = int(tree["position"])
             except (KeyError, TypeError, ValueError):
@@ -552,7 +553,7 @@ def _unquote(name) -> str:
 # -- the engine -----------------------------------------------------------------------------------
 
 # Settings applied when the instance opens (lock_configuration goes last, after the attach).
-LOCKED_CONFIG = {
+LOCKED_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
