@@ -147,7 +147,10 @@ def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int
         no_info = ~(np.isfinite(est) & np.isfinite(se) & (se <= MAX_SE))
         no_info |= ~(np.abs(est) <= MAX_LOGODDS) | diverged
     ok = ~aliased & ~no_info
-    note = np.where(aliased, ALIASED, np.where(no_info, NO_INFORMATION, None))
+    note = [
+        ALIASED if a else NO_INFORMATION if i else None
+        for a, i in zip(aliased.tolist(), no_info.tolist(), strict=True)
+    ]
 
     def shown(v: np.ndarray) -> pl.Series:
         return pl.Series(np.where(ok, v, np.nan)).fill_nan(None)
@@ -164,7 +167,7 @@ def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int
             "p_at_even": shown(expit(est)),
             "p_value": shown(st.normal_p(est, se)),
             "n_games": np.full(len(terms), n, dtype=np.int64),
-            "note": pl.Series(note.tolist(), dtype=pl.String),
+            "note": pl.Series(note, dtype=pl.String),
         },
         schema=SCHEMA,
     )

@@ -206,7 +206,7 @@ def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
             print(json.dumps(summary, sort_keys=True, default=str), flush=True)
         except Exception as exc:  # a failed run must not stop the next one
             _say(f"run failed: {type(exc).__name__}: {exc}")
-        if args.maintain_every and time.monotonic() - maintained >= args.maintain_every:
+        if catalog and args.maintain_every and time.monotonic() - maintained >= args.maintain_every:
             maintained = time.monotonic()
             try:
                 from ingest.storage.lake_admin import maintain

@@ -82,7 +82,8 @@ class Cut:
     @classmethod
     def default(cls, latest: str | None) -> Cut:
         """The balance cut: human against human (online and friend games) on the latest client."""
-        return cls(mode=HUMAN_MODES, client_version=latest, label="default")
+        versions = None if latest is None else (latest,)
+        return cls(mode=HUMAN_MODES, client_version=versions, label="default")
 
     def with_modes(self, *modes: str) -> Cut:
         return replace(self, mode=modes)
@@ -183,7 +184,7 @@ class Cut:
         return frame.filter(self.expr(cols))
 
     def as_dict(self) -> dict:
-        out = {}
+        out: dict[str, list | str] = {}
         for name in ("board", "variant", "mode", "ai_level", "platform", "client_version"):
             v = getattr(self, name)
             if v is not None:

@@ -18,15 +18,15 @@ from .cuts import DIMS, Cut
 from .load import Data
 
 POWER = pl.Enum(POWERS)
-DTYPES = {
-    "board": pl.UInt8,
-    "variant": pl.String,
-    "mode": pl.String,
-    "ai_level": pl.UInt8,
-    "platform": pl.String,
-    "client_version": pl.String,
-    "week": pl.Date,
-    "reason": pl.String,
+DTYPES: dict[str, pl.DataType] = {
+    "board": pl.UInt8(),
+    "variant": pl.String(),
+    "mode": pl.String(),
+    "ai_level": pl.UInt8(),
+    "platform": pl.String(),
+    "client_version": pl.String(),
+    "week": pl.Date(),
+    "reason": pl.String(),
 }
 
 

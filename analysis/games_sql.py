@@ -104,6 +104,12 @@ class Selection:
     def table(self, name: str) -> str:
         return self.tables.get(name, name)
 
+    def known_dicts(self) -> Dicts:
+        """The Dicts of the selected games; read_dicts must have read them (Slow6 cubes)."""
+        if self.dicts is None:
+            raise ValueError("this selection's Dicts were not read: call read_dicts first")
+        return self.dicts
+
     def read_dicts(self, con, source: str) -> Selection:
         """This selection with the Dicts of its games (Slow6 cubes need them)."""
         if source != "games":
@@ -135,7 +141,7 @@ def lane_distances() -> str:
 def games(sel: Selection) -> str:
     """CTE `g`: one row per selected Slow6 game, with its cell, lcell and week, and the
     results the cubes count (1 win, 0 draw, -1 loss) for side 0 and for the first mover."""
-    d = sel.dicts
+    d = sel.known_dicts()
     return f"""g AS (
     SELECT *, cell::BIGINT * {WEEKS} + week_n AS cw, lcell::BIGINT * {WEEKS} + week_n AS lw FROM (
     SELECT game_id, {d.encode()} AS cell, {d.encode(LIGHT_DIMS)} AS lcell, {WEEK_N} AS week_n,
@@ -194,7 +200,7 @@ KEYS = {  # a cube's integer key column -> (its dimensions, whether it holds the
 def decoded(sel: Selection, sql: str, col: str = "cw") -> str:
     """The rows of `sql` (grouped by the key column `col`) with their dimension columns."""
     dims, week = KEYS[col]
-    return f"SELECT {sel.dicts.decode(col, dims, week)}, * EXCLUDE ({col}) FROM ({sql})"
+    return f"SELECT {sel.known_dicts().decode(col, dims, week)}, * EXCLUDE ({col}) FROM ({sql})"
 
 
 def scored(sql: str) -> str:

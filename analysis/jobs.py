@@ -129,7 +129,7 @@ def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
 def _sample_kept(names, last: dict | None, games: watermark.SourcePlan, cut: Cut, why) -> bool:
     """Whether the adjusted model's kept sample (jobs_sample) still holds for this run: the
     same default cut, and no game of it can have gone (analysis.sample)."""
-    if why or games.full or games.changed or "jobs_sample" not in names:
+    if why or last is None or games.full or games.changed or "jobs_sample" not in names:
         return False
     return (last["watermark"] or {}).get("sample") == cut.as_json()
 
@@ -155,7 +155,7 @@ def _what(plans: dict, last: dict | None) -> tuple[str, int]:
     """What the run does, in words, and how many new games (Slow6 and Slide) it counts."""
     full = [n for n, p in plans.items() if p.full]
     games = sum(p.total for n, p in plans.items() if n != "quarantine")
-    if len(full) == len(plans):
+    if len(full) == len(plans) or last is None:  # no last run: every source is full
         why = plans["games"].why_full
         return f"full recompute ({why}): {games:,} games", games
     new = sum(p.new for n, p in plans.items() if n != "quarantine")
@@ -186,7 +186,7 @@ class Staged:
 
 
 def _plans(con, names, present, cut: Cut, last: dict | None, why: str | None) -> dict:
-    marks = {} if why else (last["watermark"] or {})
+    marks = {} if why or last is None else (last["watermark"] or {})
     weeks = {} if why else watermark.previous(con, [s.name for s in present], names)
     plans = {}
     for s in present:
@@ -274,7 +274,7 @@ def run(
             why = _why_full(names, last, cut, full or force, needed)
             plans = _plans(read_con, names, present, cut, last, why)
             t_plan = time.perf_counter() - t0
-            if not why and all(p.idle for p in plans.values()):
+            if not why and last is not None and all(p.idle for p in plans.values()):
                 return {
                     "skipped": True,
                     "reason": f"nothing new since run {last['run_id']}",

@@ -54,7 +54,8 @@ def live_version(human_games: Mapping[str | None, int], min_games: int = MIN_GAM
 
 def default_cut(live: LiveVersion) -> Cut:
     """The balance cut of a game: human against human (online and friend) on its live version."""
-    return Cut(mode=HUMAN_MODES, client_version=live.version, label="default")
+    version = None if live.version is None else (live.version,)
+    return Cut(mode=HUMAN_MODES, client_version=version, label="default")
 
 
 def human_games_sql(table: str, where: str = "TRUE", count: str = "count(*)") -> str:

@@ -200,6 +200,7 @@ class Source:
 
     kind = "?"
     snapshot_at: str | None = None
+    snapshot_id: int | None = None  # a lake's snapshot: its number
 
     def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
         """The result of `sql` (a Dataset's, for ended_at in [lo, hi)) as one or more tables."""
@@ -367,10 +368,11 @@ class _Part:
             import polars as pl
 
             buf = io.BytesIO()
-            pl.from_arrow(table).write_csv(buf, include_header=self.rows == 0)
+            pl.DataFrame(table).write_csv(buf, include_header=self.rows == 0)
             self._file.write(buf.getvalue())
             self.rows += table.num_rows
             return
+        assert self._parquet is not None  # made at the first write of a parquet part
         self.rows += table.num_rows
         self._pending.append(table)
         self._pending_rows += table.num_rows
@@ -525,8 +527,8 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
 
 
 def _source(source: Source) -> dict:
-    out = {"kind": source.kind, "snapshot_at": source.snapshot_at}
-    if getattr(source, "snapshot_id", None) is not None:  # a lake's snapshot: its number
+    out: dict[str, object] = {"kind": source.kind, "snapshot_at": source.snapshot_at}
+    if source.snapshot_id is not None:
         out["snapshot_id"] = source.snapshot_id
     return out
 

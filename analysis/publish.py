@@ -72,9 +72,13 @@ def apply(con, op: Op) -> None:
     if op.kind == "replace":
         con.execute(f"CREATE OR REPLACE TABLE {t} AS SELECT * FROM {src}")
     elif op.kind == "weeks":
+        if op.week is None:  # stage.py cuts by weeks only the cubes with a week column
+            raise ValueError(f"a change of {op.table} by weeks names no week column")
         con.execute(f"DELETE FROM {t} WHERE ({op.selector}) AND {in_weeks(op.weeks, op.week)}")
         con.execute(f"INSERT INTO {t} SELECT * FROM {src}")
     elif op.kind == "keys":
+        if op.key is None:  # stage.py rebuilds by keys only the cubes with a key
+            raise ValueError(f"a change of {op.table} by keys names no key column")
         k = sql_identifier(op.key)
         con.execute(f"DELETE FROM {t} WHERE {k} IN (SELECT {k} FROM {src})")
         con.execute(f"INSERT INTO {t} SELECT * FROM {src}")

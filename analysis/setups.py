@@ -84,7 +84,8 @@ def _lane_distance(sel: Selection) -> str:
     cols = ("pieces", "promoted", "crowns_alive", "home_wins", "first_n", "first_wins",
             "first_draws", "first_losses")  # fmt: skip
     sums = ", ".join(f"sum({c})::BIGINT AS {c}" for c in cols)
-    sql = f"SELECT {sel.dicts.light()} AS lw, rank, distance, {sums} FROM _lane GROUP BY ALL"
+    lw = sel.known_dicts().light()
+    sql = f"SELECT {lw} AS lw, rank, distance, {sums} FROM _lane GROUP BY ALL"
     return decoded(sel, sql, "lw")
 
 

@@ -82,12 +82,12 @@ def stage(con, plans: dict[str, SourcePlan], directory: Path, say) -> list[Op]:
     rest = {t: cs for t, cs in groups.items() if t not in replaced}
     changed = {n: p for n, p in plans.items() if not p.full and p.changed}
     for n, p in changed.items():
-        sel = {n: Selection(f"{p.cut_where} AND {in_weeks(p.changed)}").read_dicts(con, n)}
+        weeks = {n: Selection(f"{p.cut_where} AND {in_weeks(p.changed)}").read_dicts(con, n)}
         mine = [(t, c) for t, cs in rest.items() for c in cs if c.source == n]
-        shared = cubes.prepare(con, [c for _, c in mine], sel)
+        shared = cubes.prepare(con, [c for _, c in mine], weeks)
         try:
             for t, c in mine:
-                path = copy(con, cubes.sql(t, [c], sel), directory / f"{t}-{n}-weeks.parquet")
+                path = copy(con, cubes.sql(t, [c], weeks), directory / f"{t}-{n}-weeks.parquet")
                 ops.append(Op(t, "weeks", path, c.selector, c.week, tuple(p.changed)))
         finally:
             cubes.drop(con, shared)
@@ -101,14 +101,14 @@ def stage(con, plans: dict[str, SourcePlan], directory: Path, say) -> list[Op]:
             mine = [(t, c) for t, cs in rest.items() for c in cs if c.source == n]
             shared = cubes.prepare(con, [c for _, c in mine], {n: sel})
             for t, c in mine:
-                path = directory / f"{t}-{n}-new.parquet"
+                target = directory / f"{t}-{n}-new.parquet"
                 if c.key is None:
-                    ops.append(Op(t, "merge", copy(con, cubes.sql(t, [c], {n: sel}), path)))
+                    ops.append(Op(t, "merge", copy(con, cubes.sql(t, [c], {n: sel}), target)))
                 else:  # rebuild the rows of the keys the new games have, from all games
                     keys = f"SELECT {c.key} FROM {sel.table(n)} WHERE {sel.where}"
                     every = Selection(f"{p.cut_where} AND {c.key} IN ({keys})")
                     every = every.read_dicts(con, n)
-                    rows = copy(con, cubes.sql(t, [c], {n: every}), path)
+                    rows = copy(con, cubes.sql(t, [c], {n: every}), target)
                     ops.append(Op(t, "keys", rows, key=c.key))
             cubes.drop(con, shared)
         finally:

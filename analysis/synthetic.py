@@ -179,8 +179,8 @@ def generate(plan: Plan, games_only: bool = False) -> dict[str, pl.DataFrame]:
     pw = np.array(POWERS)
     for s in (0, 1):
         rows, cols = np.nonzero(picks[s])
-        lists = pl.DataFrame({"gi": rows, "power": pw[cols]}).group_by("gi", maintain_order=True)
-        lists = lists.agg(pl.col("power").alias(f"powers_{s}"))
+        by_game = pl.DataFrame({"gi": rows, "power": pw[cols]}).group_by("gi", maintain_order=True)
+        lists = by_game.agg(pl.col("power").alias(f"powers_{s}"))
         games = games.join(lists, on="gi", how="left")
     games = games.with_columns(
         pl.col("powers_0", "powers_1").fill_null(pl.lit([], dtype=pl.List(pl.String)))
@@ -216,13 +216,16 @@ def _pieces(rng, games: pl.DataFrame, ranks0: np.ndarray, ranks1: np.ndarray) ->
     file = np.where(side == 0, idx, idx - nb)
     rank = np.where(side == 0, ranks0[g, file], ranks1[g, file])
     row = np.where(side == 0, 1, nb)
-    start = pl.DataFrame({"f": file, "r": row}).select(
-        pl.concat_str(
-            pl.col("f").replace_strict(dict(enumerate("abcdefg")), return_dtype=pl.String),
-            pl.col("r").cast(pl.String),
+    start = (
+        pl.DataFrame({"f": file, "r": row})
+        .select(
+            pl.concat_str(
+                pl.col("f").replace_strict(dict(enumerate("abcdefg")), return_dtype=pl.String),
+                pl.col("r").cast(pl.String),
+            )
         )
+        .to_series()
     )
-    start = start.to_series()
     winner = games["winner"].fill_null(255).to_numpy()[g]
     turns = games["turns"].to_numpy().astype(np.int64)[g]
     wipeout = (games["reason"] == "wipeout").to_numpy()[g]

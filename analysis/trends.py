@@ -48,8 +48,8 @@ def table(fetch, cut: Cut) -> pl.DataFrame:
         ("power_picked", fetch("agg_power", human).select(pl.exclude(OUT)).rename(renamed),
          ["power"], pl.col("power")),
         ("power_pair", fetch("agg_power_pair", human), ["power_a", "power_b"], pair),
-        ("vs_ai", fetch("agg_vs_ai", Cut(mode="computer")), ["ai_level"], pl.col("ai_level")),
-        ("challenge", fetch("agg_challenge", Cut(mode="challenge")), ["challenge_id"],
+        ("vs_ai", fetch("agg_vs_ai", Cut(mode=("computer",))), ["ai_level"], pl.col("ai_level")),
+        ("challenge", fetch("agg_challenge", Cut(mode=("challenge",))), ["challenge_id"],
          pl.col("challenge_id")),
     ]  # fmt: skip
     parts = [

@@ -58,7 +58,9 @@ def token(app) -> str | None:
 
 
 def _matches(given: str | None, expected: str) -> bool:
-    return bool(given) and hmac.compare_digest(given.encode(), expected.encode())
+    if not given:
+        return False
+    return hmac.compare_digest(given.encode(), expected.encode())
 
 
 def cookie_value(secret: str) -> str:

@@ -10,6 +10,8 @@ once, at the top level, so any of them can be split into side-by-side panels wit
 from __future__ import annotations
 
 import os
+from collections import Counter
+from typing import Literal
 
 import altair as alt
 
@@ -21,6 +23,9 @@ SAMPLES = ["ok", "small n", "flagged (FDR 5%)"]
 SAMPLE_SCALE = alt.Scale(domain=SAMPLES, range=[BLUE, GREY, RED])
 SHAPE_SCALE = alt.Scale(domain=SAMPLES, range=["circle", "circle", "diamond"])
 RATE_FIELDS = ("rate", "lo", "hi", "shrunk")
+
+# The Vega colour schemes the heatmaps use (altair accepts only its named schemes).
+Scheme = Literal["redblue", "blues", "oranges"]
 
 
 def _tooltip(rows: list[dict], first: list[str]) -> list[alt.Tooltip]:
@@ -119,9 +124,7 @@ def rate_chart(
     fair share 1/players of a Slide table size)."""
     data = mark_rows(rows, min_n, n_field)
     if facet:
-        sizes = {}
-        for r in rows:
-            sizes[r.get(facet)] = sizes.get(r.get(facet), 0) + 1
+        sizes = Counter(r.get(facet) for r in rows)
         per_panel = max(sizes.values(), default=1)
     else:
         per_panel = len({r.get(label) for r in rows})
@@ -188,7 +191,7 @@ def heatmap(
     x_title: str | None = None,
     y_title: str | None = None,
     domain: tuple[float, float] | None = (0.3, 0.7),
-    scheme: str = "redblue",
+    scheme: Scheme = "redblue",
     cell: int = 34,
     text: str | None = "n",
     facet: str | None = None,

@@ -71,11 +71,11 @@ def to_bytes(table: pa.Table, fmt: str) -> bytes:
     if fmt == "parquet":
         pq.write_table(table, buf)
     elif fmt == "csv":
-        pl.from_arrow(_flat(table)).write_csv(buf)
+        pl.DataFrame(_flat(table)).write_csv(buf)
     elif fmt == "json":
-        pl.from_arrow(table).write_json(buf)  # an array of one object per row
+        pl.DataFrame(table).write_json(buf)  # an array of one object per row
     elif fmt == "jsonl":
-        pl.from_arrow(table).write_ndjson(buf)  # one object a line
+        pl.DataFrame(table).write_ndjson(buf)  # one object a line
     else:
         raise ValueError(f"unknown format {fmt!r}")
     return buf.getvalue()
@@ -114,7 +114,7 @@ class StreamWriter:
         if not batch.num_rows and self.fmt != "csv":
             return
         self.rows += batch.num_rows
-        if self.fmt == "parquet":
+        if self._parquet is not None:  # fmt parquet
             self._pending.append(batch)
             self._pending_rows += batch.num_rows
             self._pending_bytes += batch.nbytes
@@ -122,29 +122,29 @@ class StreamWriter:
                 self._pending_rows >= PARQUET_ROW_GROUP_ROWS
                 or self._pending_bytes >= PARQUET_ROW_GROUP_BYTES
             ):
-                self._flush_parquet()
+                self._flush_parquet(self._parquet)
             return
         table = pa.Table.from_batches([batch], schema=self.schema)
         buf = io.BytesIO()
         if self.fmt == "csv":
             if self._nested:
                 table = _flatten(self._con, table, self._nested)
-            pl.from_arrow(table).write_csv(buf, include_header=not self._started)
+            pl.DataFrame(table).write_csv(buf, include_header=not self._started)
             self._started = True
             self._put(buf.getvalue())
         elif self.fmt == "jsonl":
-            pl.from_arrow(table).write_ndjson(buf)
+            pl.DataFrame(table).write_ndjson(buf)
             self._put(buf.getvalue())
         else:  # json: the batch's array without its brackets, after a comma
-            pl.from_arrow(table).write_json(buf)
+            pl.DataFrame(table).write_json(buf)
             body = buf.getvalue().strip()[1:-1]
             if body:
                 self._put((b"," if self._started else b"") + body)
                 self._started = True
 
-    def _flush_parquet(self) -> None:
+    def _flush_parquet(self, writer) -> None:
         if self._pending:
-            self._parquet.write_table(pa.Table.from_batches(self._pending, schema=self.schema))
+            writer.write_table(pa.Table.from_batches(self._pending, schema=self.schema))
         self._pending = []
         self._pending_rows = self._pending_bytes = 0
 
@@ -154,13 +154,13 @@ class StreamWriter:
             if self._nested:
                 empty = _flatten(self._con, empty, self._nested)
             buf = io.BytesIO()
-            pl.from_arrow(empty).write_csv(buf)
+            pl.DataFrame(empty).write_csv(buf)
             self._put(buf.getvalue())
             self._started = True
         elif self.fmt == "json":
             self._put(b"]")
-        elif self.fmt == "parquet":
-            self._flush_parquet()
+        elif self._parquet is not None:  # fmt parquet
+            self._flush_parquet(self._parquet)
             self._parquet.close()
         if self._con is not None:
             self._con.close()

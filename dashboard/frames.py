@@ -14,6 +14,8 @@ frame = {"turn": i | None (the start), "side", "moves", "power", "target", "to_m
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def frames(record: dict) -> dict:
     """Board states before the first turn and after each, up to the turn that broke a rule."""
@@ -47,8 +49,8 @@ def slide_rounds(record: dict) -> dict:
             for vals, down in zip(table.values, table.down, strict=True)
         ]
 
-    out = {"players": record.get("players"), "first": record.get("first"), "deal": [],
-           "rounds": [], "error": None, "result": None}  # fmt: skip
+    out: dict[str, Any] = {"players": record.get("players"), "first": record.get("first"),
+                           "deal": [], "rounds": [], "error": None, "result": None}  # fmt: skip
     try:
         table = Table(record["grids"], record["first"])
     except (RuleBroken, ValueError, KeyError, TypeError) as exc:

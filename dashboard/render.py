@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 import polars as pl
@@ -20,6 +21,9 @@ from analysis.sql import sql_literal
 
 from .filters import Filters
 from .sqlsafe import QueryError
+
+if TYPE_CHECKING:  # for the annotation only
+    from .snapshot import Snapshots
 
 CHART_ROW_LIMIT = 20_000
 # What a chart may draw or show in its tooltip; wide tables (powers: ~60 columns) are cut to
@@ -41,7 +45,7 @@ DRAWN = frozenset(
 @dataclass
 class Ctx:
     filters: Filters
-    snapshots: object
+    snapshots: Snapshots
     params: dict = field(default_factory=dict)
     _results: dict = field(default_factory=dict)
 
@@ -126,7 +130,7 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
     an analyst loads."""
     if not (table.num_rows or table.num_columns):
         return pl.DataFrame()
-    frame = pl.from_arrow(table)
+    frame = pl.DataFrame(table)
     casts = [
         pl.col(name).cast(pl.Int64 if dtype.scale == 0 else pl.Float64)
         for name, dtype in frame.schema.items()

@@ -201,6 +201,13 @@ class SavedQueries:
         rows = self._read(f"SELECT {COLUMNS} FROM saved_queries WHERE slug = ?", [slug])
         return _row(rows[0]) if rows else None
 
+    def _written(self, slug: str) -> Saved:
+        """The query just written, read back (NotFound: another request deleted it since)."""
+        saved = self.get(slug)
+        if saved is None:
+            raise NotFound(f"No saved query {slug}.")
+        return saved
+
     def create(self, fields: dict, slug: str | None = None) -> Saved:
         explicit = slug is not None
         base = check_slug(slug) if explicit else check_slug(slug_of(fields["title"]))
@@ -228,7 +235,7 @@ class SavedQueries:
             )
             return chosen
 
-        return self.get(self._write(write))
+        return self._written(self._write(write))
 
     def update(self, slug: str, fields: dict, version: int | None = None) -> Saved:
         check_slug(slug)
@@ -250,7 +257,7 @@ class SavedQueries:
             )
 
         self._write(write)
-        return self.get(slug)
+        return self._written(slug)
 
     def delete(self, slug: str) -> None:
         check_slug(slug)
@@ -322,6 +329,8 @@ def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], lis
     from .filters import KEYS, Filters
     from .render import Ctx
 
+    if saved.page is None or saved.chart_id is None:
+        raise ValueError(f"{saved.slug} is not a dashboard chart: it has no page's SQL")
     page = catalog.PAGES[saved.page]
     chart = catalog.CHARTS[saved.chart_id]
     ctx = Ctx(Filters(), snapshots)

@@ -27,6 +27,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from analysis.sql import sql_identifier, sql_literal
 
@@ -42,6 +43,9 @@ from .sqlsafe import (
     Result,
     TooBig,
 )
+
+if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
+    from .sqlpool import Pool
 
 DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
 
@@ -89,11 +93,12 @@ def _setting(name: str, default):
     try:
         from flask import current_app, has_app_context
     except ImportError:  # pragma: no cover - Flask is a dependency
-        has_app_context = None
-    if has_app_context is not None and has_app_context():
-        from . import setting
+        pass
+    else:
+        if has_app_context():
+            from . import setting
 
-        return setting(current_app, name, default)
+            return setting(current_app, name, default)
     return os.environ.get(f"BALANCE_{name}") or default
 
 
@@ -177,12 +182,7 @@ class Snapshots:
         self.threads = int(threads or _setting("SQL_THREADS", 2))
         margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN", 0.5)
         self.kill_margin = float(margin)
-        self._engine_args = {
-            "memory_limit": self.memory_limit,
-            "threads": self.threads,
-            "setup": _udfs,
-        }
-        self._pool = None  # sqlpool.Pool, started with the first snapshot (workers > 0)
+        self._pool: Pool | None = None  # started with the first snapshot (workers > 0)
         self._current: Snapshot | None = None
         self._engine: Engine | None = None  # workers == 0
         self._taken = 0.0  # monotonic time of the current snapshot
@@ -201,11 +201,17 @@ class Snapshots:
         self._download_seq = itertools.count(1)
 
     @property
-    def pool(self):
+    def pool(self) -> Pool | None:
         """The SQL worker pool (None with workers=0 or before the first snapshot)."""
         return self._pool
 
-    def _ensure_pool(self):
+    def _workers(self) -> Pool:
+        """The pool the queries go to (workers > 0), which the current snapshot started."""
+        if self._pool is None:
+            raise RuntimeError("no SQL worker pool: these snapshots are closed")
+        return self._pool
+
+    def _ensure_pool(self) -> Pool | None:
         if self._pool is None and self.workers > 0:
             from .sqlpool import Pool
 
@@ -232,7 +238,13 @@ class Snapshots:
             current = Snapshot(str(path), stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
             old_engine = None
             if pool is None:
-                engine = Engine(current.path, snapshot_at=current.snapshot_at, **self._engine_args)
+                engine = Engine(
+                    current.path,
+                    snapshot_at=current.snapshot_at,
+                    memory_limit=self.memory_limit,
+                    threads=self.threads,
+                    setup=_udfs,
+                )
                 old_engine, self._engine = self._engine, engine
             old, self._current = self._current, current
             self._taken = time.monotonic()
@@ -286,15 +298,16 @@ class Snapshots:
     def current(self) -> Snapshot:
         current = self._current
         if current is None:
-            current = self.refresh()
-        else:
-            self.maybe_refresh()
-            current = self._current
-        return current
+            return self.refresh()
+        self.maybe_refresh()
+        # a refresh in the background may have made a newer one current (None: closed since)
+        return self._current or current
 
     def engine(self) -> Engine:
         """The in-process engine (workers=0)."""
         self.current()
+        if self._engine is None:
+            raise RuntimeError("no in-process engine: these snapshots run queries in workers")
         return self._engine
 
     @property
@@ -358,7 +371,9 @@ class Snapshots:
             return
         current = self.current()
         request = {"op": "check", "path": current.path, "snapshot_at": current.snapshot_at}
-        self._retry(lambda: self._pool.run({**request, "sql": sql}, timeout=timeout, max_bytes=0))
+        self._retry(
+            lambda: self._workers().run({**request, "sql": sql}, timeout=timeout, max_bytes=0)
+        )
 
     def write_file(
         self,
@@ -415,7 +430,7 @@ class Snapshots:
             "format": fmt,
             "out": path,
         }
-        meta, _ = self._pool.run(request, timeout=timeout, max_bytes=int(max_bytes))
+        meta, _ = self._workers().run(request, timeout=timeout, max_bytes=int(max_bytes))
         return meta
 
     def _in_worker(
@@ -431,7 +446,7 @@ class Snapshots:
             "format": fmt,
             "limit": int(limit),
         }
-        return self._pool.run(request, timeout=timeout, max_bytes=int(max_bytes))
+        return self._workers().run(request, timeout=timeout, max_bytes=int(max_bytes))
 
     @staticmethod
     def _retry(call):

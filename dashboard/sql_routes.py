@@ -270,7 +270,7 @@ def _json(obj, status: int = 200) -> Response:
 
 
 def _error_body(exc: QueryError, run: Run | None = None) -> dict:
-    body = {"error": exc.kind, "message": exc.message}
+    body: dict[str, object] = {"error": exc.kind, "message": exc.message}
     at = run.position(exc) if run is not None else exc.position
     if at is not None:
         where = locate(run.sql if run is not None else "", at)
@@ -583,7 +583,8 @@ def saved_page(slug: str):
         saved = find_saved(slug)
     except QueryError as exc:
         return _download_error(exc, None) if _wants_html() else _error(exc)
-    run, error, notes = None, None, []
+    run, error = None, None
+    notes: list[str] = []
     try:
         run, notes = saved_run(saved, request.args)
     except MissingValue as exc:
@@ -691,7 +692,7 @@ def _page(
                 error = exc
     if error is not None and status == 200:
         status = STATUS.get(error.kind, 400)
-    if result is not None:
+    if result is not None and run is not None:  # a result is of a run
         facets = _facets(run, result.columns)
         if chart:
             try:
@@ -701,8 +702,8 @@ def _page(
             except QueryError as exc:
                 chart_error = exc.message
     where = None
-    if error is not None:
-        at = run.position(error) if run is not None else None
+    if error is not None and run is not None:
+        at = run.position(error)
         if at is not None:
             where = locate(run.sql, at)
     mine, dashboard_queries, saved_error = _saved_lists()

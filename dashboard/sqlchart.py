@@ -80,11 +80,11 @@ def spec(chart: dict, columns: list[str], types: list[str], rows: list[dict]) ->
     """The Vega-Lite spec (with its rows) of `chart` over a result, or Refused saying which
     column is missing. `rows` are JSON-ready (render.jsonable_rows)."""
     kinds = dict(zip(columns, (_kind(t) for t in types), strict=False))
-    for channel in CHANNELS:
-        name = chart.get(channel)
+    for slot in CHANNELS:
+        name = chart.get(slot)
         if name and name not in kinds:
             raise Refused(
-                f"The chart's {channel} column {name!r} is not in the result "
+                f"The chart's {slot} column {name!r} is not in the result "
                 f"(its columns: {', '.join(columns)})."
             )
     mark, x, y = chart["mark"], chart["x"], chart["y"]
@@ -98,7 +98,7 @@ def spec(chart: dict, columns: list[str], types: list[str], rows: list[dict]) ->
         x_kind = y_kind = "ordinal"
     elif mark == "bar" and x_kind == "quantitative":
         x_kind = "ordinal"  # one bar per value (board 5, 7)
-    encoding = {
+    encoding: dict[str, object] = {
         "x": channel(alt.X, x, x_kind, sort=None),
         "y": channel(alt.Y, y, y_kind, sort=None),
         "tooltip": [channel(alt.Tooltip, c, kinds[c]) for c in columns[:MAX_TOOLTIP]],

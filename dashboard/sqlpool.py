@@ -161,6 +161,7 @@ def worker_main(conn, options: dict) -> None:
         if op == "exit":
             break
         body = b""
+        header: dict[str, object]
         try:
             path = request["path"]
             if engine is None or engine.path != path:
@@ -257,6 +258,7 @@ class _Worker:
             target=worker_main, args=(theirs, options), name="balance-sql", daemon=True
         )
         proc.start()
+        assert proc.pid is not None  # a started process has its pid
         theirs.close()
         try:
             if not ours.poll(timeout):
@@ -337,7 +339,7 @@ class Pool:
         threading.Thread(target=self._spawn, name="sql-worker-start", daemon=True).start()
 
     def _spawn(self) -> None:
-        worker = None
+        worker: _Worker | None = None
         try:
             worker = _Worker.start(self.options, self.startup_timeout)
         except Exception:
@@ -345,12 +347,12 @@ class Pool:
         with self._cond:
             self._starting -= 1
             keep = worker is not None and not self._closed
-            if keep:
+            if worker is None:
+                self._failures += 1
+            elif keep:
                 self._all.add(worker)
                 self._idle.append(worker)
                 self._failures = 0
-            elif worker is None:
-                self._failures += 1
             failures = self._failures
             self._cond.notify_all()
         if worker is not None and not keep:

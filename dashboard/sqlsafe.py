@@ -28,6 +28,7 @@ import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -332,6 +333,7 @@ def parse(con, sql: str) -> dict:
     if tree.get("error"):
         message = tree.get("error_message") or "the query could not be parsed"
         if tree.get("error_type") == "parser":
+            position: int | None
             try:
                 position = int(tree["position"])
             except (KeyError, TypeError, ValueError):
@@ -552,7 +554,7 @@ def _unquote(name) -> str:
 # -- the engine -----------------------------------------------------------------------------------
 
 # Settings applied when the instance opens (lock_configuration goes last, after the attach).
-LOCKED_CONFIG = {
+LOCKED_CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
     "autoload_known_extensions": False,
     "allow_community_extensions": False,
@@ -691,7 +693,13 @@ class Engine:
                 Path(path).unlink(missing_ok=True)
                 raise
 
-    def _write(self, query, fmt, path, timeout, max_bytes, params, export) -> dict:
+    @contextmanager
+    def _executed(
+        self, query: str, params: dict | None, timeout: float
+    ) -> Iterator[duckdb.DuckDBPyConnection]:
+        """`query` run on a cursor of its own, interrupted after `timeout` seconds; the body
+        reads the result. DuckDB's errors (and running out of memory) come out as the
+        QueryError that says why; the cursor is closed after."""
         cur = self._cursor()
         fired = threading.Event()
 
@@ -701,37 +709,40 @@ class Engine:
 
         timer = threading.Timer(timeout, stop)
         timer.daemon = True
-        start = time.perf_counter()
-        deadline = time.monotonic() + timeout
         timer.start()
         try:
-            rel = cur.execute(query, params) if params else cur.execute(query)
-            columns = [d[0] for d in rel.description or []]
-            types = [str(d[1]) for d in rel.description or []]
-            reader = rel.to_arrow_reader(FETCH_ROWS)
-            with open(path, "wb") as f:
-                writer = export.StreamWriter(fmt, f, reader.schema)
-                for batch in reader:
-                    writer.write(batch)
-                    if writer.bytes > max_bytes:
-                        raise TooBig(download_too_big_message(max_bytes, writer.rows))
-                    if time.monotonic() > deadline:
-                        raise TimedOut(timed_out_message(timeout))
-                writer.close()
-                if writer.bytes > max_bytes:
-                    raise TooBig(download_too_big_message(max_bytes, writer.rows))
+            yield cur.execute(query, params) if params else cur.execute(query)
         except duckdb.Error as exc:
             raise self._engine_error(exc, fired, timeout) from None
         except MemoryError:
             raise TooBig(out_of_memory_message(self.memory_label)) from None
+        finally:
+            timer.cancel()
+            cur.close()
+
+    def _write(self, query, fmt, path, timeout, max_bytes, params, export) -> dict:
+        start = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        try:
+            with self._executed(query, params, timeout) as rel:
+                columns, types = _described(rel)
+                reader = rel.to_arrow_reader(FETCH_ROWS)
+                with open(path, "wb") as f:
+                    writer = export.StreamWriter(fmt, f, reader.schema)
+                    for batch in reader:
+                        writer.write(batch)
+                        if writer.bytes > max_bytes:
+                            raise TooBig(download_too_big_message(max_bytes, writer.rows))
+                        if time.monotonic() > deadline:
+                            raise TimedOut(timed_out_message(timeout))
+                    writer.close()
+                    if writer.bytes > max_bytes:
+                        raise TooBig(download_too_big_message(max_bytes, writer.rows))
         except OSError:
             # Arrow reports an allocation refused under the worker's memory limit as an
             # OSError from the batch reader (seen with duckdb 1.5.5); a temporary file that
             # cannot grow is the same story: the result is too big to download here
             raise TooBig(download_too_big_message(max_bytes, None)) from None
-        finally:
-            timer.cancel()
-            cur.close()
         return {
             "columns": columns,
             "types": types,
@@ -744,9 +755,14 @@ class Engine:
         }
 
     def _engine_error(self, exc: duckdb.Error, fired: threading.Event, timeout: float):
-        if isinstance(exc, duckdb.InterruptException) or fired.is_set():
+        """The QueryError of a DuckDB error; `fired`: the query's timeout interrupted it."""
+        if isinstance(exc, duckdb.InterruptException):
             return TimedOut(timed_out_message(timeout))
-        if isinstance(exc, duckdb.OutOfMemoryException) or "Out of Memory Error" in str(exc):
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return TooBig(out_of_memory_message(self.memory_label))
+        if fired.is_set():
+            return TimedOut(timed_out_message(timeout))
+        if "Out of Memory Error" in str(exc):  # also raised as other kinds (ArrowBuffer)
             return TooBig(out_of_memory_message(self.memory_label))
         if isinstance(exc, duckdb.PermissionException):
             return Refused(
@@ -780,21 +796,9 @@ class Engine:
     def _run(
         self, query: str, limit: int, timeout: float, max_bytes: int, params: dict | None = None
     ) -> Result:
-        cur = self._cursor()
-        fired = threading.Event()
-
-        def stop():
-            fired.set()
-            cur.interrupt()
-
-        timer = threading.Timer(timeout, stop)
-        timer.daemon = True
         start = time.perf_counter()
-        timer.start()
-        try:
-            rel = cur.execute(query, params) if params else cur.execute(query)
-            columns = [d[0] for d in rel.description or []]
-            types = [str(d[1]) for d in rel.description or []]
+        with self._executed(query, params, timeout) as rel:
+            columns, types = _described(rel)
             batches, rows, size = [], 0, 0
             reader = rel.to_arrow_reader(FETCH_ROWS)
             schema = reader.schema
@@ -807,26 +811,6 @@ class Engine:
                 if rows > limit:
                     break
             table = pa.Table.from_batches(batches, schema=schema)
-        except duckdb.InterruptException:
-            raise TimedOut(timed_out_message(timeout)) from None
-        except MemoryError:
-            raise TooBig(out_of_memory_message(self.memory_label)) from None
-        except duckdb.OutOfMemoryException:
-            raise TooBig(out_of_memory_message(self.memory_label)) from None
-        except duckdb.Error as exc:
-            if fired.is_set():
-                raise TimedOut(timed_out_message(timeout)) from None
-            if "Out of Memory Error" in str(exc):  # also raised as other kinds (ArrowBuffer)
-                raise TooBig(out_of_memory_message(self.memory_label)) from None
-            if isinstance(exc, duckdb.PermissionException):
-                raise Refused(
-                    "The console has no access to files, the network or extensions: "
-                    + self._scrub(_clean(exc))
-                ) from None
-            raise BadSQL(self._scrub(_clean(exc))) from None
-        finally:
-            timer.cancel()
-            cur.close()
         truncated = table.num_rows > limit
         if truncated:
             table = table.slice(0, limit)
@@ -843,6 +827,11 @@ class Engine:
             idle = self._active == 0
         if idle:
             self._con.close()
+
+
+def _described(rel) -> tuple[list[str], list[str]]:
+    """A query's result columns: (their names, their DuckDB types)."""
+    return [d[0] for d in rel.description or []], [str(d[1]) for d in rel.description or []]
 
 
 def scrub(message: str, path) -> str:

@@ -206,17 +206,12 @@ def _run_jobs(store) -> None:
     print("Analysis jobs: computing the balance tables", flush=True)
     started = time.perf_counter()
     summary = jobs.run_once(store)
-    if summary is None:
-        print("Analysis jobs: not installed, skipped")
-        return
     took = time.perf_counter() - started
-    slide = summary.get("slide_games_read")
-    if slide is None:  # the summary counts Slow6 games only: the store has the Slide ones
-        cur = store.reader()
-        try:
-            (slide,) = cur.execute("SELECT count(*) FROM slide_games").fetchone()
-        finally:
-            cur.close()
+    cur = store.reader()  # the summary counts Slow6 games only: the store has the Slide ones
+    try:
+        (slide,) = cur.execute("SELECT count(*) FROM slide_games").fetchone()
+    finally:
+        cur.close()
     print(
         f"Analysis jobs: {summary.get('games_read', 0):,} verified Slow6 games"
         + (f" and {slide:,} Slide games" if slide else "")

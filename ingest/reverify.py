@@ -45,7 +45,7 @@ def reverify(
     changes: list[dict] = []
     reader = con.cursor()  # a snapshot to stream from while `con` writes
     # a cursor starts on the default database: on a lake connection (USE lake) follow it there
-    database, schema = con.execute("SELECT current_database(), current_schema()").fetchone()
+    database, schema = con.execute("SELECT current_database(), current_schema()").fetchall()[0]
     reader.execute(f'USE "{database}"."{schema}"')
     try:
         batches = reader.execute(

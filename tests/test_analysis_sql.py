@@ -413,3 +413,10 @@ def test_a_failed_write_leaves_the_previous_tables(tmp_path):
         jobs.run(con, lambda fn: fn(Failing(con)))
     assert rows(con, "SELECT * FROM agg_lineup") == before
     assert con.execute("SELECT count(*) FROM agg_runs").fetchone()[0] == 1
+
+
+def test_a_slow6_cube_of_a_selection_whose_dicts_were_not_read_says_so():
+    from analysis.games_sql import Selection, games
+
+    with pytest.raises(ValueError, match="read_dicts"):
+        games(Selection())

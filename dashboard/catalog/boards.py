@@ -8,7 +8,7 @@ from analysis.tables import PIECE_COUNTS
 
 from .. import charts
 from ..render import Chart, Ctx
-from .base import OUT, Page, analysis_views, board_label, first_move_rates, scored, sums
+from .base import OUT, Page, analysis_views, board_label, draw_rate, first_move_rates, scored, sums
 
 
 def _pieces(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
@@ -35,9 +35,7 @@ promotion = Chart(
     "agg_pieces",
     lambda ctx: sums(ctx, "agg_pieces", ["board", "rank"], PIECE_SUMS),
     post=_pieces,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows,
-        "label",
+    draw=draw_rate(
         facet="board_label",
         reference=None,
         x_title="promoted, 95% interval",
@@ -57,7 +55,7 @@ first_move_boards = Chart(
     "agg_first_move",
     lambda ctx: sums(ctx, "agg_first_move", ["board", "variant"], OUT),
     post=_first_move_by_board,
-    draw=lambda rows, ctx: charts.rate_chart(rows, "label", facet="board_label", width=300),
+    draw=draw_rate(facet="board_label", width=300),
 )
 
 length_boards = Chart(
@@ -104,7 +102,7 @@ stuns = Chart(
         OUT + ", sum(stuns) AS stuns, sum(catches) AS catches",
     ),
     post=_events,
-    draw=lambda rows, ctx: charts.rate_chart(rows, "label", facet="board_label", width=300),
+    draw=draw_rate(facet="board_label", width=300),
     note="Tested against the board's pooled rate.",
 )
 

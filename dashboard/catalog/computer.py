@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from .. import charts
 from ..render import Chart
-from .base import OUT, Page, board_label, scored, sums
+from .base import OUT, Page, board_label, draw_rate, scored, sums
 
 # the charts are about computer games whatever the mode filter says (the trends page too)
 COMPUTER = {"mode": "computer"}
@@ -24,7 +23,7 @@ vs_ai = Chart(
         )
         .sort("board", "ai_level")
     ),
-    draw=lambda rows, ctx: charts.rate_chart(rows, "label", facet="board_label", width=300),
+    draw=draw_rate(facet="board_label", width=300),
     note="Computer games only, whatever the mode filter says. Level 1 careful .. 4 hard.",
 )
 
@@ -51,7 +50,7 @@ vs_ai_first = Chart(
         )
         .sort("board", "ai_level", "human_first")
     ),
-    draw=lambda rows, ctx: charts.rate_chart(rows, "label", facet="board_label", width=300),
+    draw=draw_rate(facet="board_label", width=300),
 )
 
 PAGE = Page("Computer opponents", [vs_ai, vs_ai_first], coverage_override=COMPUTER)

@@ -2,44 +2,60 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import polars as pl
 
 from .. import charts
 from ..render import Chart
 from .base import OUT, Page, board_label, draw_rate, first_move_rates, sums
 
-games_daily = Chart(
+
+def _per_day(
+    chart_id: str,
+    title: str,
+    table: str,
+    by: list[str],
+    count: str,
+    color: str,
+    label: Callable[[dict], str],
+) -> Chart:
+    """Bars of sum(`count`) per day, stacked by the `by` columns: a bar's `color` is its
+    row's `label`."""
+    return Chart(
+        chart_id,
+        title,
+        table,
+        lambda ctx: sums(ctx, table, ["day", *by], f"sum({count}) AS {count}", date="day"),
+        draw=lambda rows, ctx: charts.bars(
+            [dict(r, **{color: label(r)}) for r in rows],
+            "day",
+            count,
+            color=color,
+            x_type="T",
+            width=640,
+        ),
+    )
+
+
+games_daily = _per_day(
     "games-daily",
     "Verified games per day, by board and variant",
     "agg_games_daily",
-    lambda ctx: sums(
-        ctx, "agg_games_daily", ["day", "board", "variant"], "sum(games) AS games", date="day"
-    ),
-    draw=lambda rows, ctx: charts.bars(
-        [dict(r, board_variant=f"{r['board']}×{r['board']} {r['variant']}") for r in rows],
-        "day",
-        "games",
-        color="board_variant",
-        x_type="T",
-        width=640,
-    ),
+    ["board", "variant"],
+    "games",
+    "board_variant",
+    lambda r: f"{r['board']}×{r['board']} {r['variant']}",
 )
 
-records_status = Chart(
+records_status = _per_day(
     "records-status",
     "Records per day: verified and quarantined",
     "agg_ingest_status",
-    lambda ctx: sums(
-        ctx, "agg_ingest_status", ["day", "game", "status"], "sum(records) AS records", date="day"
-    ),
-    draw=lambda rows, ctx: charts.bars(
-        [dict(r, kind=f"{r['game']} {r['status']}") for r in rows],
-        "day",
-        "records",
-        color="kind",
-        x_type="T",
-        width=640,
-    ),
+    ["game", "status"],
+    "records",
+    "kind",
+    lambda r: f"{r['game']} {r['status']}",
 )
 
 end_reasons = Chart(

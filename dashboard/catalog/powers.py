@@ -28,18 +28,29 @@ def power_sql(ctx: Ctx) -> str:
     return sums(ctx, "agg_power", ["board", "power"], POWER_SUMS)
 
 
+def _drawn_as_rate(metric: str, n: str, flagged: pl.Expr | bool):
+    """The post step of a chart of one of power_rates' metrics (with its _lo, _hi): drawn as
+    the rate over `n` sides, best lower bound first. flagged: True keeps power_rates' flags,
+    False drops them, an expression sets them."""
+
+    def post(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
+        out = _power(df, ctx).rename({metric: "rate", f"{metric}_lo": "lo", f"{metric}_hi": "hi"})
+        out = out.with_columns(n=pl.col(n))
+        if flagged is False:
+            out = out.drop("flagged")
+        elif isinstance(flagged, pl.Expr):
+            out = out.with_columns(flagged=flagged)
+        return out.sort("lo", descending=True)
+
+    return post
+
+
 pick_rate = Chart(
     "power-pick-rate",
     "Pick rate: share of sides (in games with powers) that picked each power",
     "agg_power",
     power_sql,
-    post=lambda df, ctx: (
-        _power(df, ctx)
-        .rename({"pick_rate": "rate", "pick_rate_lo": "lo", "pick_rate_hi": "hi"})
-        .with_columns(n=pl.col("sides_n"))
-        .drop("flagged")
-        .sort("lo", descending=True)
-    ),
+    post=_drawn_as_rate("pick_rate", "sides_n", flagged=False),
     draw=draw_rate(reference=0.3, x_title="pick rate, 95% interval (3 of 10 = 0.3)"),
 )
 
@@ -48,12 +59,7 @@ pick_effect = Chart(
     "Score when picked minus score when not picked",
     "agg_power",
     power_sql,
-    post=lambda df, ctx: (
-        _power(df, ctx)
-        .rename({"pick_effect": "rate", "pick_effect_lo": "lo", "pick_effect_hi": "hi"})
-        .with_columns(n=pl.col("picked_n"))
-        .sort("lo", descending=True)
-    ),
+    post=_drawn_as_rate("pick_effect", "picked_n", flagged=True),
     draw=draw_rate(
         reference=0.0,
         domain=None,
@@ -69,13 +75,7 @@ use_rate = Chart(
     "Used rate (of the sides that picked it) and mean round of use",
     "agg_power",
     power_sql,
-    post=lambda df, ctx: (
-        _power(df, ctx)
-        .rename({"used_rate": "rate", "used_rate_lo": "lo", "used_rate_hi": "hi"})
-        .with_columns(n=pl.col("picked_n"))
-        .drop("flagged")
-        .sort("lo", descending=True)
-    ),
+    post=_drawn_as_rate("used_rate", "picked_n", flagged=False),
     draw=draw_rate(reference=None, x_title="used before the end, 95% interval"),
 )
 
@@ -84,12 +84,7 @@ use_effect = Chart(
     "Score when used minus score when held to the end",
     "agg_power",
     power_sql,
-    post=lambda df, ctx: (
-        _power(df, ctx)
-        .rename({"use_effect": "rate", "use_effect_lo": "lo", "use_effect_hi": "hi"})
-        .with_columns(n=pl.col("used_n"), flagged=pl.col("use_effect_q") < 0.05)
-        .sort("lo", descending=True)
-    ),
+    post=_drawn_as_rate("use_effect", "used_n", flagged=pl.col("use_effect_q") < 0.05),
     draw=draw_rate(reference=0.0, domain=None, x_title="score used − held, Newcombe 95% interval"),
 )
 

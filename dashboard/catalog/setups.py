@@ -6,7 +6,7 @@ import polars as pl
 
 from .. import charts
 from ..render import Chart, Ctx
-from .base import OUT, Page, label_expr, proportion, scored, sums
+from .base import OUT, Page, draw_rate, label_expr, proportion, scored, sums
 
 MIN_N_VS = 30  # analysis.setups.MIN_N_VS (not imported: it loads scipy; a test holds them equal)
 HIDDEN_NOTE = (
@@ -25,7 +25,7 @@ lineups = Chart(
         ["board", "variant"],
         label=["board", "variant", "lineup"],
     ),
-    draw=lambda rows, ctx: charts.rate_chart(rows, "label"),
+    draw=draw_rate(),
     draw_limit=40,
     table_rows=60,
     note="Each game counts once for each side. Sorted by the Wilson lower bound; 'shrunk' is the "

@@ -18,7 +18,7 @@ from analysis.tables import ADDITIVE
 from .. import charts
 from ..filters import SLIDE_SELECTS
 from ..render import Chart, Ctx
-from .base import Page, sums
+from .base import Page, draw_rate, sums
 
 SEAT_SUMS = ", ".join(f"sum({c}) AS {c}" for c in ADDITIVE["agg_slide_seats"][2])
 
@@ -65,9 +65,7 @@ seats = Chart(
     "agg_slide_seats",
     lambda ctx: sums(ctx, "agg_slide_seats", ["players", "seat_from_first"], SEAT_SUMS),
     post=_seats,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows,
-        "label",
+    draw=draw_rate(
         facet="players_label",
         reference=None,
         reference_field="fair_share",
@@ -154,9 +152,7 @@ group_rate = Chart(
         "sum(groups_sum) AS groups_sum",
     ),
     post=_group_rate,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows, "label", reference=None, x_title="seats with a group, Wilson 95% interval"
-    ),
+    draw=draw_rate(reference=None, x_title="seats with a group, Wilson 95% interval"),
     note="groups_per_seat (tooltip) = groups cancelled / seats.",
 )
 
@@ -238,9 +234,7 @@ take_pick = Chart(
         "sum(takes) FILTER (WHERE pick = 'middle') AS middle",
     ),
     post=_take_pick,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows,
-        "label",
+    draw=draw_rate(
         facet="players_label",
         reference=None,
         x_title="took the lowest value available, Wilson 95% interval",
@@ -288,55 +282,50 @@ take_values = Chart(
 # -- matches -------------------------------------------------------------------------------------
 
 
-def _match_counts(df: pl.DataFrame, key: str) -> pl.DataFrame:
-    return df.with_columns(players_label()).sort("players", key)
+def _matches_by(
+    chart_id: str,
+    title: str,
+    key: str,
+    x_type: str,
+    x_title: str,
+    counts: str,
+    *,
+    extra: list[str] | None = None,
+    note: str = "",
+) -> Chart:
+    """Matches counted by `key` for each table size, as bars coloured by the table size."""
+    return Chart(
+        chart_id,
+        title,
+        "agg_slide_matches",
+        lambda ctx: sums(ctx, "agg_slide_matches", ["players", key], counts, extra=extra),
+        post=lambda df, ctx: df.with_columns(players_label()).sort("players", key),
+        draw=lambda rows, ctx: charts.bars(
+            rows, key, "matches", color="players_label", x_type=x_type, width=420, x_title=x_title
+        ),
+        note=note,
+    )
 
 
-match_games = Chart(
+match_games = _matches_by(
     "slide-match-games",
     "Games per match",
-    "agg_slide_matches",
-    lambda ctx: sums(
-        ctx,
-        "agg_slide_matches",
-        ["players", "games"],
-        "count(*) AS matches, count(*) FILTER (WHERE complete) AS complete",
-    ),
-    post=lambda df, ctx: _match_counts(df, "games"),
-    draw=lambda rows, ctx: charts.bars(
-        rows,
-        "games",
-        "matches",
-        color="players_label",
-        x_type="O",
-        width=420,
-        x_title="games in the match",
-    ),  # fmt: skip
+    "games",
+    "O",
+    "games in the match",
+    "count(*) AS matches, count(*) FILTER (WHERE complete) AS complete",
     note="Every match (S3.4), complete or still being played; 'complete' (tooltip): a running "
     "total reached 100.",
 )
 
-winner_total = Chart(
+winner_total = _matches_by(
     "slide-winner-total",
     "The winner's total in complete matches",
-    "agg_slide_matches",
-    lambda ctx: sums(
-        ctx,
-        "agg_slide_matches",
-        ["players", "winner_total"],
-        "count(*) AS matches",
-        extra=["complete"],
-    ),
-    post=lambda df, ctx: _match_counts(df, "winner_total"),
-    draw=lambda rows, ctx: charts.bars(
-        rows,
-        "winner_total",
-        "matches",
-        color="players_label",
-        x_type="Q",
-        width=420,
-        x_title="winner's running total (lowest total wins)",
-    ),  # fmt: skip
+    "winner_total",
+    "Q",
+    "winner's running total (lowest total wins)",
+    "count(*) AS matches",
+    extra=["complete"],
 )
 
 match_summary = Chart(

@@ -5,7 +5,7 @@ The public surface, for the server (ingest/), the jobs (analysis/) and the dashb
 - `Store`: the server process's one read-write connection, its group commit, journal and
   rows thread (store.py); `open_db` for a connection of one's own on a stopped store;
 - `Pending`, the statuses and outcomes: what an upload hands the store and what it answers;
-- `StorageUnavailable`: the store cannot make writes durable now (a full disk);
+- `StorageUnavailable`: the store cannot make writes durable now (a full disk; failures.py);
 - `schema_sql()`: the tables (schema.sql, documented in docs/tables.md);
 - `codec` (how raw records are compressed), `rows` (the derived rows of a game, as Arrow),
   `Rejudge` (a stored record judged again for its rows).
@@ -15,16 +15,15 @@ Nothing here imports the HTTP app, the jobs or the dashboard: storage needs the 
 """
 
 from . import codec, journal, rows
+from .failures import RETRY_AFTER, StorageUnavailable
 from .rejudge import Rejudge
 from .store import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
     QUARANTINED,
-    RETRY_AFTER,
     VERIFIED,
     Pending,
-    StorageUnavailable,
     Store,
     insert_tables,
     open_db,

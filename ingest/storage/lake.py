@@ -59,7 +59,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future
 from concurrent.futures import TimeoutError as CommitTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,14 +70,16 @@ import orjson
 import pyarrow as pa
 
 from . import codec, rows
+from .failures import Failures, StorageUnavailable
 from .lake_claims import STORED, Claims
-from .rejudge import QUARANTINED, VERIFIED, Rejudge
+from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 from .store import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
+    STOP,
+    Call,
     Pending,
-    StorageUnavailable,
     insert_tables,
     schema_sql,
     storage_error,
@@ -359,16 +360,6 @@ class _Task:
     retry: bool = False  # a game of it is in flight at another server: nothing stored
 
 
-@dataclass(slots=True)
-class _Call:
-    fn: Callable
-    transaction: bool = True
-    future: Future = field(default_factory=Future)
-
-
-_STOP = object()
-
-
 def _new_owner() -> str:
     return f"s{os.getpid()}_{uuid.uuid4().hex[:12]}"
 
@@ -442,9 +433,7 @@ class LakeStore:
         self._sweep_at = 0.0
         self._queue: deque = deque()
         self._cond = threading.Condition()
-        self._failures: dict[str, str] = {}
-        self._failed_since: float | None = None
-        self._failures_lock = threading.Lock()
+        self._failures = Failures("lake", log)  # one cause, "lake": see _fail
         self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
@@ -477,18 +466,14 @@ class LakeStore:
 
     @property
     def failure(self) -> str | None:
-        with self._failures_lock:
-            return "; ".join(self._failures.values()) if self._failures else None
+        return self._failures.reason
 
     def health(self) -> dict:
-        with self._failures_lock:
-            reason = "; ".join(self._failures.values()) if self._failures else None
-            since = self._failed_since
+        failing = self._failures.health()
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
         return {
-            "failure": reason,
-            "failing_seconds": None if since is None else round(time.monotonic() - since, 1),
+            **failing,
             "journal_backlog": queued,
             "lake_owner": self.owner,
         }
@@ -501,8 +486,7 @@ class LakeStore:
         `in_flight_wait` (nothing of `items` was stored then)."""
         if not items:
             return []
-        if self._failures:
-            raise StorageUnavailable(self.failure or "storage unavailable")
+        self._failures.check()
         wait = 1e9 if timeout is None else timeout
         give_up = time.monotonic() + self.in_flight_wait
         pause = 0.02
@@ -527,7 +511,7 @@ class LakeStore:
     def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction=True):
         """Run `fn(con)` on the committer thread (this server's uploads wait), on the lake,
         inside its own transaction unless `transaction` is False; a Future of its result."""
-        call = _Call(fn, transaction)
+        call = Call(fn, transaction)
         self._enqueue(call)
         return call.future
 
@@ -554,7 +538,7 @@ class LakeStore:
     def report(self, exc: BaseException) -> None:
         """A reader saw `exc`: a lake failure makes the committer probe the lake."""
         if lake_error(exc):
-            self._fail("lake", _reason("lake read", exc))
+            self._fail(_reason("lake read", exc))
 
     def close(self, checkpoint: bool = True) -> None:
         """Answer what is queued, then leave: the fence table goes (no claim of this server
@@ -564,7 +548,7 @@ class LakeStore:
             if self._closed:
                 return
             self._closed = True
-            self._queue.append(_STOP)
+            self._queue.append(STOP)
             self._cond.notify()
         self._thread.join()
         with self._marks:
@@ -592,23 +576,13 @@ class LakeStore:
 
     # -- failures ---------------------------------------------------------------------------
 
-    def _fail(self, cause: str, reason: str) -> None:
-        with self._failures_lock:
-            new = cause not in self._failures
-            self._failures[cause] = reason
-            if self._failed_since is None:
-                self._failed_since = time.monotonic()
-        if new:
-            log.error("lake unavailable (%s), uploads answered 503: %s", cause, reason)
+    def _fail(self, reason: str) -> None:
+        """The lake failed: uploads are refused until the committer's probe (_probe) works."""
+        if self._failures.fail("lake", reason):
             self._probe_at = time.monotonic() + self._probe_backoff
 
-    def _clear(self, cause: str) -> None:
-        with self._failures_lock:
-            had = self._failures.pop(cause, None)
-            if not self._failures:
-                self._failed_since = None
-        if had is not None:
-            log.warning("lake available again (%s)", cause)
+    def _clear(self) -> None:
+        self._failures.clear("lake")
         self._probe_backoff = _PROBE_FIRST
 
     # -- the committer thread -----------------------------------------------------------------
@@ -621,7 +595,7 @@ class LakeStore:
             self._cond.notify()
 
     def _take(self):
-        """The next call, or the next group of tasks (up to commit_max games), or _STOP; None
+        """The next call, or the next group of tasks (up to commit_max games), or STOP; None
         after a second without work (for the probe)."""
         with self._cond:
             if not self._queue:
@@ -644,9 +618,9 @@ class LakeStore:
     def _run(self) -> None:
         while True:
             work = self._take()
-            if work is _STOP:
+            if work is STOP:
                 return
-            if isinstance(work, _Call):
+            if isinstance(work, Call):
                 self._call(work)
             elif work is not None:
                 try:
@@ -663,16 +637,11 @@ class LakeStore:
             if not self._failures and time.monotonic() >= self._sweep_at:
                 self._sweep()
 
-    def _call(self, call: _Call) -> None:
+    def _call(self, call: Call) -> None:
         if not call.future.set_running_or_notify_cancel():
             return
-        con = self._writer
         try:
-            if call.transaction:
-                with transaction(con):
-                    result = call.fn(con)
-            else:
-                result = call.fn(con)
+            result = call.run(self._writer)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             call.future.set_exception(exc)
         else:
@@ -700,9 +669,9 @@ class LakeStore:
         except Exception as exc:  # noqa: BLE001 - retried with backoff
             self._probe_backoff = min(_PROBE_MAX, self._probe_backoff * 2)
             self._probe_at = time.monotonic() + self._probe_backoff
-            self._fail("lake", _reason("lake", exc))
+            self._fail(_reason("lake", exc))
             return
-        self._clear("lake")
+        self._clear()
 
     def _commit_tasks(self, tasks: list[_Task]) -> None:
         now = time.monotonic()
@@ -739,7 +708,7 @@ class LakeStore:
             reason = exc.reason if isinstance(exc, StorageUnavailable) else None
             reason = reason or _reason("lake write", exc)
             if not isinstance(exc, StorageUnavailable):
-                self._fail("lake", reason)
+                self._fail(reason)
             for task in live:
                 if task.outcomes is None and not task.retry:
                     task.error = StorageUnavailable(reason)
@@ -875,18 +844,7 @@ class LakeStore:
     def _commit_lake(self, items: list[Pending]) -> None:
         """One lake transaction for `items` (claimed by this owner), then their claims marked
         stored. Raises (nothing acknowledged) unless the games are in the lake."""
-        raw = [
-            (
-                item.key.to_bytes(16, "big"),
-                item.game,
-                item.status,
-                item.content_hash,
-                item.blob,
-                item.codec,
-                item.received,
-            )
-            for item in items
-        ]
+        raw = [item.raw_row() for item in items]
         keys = [item.key for item in items]
         owner = self.owner
         try:
@@ -1021,6 +979,10 @@ class LakeStore:
 
     # -- rows ---------------------------------------------------------------------------------
 
+    def _local_judge(self) -> Rejudge:
+        self._judge = self._judge or Rejudge()
+        return self._judge
+
     def _fill_rows(self, items: list[Pending]) -> None:
         """Build the rows of verified games that came without them (gather.py): in the judge
         processes (`rebuild`), else here. A game whose verdict changed on the way (a bug)
@@ -1030,21 +992,7 @@ class LakeStore:
             return
         lines = [(i, codec.decode(item.codec, item.blob)) for i, item in enumerate(missing)]
         times = [item.received for item in missing]
-        built = None
-        if self.rebuild is not None:
-            try:
-                built = self.rebuild(lines, times)
-            except Exception as exc:  # the judge processes stopping: built here
-                log.warning("rows built here: the judge processes failed (%s)", exc)
-        if built is None:
-            self._judge = self._judge or Rejudge()
-            built = []
-            for line, at in zip(lines, times, strict=True):
-                try:
-                    built.extend(self._judge.rows_many([line], [at]))
-                except Exception as exc:  # an engine bug on this record
-                    log.error("rows of a game failed: %r", exc)
-                    built.append((None, None))
+        built = rows_judged_again(lines, times, self.rebuild, self._local_judge)
         for item, (_, text), (status, game_rows) in zip(missing, lines, built, strict=True):
             if status == item.status and game_rows is not None:
                 item.rows = game_rows

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import uuid
+from collections.abc import Callable
 from types import ModuleType
 
 from replays import verdict as V
@@ -95,3 +96,25 @@ class Rejudge:
                 "by `balance reverify` after a fix"
             )
             return V.invalid(record["game_id"], "internal", None, msg), None
+
+
+def rows_judged_again(lines: list, received: list, rebuild, judge: Callable[[], Rejudge]):
+    """(status, rows) of each (number, text) line of stored records: from the judge
+    processes (`rebuild`, when the app has them), else judged here by `judge()`, one record
+    at a time, so that an engine bug on one gives that one (None, None) alone."""
+    built = None
+    if rebuild is not None:
+        try:
+            built = rebuild(lines, received)
+        except Exception as exc:  # the judge processes stopping (close): built here
+            log.warning("rows built here: the judge processes failed (%s)", exc)
+    if built is None:
+        here = judge()
+        built = []
+        for line, at in zip(lines, received, strict=True):
+            try:
+                built.extend(here.rows_many([line], [at]))
+            except Exception as exc:  # an engine bug on this record: kept, quarantined
+                log.error("rows of a stored game failed: %r", exc)
+                built.append((None, None))
+    return built

@@ -72,7 +72,8 @@ import orjson
 import pyarrow as pa
 
 from . import codec, journal, rows
-from .rejudge import QUARANTINED, VERIFIED, Rejudge
+from .failures import Failures, StorageUnavailable
+from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 
 log = logging.getLogger("ingest.store")
 
@@ -80,19 +81,8 @@ ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
 
 MiB = 1024 * 1024
 MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
-RETRY_AFTER = 5  # seconds, for clients of an upload refused while storage fails
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 5.0  # retries of a failed write (seconds)
 _RELIEF_MIN = 1 * MiB  # a WAL smaller than this is never checkpointed early
-
-
-class StorageUnavailable(Exception):
-    """The store cannot make writes durable now (disk full, I/O error): nothing of the request
-    was stored or acknowledged; retry after `retry_after` seconds."""
-
-    def __init__(self, reason: str, retry_after: int = RETRY_AFTER):
-        super().__init__(reason)
-        self.reason = reason
-        self.retry_after = retry_after
 
 
 _STORAGE_TYPES = (
@@ -157,6 +147,18 @@ class Pending:
     rows: rows.Rows | rows.Part | None
     received: dt.datetime
 
+    def raw_row(self) -> tuple:
+        """Its row of raw_records (rows.to_arrow), as the journal keeps it too."""
+        return (
+            self.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
+            self.game,
+            self.status,
+            self.content_hash,
+            self.blob,
+            self.codec,
+            self.received,
+        )
+
 
 def _held_lock() -> threading.Lock:
     lock = threading.Lock()
@@ -205,13 +207,22 @@ class _Flush:
 
 
 @dataclass(slots=True)
-class _Call:
+class Call:
+    """A `submit`ted function, run on the store's one writing connection (lake.py too)."""
+
     fn: Callable
     transaction: bool = True
     future: Future = field(default_factory=Future)
 
+    def run(self, con: duckdb.DuckDBPyConnection) -> object:
+        """fn(con), in a transaction of its own unless asked otherwise."""
+        if not self.transaction:
+            return self.fn(con)
+        with transaction(con):
+            return self.fn(con)
 
-_STOP = object()
+
+STOP = object()  # queued last: the thread that takes it ends
 
 
 def schema_sql() -> str:
@@ -270,9 +281,7 @@ class Store:
         self._gate = threading.Lock()  # guards _writers and _closed
         self._commit_lock = threading.Lock()
         # Storage failures: cause ("journal", "duckdb", "space") -> why; see the module doc.
-        self._failures: dict[str, str] = {}
-        self._failed_since: float | None = None
-        self._failures_lock = threading.Lock()
+        self._failures = Failures("storage", log)
         self._journal_retry_at, self._journal_backoff = 0.0, _BACKOFF_FIRST
         self._duck_retry_at, self._duck_backoff = 0.0, _BACKOFF_FIRST
         self._relief_retry_at, self._relief_backoff = 0.0, 30.0
@@ -312,7 +321,7 @@ class Store:
                 log.error("journaled games not in DuckDB yet (kept in the journal): %s", exc)
         self.recovered = self._recover_at_open(judge)
         self._check_space()
-        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # calls (submit) and _STOP
+        self._queue: queue.SimpleQueue = queue.SimpleQueue()  # calls (submit) and STOP
         self._thread = threading.Thread(target=self._run, name="store-calls", daemon=True)
         self._thread.start()
 
@@ -347,18 +356,13 @@ class Store:
     @property
     def failure(self) -> str | None:
         """Why the store cannot store uploads now (None: it can); see the module doc."""
-        with self._failures_lock:
-            return "; ".join(self._failures.values()) if self._failures else None
+        return self._failures.reason
 
     def health(self) -> dict:
         """The storage state for /healthz: failure (None when ok), for how long, and the
         games acknowledged but not yet in DuckDB."""
-        with self._failures_lock:
-            reason = "; ".join(self._failures.values()) if self._failures else None
-            since = self._failed_since
         return {
-            "failure": reason,
-            "failing_seconds": None if since is None else round(time.monotonic() - since, 1),
+            **self._failures.health(),
             "journal_backlog": len(self._pending) + self._rows_queue.qsize(),
         }
 
@@ -370,8 +374,7 @@ class Store:
         was stored then."""
         if not items:
             return []
-        if self._failures:
-            raise StorageUnavailable(self.failure or "storage unavailable")
+        self._failures.check()
         wait = 1e9 if timeout is None else timeout
         task = _Ingest(items, time.monotonic() + wait)
         with self._gate:
@@ -395,7 +398,7 @@ class Store:
         """Run `fn(con)` on the calls thread, holding the commit lock (uploads wait), inside
         its own transaction unless `transaction` is False (for statements DuckDB runs outside
         one, e.g. ATTACH); the Future holds its result (or exception, after a rollback)."""
-        task = _Call(fn, transaction)
+        task = Call(fn, transaction)
         with self._gate:  # close puts its stop after every call queued before it
             if self._closed:
                 raise RuntimeError("store is closed")
@@ -435,11 +438,11 @@ class Store:
                 if not self._writers:
                     break
             time.sleep(0.005)
-        self._queue.put(_STOP)
+        self._queue.put(STOP)
         self._thread.join()
         with self._commit_lock:
             self._end_segment()
-        self._rows_queue.put(_STOP)
+        self._rows_queue.put(STOP)
         self._rows_wake.set()
         self._rows_thread.join()  # one last try: what it could not store stays journaled
         with contextlib.suppress(duckdb.Error):
@@ -460,23 +463,6 @@ class Store:
 
     # -- storage failures ---------------------------------------------------------------------
 
-    def _fail(self, cause: str, reason: str) -> None:
-        with self._failures_lock:
-            new = cause not in self._failures
-            self._failures[cause] = reason
-            if self._failed_since is None:
-                self._failed_since = time.monotonic()
-        if new:
-            log.error("storage unavailable (%s), uploads answered 503: %s", cause, reason)
-
-    def _clear(self, cause: str) -> None:
-        with self._failures_lock:
-            had = self._failures.pop(cause, None)
-            if not self._failures:
-                self._failed_since = None
-        if had is not None:
-            log.warning("storage available again (%s)", cause)
-
     def _check_space(self) -> bool:
         """Whether `min_free` bytes are free on the store's filesystem (sets or clears the
         "space" failure)."""
@@ -488,19 +474,19 @@ class Store:
             return True
         free = st.f_bavail * st.f_frsize
         if free < self.min_free:
-            self._fail(
+            self._failures.fail(
                 "space",
                 f"disk nearly full: {free // 1024} KiB free, uploads resume at "
                 f"{self.min_free // 1024} KiB (BALANCE_MIN_FREE)",
             )
             return False
-        self._clear("space")
+        self._failures.clear("space")
         return True
 
     def _journal_failed(self, reason: str) -> None:
         self._journal_retry_at = time.monotonic() + self._journal_backoff
         self._journal_backoff = min(_BACKOFF_MAX, self._journal_backoff * 2)
-        self._fail("journal", reason)
+        self._failures.fail("journal", reason)
 
     def _probe_journal(self) -> None:
         """Under the commit lock: once its backoff is over, try to open a new segment (its
@@ -515,7 +501,7 @@ class Store:
             self._journal_failed(_reason("journal append", exc))
             return
         self._journal_backoff = _BACKOFF_FIRST
-        self._clear("journal")
+        self._failures.clear("journal")
 
     def _duckdb_failed(self, exc: BaseException, uncertain: list[int] | None = None) -> str:
         if _invalidated(exc):
@@ -524,7 +510,7 @@ class Store:
         self._duck_retry_at = time.monotonic() + self._duck_backoff
         self._duck_backoff = min(_BACKOFF_MAX, self._duck_backoff * 2)
         reason = _reason("DuckDB write", exc)
-        self._fail("duckdb", reason)
+        self._failures.fail("duckdb", reason)
         return reason
 
     def report(self, exc: BaseException) -> None:
@@ -613,15 +599,7 @@ class Store:
                     out.append(DUPLICATE if seen == item.content_hash else CONFLICT)
                     continue
                 fresh[item.key] = item.content_hash
-                row = (
-                    item.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
-                    item.game,
-                    item.status,
-                    item.content_hash,
-                    item.blob,
-                    item.codec,
-                    item.received,
-                )
+                row = item.raw_row()
                 raw.append(row)
                 derived.append(_Rows(item.gid, row, item.rows))
                 out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
@@ -729,23 +707,19 @@ class Store:
                     self._end_segment()  # quiet a while: let the rows thread delete it
                     self._probe_journal()
                 continue
-            if task is _STOP:
+            if task is STOP:
                 return
             with self._commit_lock:
                 self._call(task)
                 self._probe_journal()
 
-    def _call(self, task: _Call) -> None:
+    def _call(self, task: Call) -> None:
         if not task.future.set_running_or_notify_cancel():
             return
         con = self._con
         try:
             self.flush_rows(None)  # fn sees (and may rewrite) every stored game's rows
-            if not task.transaction:
-                result = task.fn(con)
-            else:
-                with transaction(con):
-                    result = task.fn(con)
+            result = task.run(con)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
             _rollback(con)
             if _invalidated(exc):  # a failed checkpoint: the rows thread reopens
@@ -791,7 +765,7 @@ class Store:
                 item = self._rows_queue.get_nowait()
             except queue.Empty:
                 return
-            if item is _STOP:
+            if item is STOP:
                 self._rows_stop = True
             elif isinstance(item, _Flush):
                 self._waiters.append(item)
@@ -859,7 +833,7 @@ class Store:
             return
         if not self._invalid:
             self._duck_backoff = _BACKOFF_FIRST
-            self._clear("duckdb")
+            self._failures.clear("duckdb")
 
     def _reopen(self) -> None:
         """Open the DuckDB connection again after DuckDB invalidated its database (a failed
@@ -935,6 +909,10 @@ class Store:
         self._relief_backoff = 30.0
         log.info("checkpointed early: the WAL was %d KiB, %d KiB free", wal >> 10, free >> 10)
 
+    def _local_judge(self) -> Rejudge:
+        self._judge = self._judge or _default_judge()
+        return self._judge
+
     def _fill_rows(self, batch: list[_Rows]) -> None:
         """Build the rows of verified games that came without them (gather.py) from their raw
         records, replayed again in the judge processes, 50 to a chunk. A game whose verdict
@@ -944,21 +922,7 @@ class Store:
             return
         lines = [(i, codec.decode(item.raw[5], item.raw[4])) for i, item in enumerate(missing)]
         times = [item.raw[6] for item in missing]
-        built = None
-        if self.rebuild is not None:
-            try:
-                built = self.rebuild(lines, times)
-            except Exception as exc:  # the judge processes stopping (close): built here
-                log.warning("rows built here: the judge processes failed (%s)", exc)
-        if built is None:
-            self._judge = self._judge or _default_judge()
-            built = []
-            for line, at in zip(lines, times, strict=True):
-                try:
-                    built.extend(self._judge.rows_many([line], [at]))
-                except Exception as exc:  # an engine bug on this record: kept, quarantined
-                    log.error("rows of a journaled game failed: %r", exc)
-                    built.append((None, None))
+        built = rows_judged_again(lines, times, self.rebuild, self._local_judge)
         for item, (status, game_rows) in zip(missing, built, strict=True):
             if status != item.raw[2] or game_rows is None:
                 log.error("game %s: judged again, its verdict changed; rows not built", item.gid)
