@@ -1,4 +1,5 @@
-"""The Challenges page: solve rate per challenge (a solve is a win: a draw is no solve)."""
+"""The Challenges page: solve rate per challenge (a solve is a win: a draw is no solve), and
+the hardest and easiest challenges of each board."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ from ..render import Chart
 from .base import OUT, Page, draw_rate, label_expr, sums
 
 CHALLENGE = {"mode": "challenge"}
+COUNTS = OUT + ", sum(solve_turns_sum) AS solve_turns_sum"
+# how many challenges the hardest / easiest panels show per board
+RANKED = 10
 
 
 def _challenges(df: pl.DataFrame, ctx) -> pl.DataFrame:
     from analysis.opponents import challenge_rates
 
-    out = challenge_rates(df)  # attempts, solves, draws, losses, solve_rate (+ _lo, _hi), shrunk
+    out = challenge_rates(df)  # attempts, solves, draws, losses, solve_rate (+ _lo, _hi), ...
     out = out.rename(
         {
             "attempts": "n",
@@ -29,17 +33,65 @@ def _challenges(df: pl.DataFrame, ctx) -> pl.DataFrame:
     )
 
 
+def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
+    """The RANKED lowest and highest shrunk solve rates of each board (the shrunk rate: a set
+    solved 1 time in 1 is not the easiest, nor one failed once the hardest). A board with
+    fewer than 2 * RANKED challenges is split in two halves."""
+    out = _challenges(df, ctx).sort("board", "shrunk", "n")
+    place = pl.col("shrunk").rank("ordinal").over("board")
+    count = pl.len().over("board")
+    hardest = pl.min_horizontal(pl.lit(RANKED), (count + 1) // 2)
+    easiest = pl.min_horizontal(pl.lit(RANKED), count - hardest)
+    side = (
+        pl.when(place <= hardest)
+        .then(pl.lit("hardest"))
+        .when(place > count - easiest)
+        .then(pl.lit("easiest"))
+    )
+    out = out.with_columns(difficulty=side).filter(pl.col("difficulty").is_not_null())
+    out = out.with_columns(
+        panel=pl.concat_str([label_expr(out, ["board"]), pl.col("difficulty")], separator=" ")
+    )
+    # hardest first within its panel; easiest from the easiest down
+    return out.sort(
+        "board",
+        pl.col("difficulty") == "easiest",
+        pl.when(pl.col("difficulty") == "hardest")
+        .then(pl.col("shrunk"))
+        .otherwise(-pl.col("shrunk")),
+    ).select("panel", "difficulty", *[c for c in out.columns if c not in ("panel", "difficulty")])
+
+
+ranked = Chart(
+    "challenges-ranked",
+    f"Hardest and easiest challenges ({RANKED} of each per board, by shrunk solve rate)",
+    "agg_challenge",
+    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], COUNTS, override=CHALLENGE),
+    post=_ranked,
+    draw=draw_rate(
+        facet="panel",
+        reference=None,
+        reference_field="tested_against",
+        x_title="solve rate (wins / attempts), Wilson 95% interval",
+    ),
+    table_rows=40,
+    note="Ranked by shrunk: the solve rate pulled towards the board's pooled rate (dashed line), "
+    "so a set tried once cannot top or bottom the list. flagged: harder or easier than the "
+    "board's other challenges (its attempts against theirs, BH at 5% across the board's "
+    "challenges). mean_turns_to_solve: turns of a solved attempt (both sides).",
+)
+
 challenges = Chart(
     "challenges",
     "Solve rate per challenge (a solve = the side to move in the set position won)",
     "agg_challenge",
-    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], OUT, override=CHALLENGE),
+    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], COUNTS, override=CHALLENGE),
     post=_challenges,
     draw=draw_rate(reference=None, x_title="solve rate (wins / attempts), Wilson 95% interval"),
     table_rows=50,
-    note="Challenge games only. A draw is not a solve. n = attempts; shrunk = the solve rate "
-    "pulled towards the board's pooled rate (a set tried once cannot top the chart). Sorted by "
-    "the lower bound: the most reliably solved first.",
+    note="Challenge games only. A draw is not a solve: draws and losses are counted apart. "
+    "n = attempts; shrunk = the solve rate pulled towards the board's pooled rate (a set tried "
+    "once cannot top the chart). Sorted by the lower bound: the most reliably solved first.",
 )
 
-PAGE = Page("Challenges", [challenges], coverage_override=CHALLENGE)
+PAGE = Page("Challenges", [ranked, challenges], coverage_override=CHALLENGE)
