@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import ai_calibration, views
 from . import stats as st
-from . import views
 from .cuts import Cut
 from .games_sql import Selection, decoded, games, outcome, scored
 from .tables import Cube
@@ -53,7 +53,9 @@ def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
         p0=0.5,
     )
     ch = challenge_rates(fetch("agg_challenge", cut.with_modes("challenge")))
-    return {"agg_vs_ai_rates": ai, "agg_challenge_rates": ch}
+    # every client version, as agg_trends: is a level still calibrated after a release?
+    calibrated = ai_calibration.calibration(fetch("agg_vs_ai", Cut(mode="computer")))
+    return {"agg_vs_ai_rates": ai, "agg_challenge_rates": ch, "agg_ai_calibration": calibrated}
 
 
 def challenge_rates(frame, by=("board", "challenge_id")) -> pl.DataFrame:
