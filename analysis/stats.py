@@ -91,8 +91,8 @@ def bh_grouped(p, groups, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
 MAX_PRIOR_STRENGTH = 1e9
 # The weakest prior the fit considers: worth a hundredth of a game.
 MIN_PRIOR_STRENGTH = 1e-2
-# Strengths tried before the maximum is refined: log-spaced, a factor of 1.8 apart.
-_GRID = np.geomspace(MIN_PRIOR_STRENGTH, MAX_PRIOR_STRENGTH, 45)
+# Strengths tried before the maximum is refined: log-spaced, a factor of 2.8 apart.
+_GRID = np.geomspace(MIN_PRIOR_STRENGTH, MAX_PRIOR_STRENGTH, 25)
 
 
 def _lgamma_step(x: np.ndarray, d: np.ndarray) -> np.ndarray:
