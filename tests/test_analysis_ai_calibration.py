@@ -115,3 +115,24 @@ def test_per_board_and_version():
     assert others["off_target"].is_null().all()
     # steps compare levels of the same board and version only
     assert out.filter(pl.col("ai_level") == 1)["previous_level"].is_null().all()
+
+
+@pytest.mark.slow  # a synthetic store and every job
+def test_the_jobs_compute_it_from_the_store():
+    from analysis import jobs, load
+    from analysis import synthetic as sy
+
+    # the computer's side effects in log-odds: level 3 plays worse than level 2
+    plan = sy.Plan(
+        n=9000, seed=3, modes=(("online", 1), ("computer", 8)), versions=(("3.0.0", 1),),
+        p_board7=0.0, ai_level_effects=(-1.0, 0.0, -0.35, 1.0),
+    )  # fmt: skip
+    con, _ = sy.make_store(":memory:", plan)
+    out = jobs.compute(load.read(con))[0]["agg_ai_calibration"].sort("ai_level")
+    (games,) = con.execute("SELECT count(*) FROM games WHERE mode = 'computer'").fetchone()
+    con.close()
+    assert out["ai_level"].to_list() == [1, 2, 3, 4] and (out["board"] == 5).all()
+    assert out["n"].sum() == games
+    assert out["order"].to_list() == [None, "ordered", "reversed", "ordered"]
+    assert out["off_target"][1] == "below"  # 0.50 against a band of 0.55-0.70
+    assert out["step_lo"][2] > 0
