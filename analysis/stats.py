@@ -124,7 +124,10 @@ def _ml_strength(k: np.ndarray, n: np.ndarray, mu: float) -> float:
     # rows with the same k of n count alike: many of a large family share them
     (k, n), w = np.unique(np.vstack([k, n]), axis=1, return_counts=True)
     ll = beta_binomial_loglik(k, n, mu, _GRID, w)
-    i = int(np.argmax(ll))
+    # the strongest prior among the best: rows of one game each say nothing about the spread
+    # (their likelihood is flat in the strength), and then every row goes to the pool
+    top = float(ll.max())
+    i = int(np.flatnonzero(ll >= top - 1e-9 * max(1.0, abs(top)))[-1])
     if i == len(_GRID) - 1:
         return MAX_PRIOR_STRENGTH  # the likelihood still rises: no spread beyond noise
     lo, hi = np.log(_GRID[max(i - 1, 0)]), np.log(_GRID[i + 1])

@@ -159,6 +159,9 @@ def test_prior_edge_cases():
     assert a / (a + b) == pytest.approx(44.5 / 45)
     shrunk = st.shrink_grouped(k, n, np.zeros(3))
     assert np.allclose(shrunk, 44.5 / 45, atol=1e-6)
+    # rows of one game each say nothing about the spread: all go to the pool
+    shrunk = st.shrink_grouped([1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], np.zeros(4))
+    assert np.allclose(shrunk, 0.25, atol=1e-6)
     # no row won: the same from below, never 0.000 for a row tried once
     shrunk = st.shrink_grouped([0.0, 0.0, 0.0], [1.0, 10.0, 30.0], np.zeros(3))
     assert np.allclose(shrunk, 0.5 / 42, atol=1e-6) and (shrunk > 0).all()

@@ -37,8 +37,9 @@ def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
     """The RANKED lowest and highest shrunk solve rates of each board (the shrunk rate: a set
     solved 1 time in 1 is not the easiest, nor one failed once the hardest). A board with
     fewer than 2 * RANKED challenges is split in two halves."""
-    out = _challenges(df, ctx).sort("board", "shrunk", "n")
-    place = pl.col("shrunk").rank("ordinal").over("board")
+    # ties (a board shrunk all the way to its pool) are broken by the raw rate, then n
+    out = _challenges(df, ctx).sort("board", "shrunk", "rate", "n")
+    place = pl.int_range(1, pl.len() + 1).over("board")
     count = pl.len().over("board")
     hardest = pl.min_horizontal(pl.lit(RANKED), (count + 1) // 2)
     easiest = pl.min_horizontal(pl.lit(RANKED), count - hardest)
@@ -53,13 +54,16 @@ def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
         panel=pl.concat_str([label_expr(out, ["board"]), pl.col("difficulty")], separator=" ")
     )
     # hardest first within its panel; easiest from the easiest down
-    return out.sort(
-        "board",
-        pl.col("difficulty") == "easiest",
-        pl.when(pl.col("difficulty") == "hardest")
-        .then(pl.col("shrunk"))
-        .otherwise(-pl.col("shrunk")),
-    ).select("panel", "difficulty", *[c for c in out.columns if c not in ("panel", "difficulty")])
+    easiest_first = pl.col("difficulty") == "easiest"
+    order = pl.int_range(pl.len()).over("board")
+    return (
+        out.with_columns(_order=pl.when(easiest_first).then(-order).otherwise(order))
+        .sort("board", easiest_first, "_order")
+        .drop("_order")
+        .select(
+            "panel", "difficulty", *[c for c in out.columns if c not in ("panel", "difficulty")]
+        )
+    )
 
 
 ranked = Chart(
