@@ -86,5 +86,5 @@ def test_a_planted_distance_effect_is_found_at_its_size():
         covered += row["first_distance_effect_lo"] < 0.04 < row["first_distance_effect_hi"]
         others = out.filter(pl.col("rank") != 3)
         assert others["first_flagged"].sum() <= 1
-    assert found >= 9  # z about 4.5 (se 0.009): power about 0.98 at this size
+    assert found >= 8  # z about 4.6 (se 0.009) against a BH threshold near 3.1: power ~0.93
     assert covered >= 8  # a 95% interval
