@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import ai_calibration, views
 from . import stats as st
-from . import views
 from .cuts import Cut
 from .games_sql import Selection, decoded, games, outcome, scored
 from .tables import Cube
@@ -32,8 +32,9 @@ def _challenge(sel: Selection) -> str:
         decoded(
             sel,
             f"""WITH {games(sel)}
-SELECT cw, challenge_id, {outcome("res_first")} FROM g
-WHERE mode = 'challenge' AND challenge_id IS NOT NULL GROUP BY ALL""",
+SELECT cw, challenge_id, {outcome("res_first")},
+       coalesce(sum(turns) FILTER (res_first = 1), 0)::BIGINT AS solve_turns_sum
+FROM g WHERE mode = 'challenge' AND challenge_id IS NOT NULL GROUP BY ALL""",
         )
     )
 
@@ -52,15 +53,41 @@ def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
         p0=0.5,
     )
     ch = challenge_rates(fetch("agg_challenge", cut.with_modes("challenge")))
-    return {"agg_vs_ai_rates": ai, "agg_challenge_rates": ch}
+    # every client version, as agg_trends: is a level still calibrated after a release?
+    calibrated = ai_calibration.calibration(fetch("agg_vs_ai", Cut(mode=("computer",))))
+    return {"agg_vs_ai_rates": ai, "agg_challenge_rates": ch, "agg_ai_calibration": calibrated}
 
 
 def challenge_rates(frame, by=("board", "challenge_id")) -> pl.DataFrame:
-    """Solve rate (wins of the player / attempts) with Wilson interval, and shrunk towards the
-    board's pooled solve rate (a challenge tried 5 times does not top the chart)."""
-    df = views.summed(frame, list(by), ["n", "wins", "draws", "losses"]).filter(pl.col("n") > 0)
+    """Per challenge: attempts, solves (wins of the player: a draw is no solve), draws and
+    losses apart; the solve rate with its Wilson interval, shrunk towards the board's pooled
+    solve rate (the empirical-Bayes prior of analysis.stats: a challenge tried 5 times does
+    not top the chart, and one solved by nobody yet is not pinned at 0); the mean turns of a
+    solved attempt; and whether it is harder or easier than the board's other challenges: the
+    attempts at this challenge against the attempts at the rest (two-proportion test, BH
+    across the board's challenges)."""
+    family = list(by)[:-1]
+    cols = ["n", "wins", "draws", "losses", "solve_turns_sum"]
+    df = views.summed(frame, list(by), cols).filter(pl.col("n") > 0)
     df = df.rename({"n": "attempts", "wins": "solves"})
     df = views.add_proportion(df, "solves", "attempts", "solve_rate")
-    labels = df.select(pl.struct(list(by)[:-1]).rank("dense")).to_series().to_numpy()
-    shrunk = st.shrink_grouped(df["solves"].to_numpy(), df["attempts"].to_numpy(), labels)
-    return df.with_columns(pl.Series("solve_shrunk", shrunk))
+    labels = df.select(pl.struct(family).rank("dense")).to_series().to_numpy()
+    k, n = df["solves"].to_numpy().astype(float), df["attempts"].to_numpy().astype(float)
+    board_k = pl.col("solves").sum().over(family)
+    board_n = pl.col("attempts").sum().over(family)
+    rest = df.select(k=board_k - pl.col("solves"), n=board_n - pl.col("attempts"))
+    p = st.diff_test(k, n, rest["k"].to_numpy(), rest["n"].to_numpy())
+    q, flagged = st.bh_grouped(p, labels)
+    return df.with_columns(
+        pl.Series("solve_shrunk", st.shrink_grouped(k, n, labels)),
+        draw_rate=pl.col("draws") / pl.col("attempts"),
+        loss_rate=pl.col("losses") / pl.col("attempts"),
+        mean_turns_to_solve=pl.when(pl.col("solves") > 0).then(
+            pl.col("solve_turns_sum") / pl.col("solves")
+        ),
+        tested_against=board_k / board_n,
+    ).with_columns(
+        pl.Series("p_value", p),
+        pl.Series("q_value", q),
+        pl.Series("flagged", flagged),
+    )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import polars as pl
 
+from . import stats as st
 from . import views
 from .cuts import Cut
 from .games_sql import Selection, decoded, lineup_source, outcome, scored, sides
-from .tables import Cube
+from .tables import LANE_COUNTS, Cube
 
 LINEUP_KEY = ("board", "variant", "mode", "client_version", "lineup")
 # lineup-against-lineup rows need at least this many games to be shown (and tested)
@@ -107,21 +108,51 @@ def rate_tables(fetch, cut: Cut) -> dict[str, pl.DataFrame]:
         ["board", "variant", "rank", "file"],
         family=["board", "variant"],
     ).with_columns(lineup_source=source(pl.col("variant")))
-    lane = views.summed(
-        fetch("agg_lane_distance", cut),
-        ["board", "variant", "rank", "distance"],
-        ["pieces", "promoted", "crowns_alive", "home_wins", "first_n", "first_wins",
-         "first_draws", "first_losses"],
-    ).filter(pl.col("pieces") > 0)  # fmt: skip
-    lane = views.add_proportion(lane, "promoted", "pieces", "promotion_rate")
-    lane = views.add_proportion(lane, "home_wins", "pieces", "home_rate")
-    lane = views.add_score_rates(lane, ["board", "variant"], 0.5, prefix="first_", shrink=False)
+    lane = lane_rates(fetch("agg_lane_distance", cut))
     return {
         "agg_lineup_rates": lineup,
         "agg_setup_cell_rates": cell,
         "agg_lane_distance_rates": lane,
         "agg_lineup_vs": lineup_vs(fetch("agg_lineup_pair", cut)),
     }
+
+
+def lane_rates(frame, family=("board", "variant")) -> pl.DataFrame:
+    """Per (board, variant, rank, distance): promotion and home rates, and the first mover's
+    score at that distance tested against the board's own first-move rate (same games, same
+    cut), not against 1/2: moving first is worth something on every board, and a test against
+    1/2 flagged that edge in every row (437 of 500 rows at 20,000 games with no distance effect).
+
+    A game has one lane distance per rank, so the rows of one rank split the board's games:
+    the test is the two-proportion test of the games at this distance against the games at the
+    other distances of the rank (the same as the score test against the board's rate, with the
+    row's own games taken out of it), BH within the family."""
+    keys = [*family, "rank", "distance"]
+    lane = views.summed(frame, keys, LANE_COUNTS).filter(pl.col("pieces") > 0)
+    lane = views.add_proportion(lane, "promoted", "pieces", "promotion_rate")
+    lane = views.add_proportion(lane, "home_wins", "pieces", "home_rate")
+    lane = views.add_score_rates(lane, family, None, prefix="first_", shrink=False)
+    rank = pl.col("first_n").sum().over([*family, "rank"])
+    rank_score = pl.col("first_score").sum().over([*family, "rank"])
+    lane = lane.with_columns(
+        first_tested_against=rank_score / rank,
+        _rest_n=rank - pl.col("first_n"),
+        _rest_score=rank_score - pl.col("first_score"),
+    )
+    k1, n1 = lane["first_score"].to_numpy(), lane["first_n"].to_numpy()
+    k2, n2 = lane["_rest_score"].to_numpy(), lane["_rest_n"].to_numpy()
+    d, lo, hi = st.diff_newcombe(k1, n1, k2, n2)
+    p = st.diff_test(k1, n1, k2, n2)
+    labels = lane.select(pl.struct(list(family)).rank("dense")).to_series().to_numpy()
+    q, flagged = st.bh_grouped(p, labels)
+    return lane.drop("_rest_n", "_rest_score").with_columns(
+        pl.Series("first_distance_effect", d),
+        pl.Series("first_distance_effect_lo", lo),
+        pl.Series("first_distance_effect_hi", hi),
+        pl.Series("first_p_value", p),
+        pl.Series("first_q_value", q),
+        pl.Series("first_flagged", flagged),
+    )
 
 
 def lineup_vs(pairs: pl.DataFrame, min_n: int = MIN_N_VS) -> pl.DataFrame:

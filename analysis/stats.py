@@ -8,7 +8,8 @@ so they are slightly conservative (wider) for score rates, and exact for win rat
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr, ndtri
+from scipy import optimize
+from scipy.special import gammaln, ndtr, ndtri
 
 Z95 = float(ndtri(0.975))  # 1.959963984540054
 
@@ -88,31 +89,85 @@ def bh_grouped(p, groups, alpha: float = 0.05) -> tuple[np.ndarray, np.ndarray]:
 # Prior strength used when the rows show no spread beyond binomial noise: every row is
 # shrunk (almost) all the way to the family mean.
 MAX_PRIOR_STRENGTH = 1e9
+# The weakest prior the fit considers: worth a hundredth of a game.
+MIN_PRIOR_STRENGTH = 1e-2
+# Strengths tried before the maximum is refined: log-spaced, a factor of 2.8 apart.
+_GRID = np.geomspace(MIN_PRIOR_STRENGTH, MAX_PRIOR_STRENGTH, 25)
 
 
-def beta_prior_mom(k, n) -> tuple[float, float]:
-    """Method-of-moments fit of a Beta(alpha, beta) prior across the rows of one family.
+def _lgamma_step(x: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """ln Γ(x + d) − ln Γ(x) for x > 0, d ≥ 0. Past x = 1e4 by Stirling's series written with
+    log1p: the plain difference of two gammaln values near 2e10 (a prior strength of 1e9) keeps
+    no digit of a game's contribution, and the fit compares exactly those."""
+    x, d = np.broadcast_arrays(_arr(x), _arr(d))
+    big = x > 1e4
+    xb = np.where(big, x, 1e4)
+    stirling = (
+        (xb - 0.5) * np.log1p(d / xb) + d * np.log(xb + d) - d + 1 / (12 * (xb + d)) - 1 / (12 * xb)
+    )
+    xs = np.where(big, 1.0, x)
+    return np.where(big, stirling, gammaln(xs + d) - gammaln(xs))
 
-    The spread of the observed rates k_i/n_i is binomial noise, mean(mu(1-mu)/n_i), plus the
-    spread of the true rates tau^2; a Beta with mean mu has variance mu(1-mu)/(alpha+beta+1).
-    Rows with n == 0 are ignored. Returns (nan, nan) without data.
+
+def beta_binomial_loglik(k, n, mu: float, strength, weight=None) -> np.ndarray:
+    """Marginal log-likelihood of the rows (k_i of n_i) under a Beta prior with mean `mu` and
+    strength alpha + beta (one value per strength given), without the binomial coefficients
+    (they do not depend on the prior). k may be fractional (a draw scores 1/2); `weight`: how
+    many rows each (k, n) stands for (default 1)."""
+    k, n = _arr(k)[None, :], _arr(n)[None, :]
+    m = np.atleast_1d(_arr(strength))[:, None]
+    ll = _lgamma_step(mu * m, k) + _lgamma_step((1 - mu) * m, n - k) - _lgamma_step(m, n)
+    return ll @ (np.ones(k.shape[1]) if weight is None else _arr(weight))
+
+
+def _ml_strength(k: np.ndarray, n: np.ndarray, mu: float) -> float:
+    # rows with the same k of n count alike: many of a large family share them
+    (k, n), w = np.unique(np.vstack([k, n]), axis=1, return_counts=True)
+    ll = beta_binomial_loglik(k, n, mu, _GRID, w)
+    # the strongest prior among the best: rows of one game each say nothing about the spread
+    # (their likelihood is flat in the strength), and then every row goes to the pool
+    top = float(ll.max())
+    i = int(np.flatnonzero(ll >= top - 1e-9 * max(1.0, abs(top)))[-1])
+    if i == len(_GRID) - 1:
+        return MAX_PRIOR_STRENGTH  # the likelihood still rises: no spread beyond noise
+    lo, hi = np.log(_GRID[max(i - 1, 0)]), np.log(_GRID[i + 1])
+    best = optimize.minimize_scalar(
+        lambda t: -beta_binomial_loglik(k, n, mu, np.exp(t), w)[0],
+        bounds=(lo, hi),
+        method="bounded",
+        options={"xatol": 1e-4},
+    )
+    return float(np.exp(best.x)) if -best.fun >= ll[i] else float(_GRID[i])
+
+
+def beta_prior(k, n) -> tuple[float, float]:
+    """Empirical-Bayes Beta(alpha, beta) prior across the rows of one family.
+
+    Its mean is the family's pooled rate sum(k) / sum(n); its strength alpha + beta maximises
+    the marginal (beta-binomial) likelihood of the rows. Each row weighs in by what it can
+    tell: a lineup that won 9 of 9 games is not much less likely under a tight prior than
+    under a loose one, so it barely moves the strength (a moment fit, which weighs every
+    observed rate alike, let it cut the strength tenfold). Rows with n == 0 are ignored.
+
+    No spread beyond binomial noise (the likelihood rises all the way): MAX_PRIOR_STRENGTH,
+    every row shrunk to the pooled rate; the same for a single row. When no row scored at all
+    (or every row scored every game) the rows show no spread either, but a prior mean of
+    exactly 0 would be certain and pin every row at 0 whatever its n: the mean is then
+    (sum(k) + 1/2) / (sum(n) + 1), Jeffreys' estimate of the pooled rate.
+    Returns (nan, nan) without data.
     """
     k, n = _arr(k), _arr(n)
     ok = n > 0
     if not ok.any():
         return float("nan"), float("nan")
     k, n = k[ok], n[ok]
-    mu = float(k.sum() / n.sum())
-    if mu <= 0.0 or mu >= 1.0 or len(n) < 2:
+    total_k, total_n = float(k.sum()), float(n.sum())
+    if total_k <= 0.0 or total_k >= total_n:
+        mu = (total_k + 0.5) / (total_n + 1.0)
         m = MAX_PRIOR_STRENGTH
     else:
-        p = k / n
-        s2 = float(np.var(p, ddof=1))
-        tau2 = s2 - mu * (1 - mu) * float(np.mean(1.0 / n))
-        if tau2 <= 0:
-            m = MAX_PRIOR_STRENGTH
-        else:
-            m = min(max(mu * (1 - mu) / tau2 - 1.0, 1e-3), MAX_PRIOR_STRENGTH)
+        mu = total_k / total_n
+        m = MAX_PRIOR_STRENGTH if len(n) < 2 else _ml_strength(k, n, mu)
     return mu * m, (1 - mu) * m
 
 
@@ -134,7 +189,7 @@ def shrink_grouped(k, n, groups) -> np.ndarray:
     _, inverse = np.unique(groups, return_inverse=True)
     for g in range(int(inverse.max()) + 1):
         idx = np.flatnonzero(inverse == g)
-        a, b = beta_prior_mom(k[idx], n[idx])
+        a, b = beta_prior(k[idx], n[idx])
         out[idx] = shrink(k[idx], n[idx], a, b)
     return out
 

@@ -82,7 +82,8 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
     "agg_side_events": (DIMS, ("made_stun", "made_catch"), (*SCORE, "stuns", "catches")),
     "agg_hidden_reveal": (LIGHT, ("rank", "reveal_round"), ("pieces", "never_moved")),
     "agg_vs_ai": (DIMS, ("human_first",), SCORE),
-    "agg_challenge": (DIMS, ("challenge_id",), SCORE),
+    # solve_turns_sum: the turns of the attempts that were solved (for a mean)
+    "agg_challenge": (DIMS, ("challenge_id",), (*SCORE, "solve_turns_sum")),
 }
 
 

@@ -118,10 +118,12 @@ def rate_chart(
     n_field: str = "n",
     reference_field: str | None = None,
     columns: int = 2,
+    band: tuple[str, str] | None = None,
 ) -> dict:
     """Dot + error bar per row (fields rate, lo, hi); y keeps the row order. The dashed null
     line is at `reference`, or at each row's `reference_field` (a value per panel, e.g. the
-    fair share 1/players of a Slide table size)."""
+    fair share 1/players of a Slide table size). `band`: two fields of a row, shaded behind
+    it (a target range, e.g. a computer level's)."""
     data = mark_rows(rows, min_n, n_field)
     if facet:
         sizes = Counter(r.get(facet) for r in rows)
@@ -160,6 +162,11 @@ def rate_chart(
             )
         )
         layers = [bars, dots]
+        if band is not None:
+            shade = alt.Chart().mark_bar(color="#12b76a", opacity=0.18, clip=True)
+            lo_f, hi_f = band
+            shade = shade.encode(y=y, x=alt.X(f"{lo_f}:Q", scale=scale), x2=f"{hi_f}:Q")
+            layers.insert(0, shade)
         if reference is not None:
             layers.append(
                 alt.Chart()
@@ -175,7 +182,7 @@ def rate_chart(
         return alt.layer(*layers).properties(width=width, height=height)
 
     key = ("rate", label, reference, min_n, x_title, domain, width, n_field, height,
-           reference_field)  # fmt: skip
+           reference_field, band)  # fmt: skip
     # x resolved per panel too: a shared x axis is drawn under every column of the grid, the
     # empty cells of the last row included (a stray axis under no panel)
     return _finish(make, data, facet, key, columns, resolve=("x", "y") if facet else ())

@@ -34,6 +34,8 @@ DRAWN = frozenset(
     "platform challenge_id ai_level human_first made_stun made_catch n wins draws losses "
     "solves rate lo hi shrunk flagged q_value p_value tested_against synergy expected share "
     "uses games records quarantined promoted pieces "
+    "panel difficulty mean_turns_to_solve draw_rate loss_rate "  # the Challenges page
+    "band_lo band_hi off_target step step_lo step_hi order previous_level "  # AI calibration
     # Slide
     "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
     "mean_cards_left value share win_share size groups groups_per_seat "

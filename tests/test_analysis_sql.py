@@ -314,9 +314,11 @@ def test_computer_opponents_and_challenges(store):
     )
     same(
         store,
-        f"SELECT board, challenge_id, {SUMS} FROM agg_challenge GROUP BY ALL",
+        f"""SELECT board, challenge_id, {SUMS}, sum(solve_turns_sum)::BIGINT
+            FROM agg_challenge GROUP BY ALL""",
         """SELECT board, challenge_id, count(*), count(*) FILTER (winner = "first"),
-                  count(*) FILTER (winner IS NULL), count(*) FILTER (winner <> "first")
+                  count(*) FILTER (winner IS NULL), count(*) FILTER (winner <> "first"),
+                  coalesce(sum(turns) FILTER (winner = "first"), 0)
            FROM games WHERE mode = 'challenge' GROUP BY ALL""",
     )
 

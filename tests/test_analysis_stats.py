@@ -75,7 +75,7 @@ def test_beta_prior_recovers_a_known_prior():
     true = rng.beta(30, 20, size=4000)  # mean 0.6, strength 50
     n = rng.integers(50, 400, size=4000)
     k = rng.binomial(n, true)
-    a, b = st.beta_prior_mom(k, n)
+    a, b = st.beta_prior(k, n)
     assert a / (a + b) == pytest.approx(0.6, abs=0.005)
     assert a + b == pytest.approx(50, rel=0.15)
 
@@ -101,6 +101,84 @@ def test_no_spread_beyond_noise_shrinks_to_the_mean():
     k[0], k[1] = 45, 55  # far less spread than binomial noise
     shrunk = st.shrink_grouped(k, n, np.zeros(50))
     assert np.allclose(shrunk, 0.5, atol=1e-6)
+
+
+def lineup_family(seed: int):
+    """119 lineups of 5x5 with plenty of games each, true rates from Beta(645, 645) (strength
+    1,290: a spread of about 0.014), and three lineups that truly score 1/2 but were lucky in
+    their 100 games (56 of 100)."""
+    rng = np.random.default_rng(seed)
+    n = rng.integers(800, 1200, size=119)
+    k = rng.binomial(n, rng.beta(645, 645, size=119)).astype(float)
+    return np.append(k, [56.0, 56.0, 56.0]), np.append(n, [100, 100, 100])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_extreme_row_does_not_move_the_prior(seed):
+    # A moment fit weighs every observed rate alike: one lineup with 9 wins in 9 games made
+    # the spread look ten times larger (strength 1,290 -> 121), so every lucky lineup kept its
+    # luck (the three true 0.50 lineups showed 0.525). The 9 games say little about the spread.
+    k, n = lineup_family(seed)
+    a, b = st.beta_prior(k, n)
+    a9, b9 = st.beta_prior(np.append(k, 9.0), np.append(n, 9))
+    assert a9 + b9 == pytest.approx(a + b, rel=0.05)
+    assert 0.4 * 1290 < a + b < 2.5 * 1290
+    shrunk = st.shrink_grouped(np.append(k, 9.0), np.append(n, 9), np.zeros(123))
+    assert (np.abs(shrunk[119:122] - 0.5) < 0.015).all()  # raw: 0.56
+    assert shrunk[122] < 0.51  # and the 9 of 9 lineup itself is not shown as strong
+    before = st.shrink_grouped(k, n, np.zeros(122))
+    assert np.abs(shrunk[:122] - before).max() < 0.002
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_prior_recovers_a_planted_spread_at_7x7_scale(seed):
+    # 5,040 lineups of 7x7 at about 400 sides each (a million games), true strength 300: the
+    # spread (sd 0.029) is about the size of one lineup's binomial noise (0.025)
+    rng = np.random.default_rng(seed)
+    true = rng.beta(150, 150, size=5040)
+    n = rng.poisson(400, size=5040)
+    k = rng.binomial(n, true)
+    a, b = st.beta_prior(k, n)
+    assert a + b == pytest.approx(300, rel=0.15)
+    assert a / (a + b) == pytest.approx(k.sum() / n.sum())
+    shrunk = st.shrink(k, n, a, b)
+    # what shrinkage is for: closer to the true rates than the raw ones
+    assert np.mean((shrunk - true) ** 2) < 0.7 * np.mean((k / n - true) ** 2)
+
+
+def test_prior_edge_cases():
+    a, b = st.beta_prior([], [])
+    assert np.isnan(a) and np.isnan(b)
+    assert np.isnan(st.beta_prior([0, 0], [0, 0])[0])  # rows without games are no data
+    # one row: shrunk to itself
+    assert st.shrink_grouped([7.0], [10.0], [0]) == pytest.approx([0.7])
+    # every row won every game: no spread to see, and a mean below 1 (Jeffreys' estimate of
+    # the pooled rate), so no row is certain
+    k, n = np.array([3.0, 40.0, 1.0]), np.array([3.0, 40.0, 1.0])
+    a, b = st.beta_prior(k, n)
+    assert a / (a + b) == pytest.approx(44.5 / 45)
+    shrunk = st.shrink_grouped(k, n, np.zeros(3))
+    assert np.allclose(shrunk, 44.5 / 45, atol=1e-6)
+    # rows of one game each say nothing about the spread: all go to the pool
+    shrunk = st.shrink_grouped([1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0], np.zeros(4))
+    assert np.allclose(shrunk, 0.25, atol=1e-6)
+    # no row won: the same from below, never 0.000 for a row tried once
+    shrunk = st.shrink_grouped([0.0, 0.0, 0.0], [1.0, 10.0, 30.0], np.zeros(3))
+    assert np.allclose(shrunk, 0.5 / 42, atol=1e-6) and (shrunk > 0).all()
+
+
+def test_the_likelihood_is_exact_at_huge_strengths():
+    # the fit compares strengths near 1e9, where gammaln's differences keep no digit
+    from scipy.special import betaln
+
+    k, n = np.array([3.0, 7.5, 0.0]), np.array([10.0, 12.0, 4.0])
+    for m in (0.5, 40.0, 5e3, 2e4):
+        a, b = 0.4 * m, 0.6 * m
+        direct = (betaln(k + a, n - k + b) - betaln(a, b)).sum()
+        assert st.beta_binomial_loglik(k, n, 0.4, m)[0] == pytest.approx(direct, rel=1e-9)
+    # as the strength grows the Beta is a point mass: the binomial likelihood at 0.4
+    binomial = (k * np.log(0.4) + (n - k) * np.log(0.6)).sum()
+    assert st.beta_binomial_loglik(k, n, 0.4, 1e9)[0] == pytest.approx(binomial, abs=1e-6)
 
 
 def test_irls_reaches_the_maximum_likelihood():

@@ -206,6 +206,7 @@ def test_bug5_challenge_solve_rate_counts_wins_only_without_repeated_columns():
             "wins": [0, 3, 1, 0, 0],
             "draws": [1, 0, 1, 0, 1],
             "losses": [0, 1, 1, 1, 1],
+            "solve_turns_sum": [0, 33, 9, 0, 0],
         }
     )
     out = challenges._challenges(frame, None)

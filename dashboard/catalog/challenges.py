@@ -1,48 +1,31 @@
-"""The Challenges page: solve rate per challenge (a solve is a win: a draw is no solve)."""
+"""The Challenges page: solve rate per challenge (a solve is a win: a draw is no solve), and
+the hardest and easiest challenges of each board."""
 
 from __future__ import annotations
 
-import numpy as np
 import polars as pl
 
 from ..render import Chart
 from .base import OUT, Page, draw_rate, label_expr, sums
 
 CHALLENGE = {"mode": "challenge"}
-
-
-def shrunk_solves(k: np.ndarray, n: np.ndarray, families: np.ndarray) -> np.ndarray:
-    """Solve rates shrunk towards their board's pooled rate (empirical Bayes, the prior fitted
-    per board as `analysis.stats.shrink_grouped` does), except that the prior's mean is never
-    exactly 0 or 1: a board where no challenge has been solved yet would otherwise shrink every
-    set to 0.000 whatever its n (the prior Beta(0, m) is certain). The mean is taken as
-    (solves + ½) / (attempts + 1), the prior strength as fitted."""
-    from analysis import stats as st
-
-    out = np.full(k.shape, np.nan)
-    for g in np.unique(families):
-        idx = np.flatnonzero(families == g)
-        a, b = st.beta_prior_mom(k[idx], n[idx])
-        if np.isnan(a):
-            continue
-        m = a + b
-        mu = (k[idx].sum() + 0.5) / (n[idx].sum() + 1.0)
-        out[idx] = (k[idx] + mu * m) / (n[idx] + m)
-    return out
+COUNTS = OUT + ", sum(solve_turns_sum) AS solve_turns_sum"
+# how many challenges the hardest / easiest panels show per board
+RANKED = 10
 
 
 def _challenges(df: pl.DataFrame, ctx) -> pl.DataFrame:
     from analysis.opponents import challenge_rates
 
-    out = challenge_rates(df)  # attempts, solves, draws, losses, solve_rate (+ _lo, _hi), shrunk
-    shrunk = shrunk_solves(
-        out["solves"].to_numpy().astype(float),
-        out["attempts"].to_numpy().astype(float),
-        out["board"].to_numpy(),
-    )
-    out = out.drop("solve_shrunk").with_columns(pl.Series("shrunk", shrunk))
+    out = challenge_rates(df)  # attempts, solves, draws, losses, solve_rate (+ _lo, _hi), ...
     out = out.rename(
-        {"attempts": "n", "solve_rate": "rate", "solve_rate_lo": "lo", "solve_rate_hi": "hi"}
+        {
+            "attempts": "n",
+            "solve_rate": "rate",
+            "solve_rate_lo": "lo",
+            "solve_rate_hi": "hi",
+            "solve_shrunk": "shrunk",
+        }
     )
     out = out.with_columns(label_expr(out, ["board", "challenge_id"]).alias("label"))
     return out.select("label", *[c for c in out.columns if c != "label"]).sort(
@@ -50,17 +33,69 @@ def _challenges(df: pl.DataFrame, ctx) -> pl.DataFrame:
     )
 
 
+def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
+    """The RANKED lowest and highest shrunk solve rates of each board (the shrunk rate: a set
+    solved 1 time in 1 is not the easiest, nor one failed once the hardest). A board with
+    fewer than 2 * RANKED challenges is split in two halves."""
+    # ties (a board shrunk all the way to its pool) are broken by the raw rate, then n
+    out = _challenges(df, ctx).sort("board", "shrunk", "rate", "n")
+    place = pl.int_range(1, pl.len() + 1).over("board")
+    count = pl.len().over("board")
+    hardest = pl.min_horizontal(pl.lit(RANKED), (count + 1) // 2)
+    easiest = pl.min_horizontal(pl.lit(RANKED), count - hardest)
+    side = (
+        pl.when(place <= hardest)
+        .then(pl.lit("hardest"))
+        .when(place > count - easiest)
+        .then(pl.lit("easiest"))
+    )
+    out = out.with_columns(difficulty=side).filter(pl.col("difficulty").is_not_null())
+    out = out.with_columns(
+        panel=pl.concat_str([label_expr(out, ["board"]), pl.col("difficulty")], separator=" ")
+    )
+    # hardest first within its panel; easiest from the easiest down
+    easiest_first = pl.col("difficulty") == "easiest"
+    order = pl.int_range(pl.len()).over("board")
+    return (
+        out.with_columns(_order=pl.when(easiest_first).then(-order).otherwise(order))
+        .sort("board", easiest_first, "_order")
+        .drop("_order")
+        .select(
+            "panel", "difficulty", *[c for c in out.columns if c not in ("panel", "difficulty")]
+        )
+    )
+
+
+ranked = Chart(
+    "challenges-ranked",
+    f"Hardest and easiest challenges ({RANKED} of each per board, by shrunk solve rate)",
+    "agg_challenge",
+    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], COUNTS, override=CHALLENGE),
+    post=_ranked,
+    draw=draw_rate(
+        facet="panel",
+        reference=None,
+        reference_field="tested_against",
+        x_title="solve rate (wins / attempts), Wilson 95% interval",
+    ),
+    table_rows=40,
+    note="Ranked by shrunk: the solve rate pulled towards the board's pooled rate (dashed line), "
+    "so a set tried once cannot top or bottom the list. flagged: harder or easier than the "
+    "board's other challenges (its attempts against theirs, BH at 5% across the board's "
+    "challenges). mean_turns_to_solve: turns of a solved attempt (both sides).",
+)
+
 challenges = Chart(
     "challenges",
     "Solve rate per challenge (a solve = the side to move in the set position won)",
     "agg_challenge",
-    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], OUT, override=CHALLENGE),
+    lambda ctx: sums(ctx, "agg_challenge", ["board", "challenge_id"], COUNTS, override=CHALLENGE),
     post=_challenges,
     draw=draw_rate(reference=None, x_title="solve rate (wins / attempts), Wilson 95% interval"),
     table_rows=50,
-    note="Challenge games only. A draw is not a solve. n = attempts; shrunk = the solve rate "
-    "pulled towards the board's pooled rate (a set tried once cannot top the chart). Sorted by "
-    "the lower bound: the most reliably solved first.",
+    note="Challenge games only. A draw is not a solve: draws and losses are counted apart. "
+    "n = attempts; shrunk = the solve rate pulled towards the board's pooled rate (a set tried "
+    "once cannot top the chart). Sorted by the lower bound: the most reliably solved first.",
 )
 
-PAGE = Page("Challenges", [challenges], coverage_override=CHALLENGE)
+PAGE = Page("Challenges", [ranked, challenges], coverage_override=CHALLENGE)
