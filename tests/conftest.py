@@ -19,6 +19,8 @@ using them is marked `slow`.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -99,3 +101,30 @@ def demo_db(tmp_path_factory) -> Path:
     dashboard, SQL-console and browser test of the session; tests copy it before serving
     (support.demo_copy), never write to it."""
     return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """mount(megabytes) -> the directory of a fresh tmpfs of that size, unmounted at the end.
+    Request it before server_factory, so that the servers stop before it is unmounted."""
+    mounted: list[Path] = []
+
+    def mount(megabytes: int) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("mounting a small tmpfs needs root")
+        where = tmp_path / f"disk{len(mounted)}"
+        where.mkdir()
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(where)],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
+            subprocess.run(["umount", "-l", str(where)], capture_output=True)

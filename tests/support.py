@@ -511,3 +511,8 @@ def demo_copy(demo_db: Path, workdir: Path) -> Path:
 def demo_env(env: dict | None = None) -> dict:
     """A dashboard server's settings: every chart spec checked by Altair."""
     return {"BALANCE_VALIDATE_CHARTS": "1", **(env or {})}
+
+
+def free_bytes(disk: Path) -> int:
+    st = os.statvfs(disk)
+    return st.f_bavail * st.f_frsize

@@ -15,7 +15,6 @@ import errno
 import json
 import os
 import random
-import subprocess
 import threading
 import time
 import uuid
@@ -25,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from support import SLIDE, SLOW6, descendants, dumps, fresh, query
+from support import SLIDE, SLOW6, descendants, dumps, free_bytes, fresh, query
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, journal
@@ -344,38 +343,6 @@ def test_without_the_journal_a_commit_that_raised_once_durable_is_a_duplicate(
 
 
 # -- a real server on a small tmpfs ----------------------------------------------------------
-
-
-@pytest.fixture
-def small_disk(tmp_path):
-    """mount(megabytes) -> the directory of a fresh tmpfs of that size, unmounted at the end.
-    Request it before server_factory, so that the servers stop before it is unmounted."""
-    mounted: list[Path] = []
-
-    def mount(megabytes: int) -> Path:
-        if os.geteuid() != 0:
-            pytest.skip("mounting a small tmpfs needs root")
-        where = tmp_path / f"disk{len(mounted)}"
-        where.mkdir()
-        done = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(where)],
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in mounted:
-        if subprocess.run(["umount", str(where)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(where)], capture_output=True)
-
-
-def free_bytes(disk: Path) -> int:
-    st = os.statvfs(disk)
-    return st.f_bavail * st.f_frsize
 
 
 def fill(disk: Path, leave: int = 0) -> Path:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import threading
 import time
 import uuid
@@ -495,3 +496,58 @@ def test_an_interrupted_import_is_resumed(lake, tmp_path, monkeypatch):
     assert all(c["file"] == c["lake"] for c in summary["tables"].values())
     result = check(lake)
     assert result["ok"] and result["claims"] == {"stored": 25}, result
+
+
+# -- the data path's disk ---------------------------------------------------------------------
+
+from support import free_bytes  # noqa: E402
+
+
+def test_uploads_stop_at_the_data_paths_reserve_and_resume(stores):
+    store = stores(min_free=1 << 62, heartbeat=0.2)  # more than any disk has
+    with pytest.raises(StorageUnavailable, match="disk nearly full"):
+        store.ingest([pending(fresh(SLOW6[0]))])
+    assert "disk nearly full" in store.health()["failure"]
+    store.min_free = 0  # room again (as after the operator freed some): the heartbeat sees it
+    deadline = time.monotonic() + 10
+    while store.failure and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert store.failure is None
+    assert store.ingest([pending(fresh(SLOW6[1]))]) == ["accepted"]
+
+
+@pytest.mark.slow
+def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing(
+    small_disk, pg_cluster
+):
+    """A lake whose data path is a real 24 MB disk: batches go in until the reserve is
+    reached, then 503; every acknowledged game is in the lake, which stays readable."""
+    from ingest.storage.lake_admin import init_lake
+
+    disk = small_disk(24)
+    catalog = pg_cluster.create_db(f"full_{os.getpid()}_{time.monotonic_ns() % 10**9}")
+    init_lake(catalog, str(disk), inline_rows=0)  # every commit writes Parquet files
+    reserve = 8 * 1024 * 1024
+    store = LakeStore(catalog, min_free=reserve, heartbeat=0.2)
+    acknowledged: list[str] = []
+    refused = 0
+    try:
+        for _ in range(400):
+            batch = [fresh(SLOW6[i % len(SLOW6)]) for i in range(150)]
+            try:
+                verdicts = store.ingest([pending(r) for r in batch])
+            except StorageUnavailable as exc:
+                assert "disk nearly full" in exc.reason
+                refused += 1
+                if refused >= 3:
+                    break
+                continue
+            assert verdicts == ["accepted"] * len(batch)
+            acknowledged += [r["game_id"] for r in batch]
+        assert refused, "the disk never reached the reserve"
+        assert free_bytes(disk) > reserve // 2  # stopped before the disk was full
+    finally:
+        store.close()
+    stored = {g for (g,) in lake_rows(catalog, "SELECT game_id::VARCHAR FROM raw_records")}
+    assert len(acknowledged) > 1000 and set(acknowledged) <= stored
+    assert check(catalog)["ok"]

@@ -9,10 +9,21 @@ says why and for how long.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 
 RETRY_AFTER = 5  # seconds, for clients of an upload refused while storage fails
+MiB = 1024 * 1024
+MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
+
+
+def min_free(value: int | None = None) -> int:
+    """The free-space reserve: `value`, else $BALANCE_MIN_FREE, else MIN_FREE (0: none)."""
+    if value is not None:
+        return int(value)
+    raw = os.environ.get("BALANCE_MIN_FREE", "")
+    return int(raw) if raw.strip() else MIN_FREE
 
 
 class StorageUnavailable(Exception):
@@ -88,3 +99,26 @@ class Failures:
         if had is not None:
             self._log.warning("%s available again (%s)", self._what, cause)
         return had is not None
+
+
+def check_space(failures: Failures, directory: str, reserve: int) -> bool:
+    """Whether `reserve` bytes are free on the filesystem of `directory`; sets or clears the
+    "space" cause, so uploads stop (503) before the disk is full and resume when room is back.
+    A directory that cannot be read is not a space problem (its writes will say what is)."""
+    if reserve <= 0:
+        failures.clear("space")
+        return True
+    try:
+        st = os.statvfs(directory)
+    except OSError:
+        return True
+    free = st.f_bavail * st.f_frsize
+    if free < reserve:
+        failures.fail(
+            "space",
+            f"disk nearly full at {directory}: {free // 1024} KiB free, uploads resume at "
+            f"{reserve // 1024} KiB (BALANCE_MIN_FREE)",
+        )
+        return False
+    failures.clear("space")
+    return True

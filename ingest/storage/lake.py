@@ -70,6 +70,7 @@ import orjson
 import pyarrow as pa
 
 from . import codec, rows
+from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable
 from .lake_claims import STORED, Claims
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
@@ -281,6 +282,15 @@ def connect(
     return con
 
 
+def _local_data_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake's data path when it is a local directory (None for a URL: object storage)."""
+    ((path,),) = con.execute(
+        f"SELECT value FROM __ducklake_metadata_{LAKE}.ducklake_metadata "
+        "WHERE key = 'data_path' AND scope IS NULL"
+    ).fetchall()
+    return None if "://" in path else path
+
+
 def _data_path(path: str) -> str:
     """A local data path as an absolute directory with its trailing slash (DuckLake stores
     it as given, and every server and analyst must resolve it the same way); URLs as given."""
@@ -403,8 +413,10 @@ class LakeStore:
         in_flight_wait: float = IN_FLIGHT_WAIT,
         commit_retries: int = COMMIT_RETRIES,
         heartbeat: float = 5.0,
+        min_free: int | None = None,
     ):
         self.catalog = catalog
+        self.min_free = failures_mod.min_free(min_free)
         self.commit_max = commit_max
         self.lease = float(lease)
         self.in_flight_wait = float(in_flight_wait)
@@ -418,6 +430,7 @@ class LakeStore:
         self.path = str(self.work_dir / "lake")
         self._con = connect(catalog, data_path, threads=threads)
         try:
+            self._space_dir = _local_data_path(self._con)
             self._writer = self._cursor()
             self._claims = Claims(self._con.cursor(), PG)
             self._house_claims = Claims(self._con.cursor(), PG)
@@ -433,7 +446,9 @@ class LakeStore:
         self._sweep_at = 0.0
         self._queue: deque = deque()
         self._cond = threading.Condition()
-        self._failures = Failures("lake", log)  # one cause, "lake": see _fail
+        # causes: "lake" (see _fail), "space" (the data path's disk, _check_space)
+        self._failures = Failures("lake", log)
+        self._check_space()
         self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
@@ -581,6 +596,14 @@ class LakeStore:
         if self._failures.fail("lake", reason):
             self._probe_at = time.monotonic() + self._probe_backoff
 
+    def _check_space(self) -> bool:
+        """Whether the data path's disk has `min_free` bytes free (a local data path only: an
+        object store has no such limit); sets or clears the "space" cause. Checked at each
+        group commit and at each heartbeat, as the file store checks its disk."""
+        if self._space_dir is None:
+            return True
+        return failures_mod.check_space(self._failures, self._space_dir, self.min_free)
+
     def _clear(self) -> None:
         self._failures.clear("lake")
         self._probe_backoff = _PROBE_FIRST
@@ -683,6 +706,7 @@ class LakeStore:
                 live.append(task)
         if not live:
             return
+        self._check_space()
         if self._failures:
             for task in live:
                 task.error = StorageUnavailable(self.failure or "storage unavailable")
@@ -1032,6 +1056,7 @@ class LakeStore:
                 now = time.monotonic()
                 if now - last_beat >= self._heartbeat and not stopping:
                     self._house_claims.heartbeat(self.owner)
+                    self._check_space()  # so uploads resume once room is back
                     last_beat = now
                 if now - last_count > 60.0 and not stopping:
                     self._known = self._house_claims.stored_count()

@@ -72,15 +72,14 @@ import orjson
 import pyarrow as pa
 
 from . import codec, journal, rows
-from .failures import Failures, StorageUnavailable
+from . import failures as failures_mod
+from .failures import Failures, MiB, StorageUnavailable
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 
 log = logging.getLogger("ingest.store")
 
 ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
 
-MiB = 1024 * 1024
-MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 5.0  # retries of a failed write (seconds)
 _RELIEF_MIN = 1 * MiB  # a WAL smaller than this is never checkpointed early
 
@@ -238,13 +237,6 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     return con
 
 
-def _min_free(value: int | None) -> int:
-    if value is not None:
-        return int(value)
-    raw = os.environ.get("BALANCE_MIN_FREE", "")
-    return int(raw) if raw.strip() else MIN_FREE
-
-
 class Store:
     """The single DuckDB connection of the server process, its group commit and rows thread."""
 
@@ -268,7 +260,7 @@ class Store:
         self.defer_rows = defer_rows
         self.rows_interval = rows_interval
         # uploads stop below this many free bytes (0: only when a write fails)
-        self.min_free = _min_free(min_free)
+        self.min_free = failures_mod.min_free(min_free)
         self._dir = str(Path(self.path).resolve().parent)
         self._on_commit = on_commit
         self._checkpoint_threshold = checkpoint_threshold
@@ -466,22 +458,7 @@ class Store:
     def _check_space(self) -> bool:
         """Whether `min_free` bytes are free on the store's filesystem (sets or clears the
         "space" failure)."""
-        if self.min_free <= 0:
-            return True
-        try:
-            st = os.statvfs(self._dir)
-        except OSError:
-            return True
-        free = st.f_bavail * st.f_frsize
-        if free < self.min_free:
-            self._failures.fail(
-                "space",
-                f"disk nearly full: {free // 1024} KiB free, uploads resume at "
-                f"{self.min_free // 1024} KiB (BALANCE_MIN_FREE)",
-            )
-            return False
-        self._failures.clear("space")
-        return True
+        return failures_mod.check_space(self._failures, self._dir, self.min_free)
 
     def _journal_failed(self, reason: str) -> None:
         self._journal_retry_at = time.monotonic() + self._journal_backoff
