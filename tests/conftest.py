@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support import EXAMPLES, AppClient, Server, build_demo_db
+from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
 
 # Fixtures that make every test using them `slow` (real processes, the demo store's build);
 # pg_cluster: the lake tests' PostgreSQL (tests/lake_cluster.py).
@@ -33,8 +33,11 @@ SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,
 
 def pytest_collection_modifyitems(items):
     """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
-    (`browser`). Other slow tests are marked where they are (subprocesses, long property runs)."""
+    (`browser`). Other slow tests are marked where they are (subprocesses, long property runs).
+    `browser` tests skip, saying why, where chromium is not installed."""
     for item in items:
+        if item.get_closest_marker("browser") and CHROMIUM is None:
+            item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
         if (
             SLOW_FIXTURES & set(item.fixturenames)
             or item.get_closest_marker("browser")
@@ -91,6 +94,14 @@ def server(server_factory, request):
     """A started real server; parametrize indirectly with {"env": {...}, "args": [...]}."""
     params = getattr(request, "param", None) or {}
     return server_factory(**params)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium with one page (support.Browser), for a browser test module."""
+    b = Browser()
+    yield b
+    b.close()
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,17 @@
 """Access: open on loopback; a token when the server listens on any other address.
 
 The exposed app is told it listens on 0.0.0.0 (BALANCE_HOST, as `balance serve --host 0.0.0.0`
-sets it) and is reached in-process, or on a loopback port for `balance sql`: the app knows from
-its host that it is exposed, so dashboard and SQL answer 401 without the token, while uploads
-stay anonymous.
+sets it) and is reached in-process, or on a loopback port for `balance sql` (which runs in this
+process too): the app knows from its host that it is exposed, so dashboard and SQL answer 401
+without the token, while uploads stay anonymous.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from support import REPO, AppClient, fresh_slow6
+from support import AppClient, balance, fresh_slow6
 
 TOKEN = "s3cret-dashboard-token"
 EXPOSED = {"BALANCE_HOST": "0.0.0.0"}  # listen everywhere (the tests still reach it locally)
@@ -81,13 +78,11 @@ def test_browser_token_once_sets_a_cookie(exposed):
 
 
 def test_balance_sql_sends_the_token(exposed):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    env.update({"PYTHONPATH": str(REPO), "BALANCE_URL": exposed.url})
-    cmd = [sys.executable, "-m", "ingest.cli", "sql", "SELECT 42 AS answer"]
-    denied = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    env = {"BALANCE_URL": exposed.url}
+    denied = balance("sql", "SELECT 42 AS answer", env=env)
     assert denied.returncode == 1 and "unauthorized" in denied.stderr
     env["BALANCE_TOKEN"] = TOKEN
-    ok = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    ok = balance("sql", "SELECT 42 AS answer", env=env)
     assert ok.returncode == 0 and "42" in ok.stdout
 
 
