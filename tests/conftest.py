@@ -19,6 +19,8 @@ using them is marked `slow`.
 
 from __future__ import annotations
 
+import fcntl
+import os
 from pathlib import Path
 
 import pytest
@@ -107,6 +109,19 @@ def browser():
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory) -> Path:
     """One store of simulated games (through the ingest path, analysis jobs run) for every
-    dashboard, SQL-console and browser test of the session; tests copy it before serving
-    (support.demo_copy), never write to it."""
-    return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+    dashboard, SQL-console and browser test of the run; tests copy it before serving
+    (support.demo_copy), never write to it. Under pytest-xdist the workers share one build:
+    the first to come builds it in the run's temp directory, the others wait for it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+    shared = tmp_path_factory.getbasetemp().parent / "demo"  # the run's, above each worker's
+    shared.mkdir(exist_ok=True)
+    db, built = shared / "store.duckdb", shared / "built"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not built.exists():
+            db.unlink(missing_ok=True)  # a build that did not finish
+            build_demo_db(db)
+            built.touch()
+    return db
