@@ -323,7 +323,8 @@ def test_an_app_reads_its_own_stores_tables_after_another_app_in_the_process(app
     from analysis import jobs
     from ingest.storage import Store
 
-    bare = app_factory()  # no analysis run yet: no agg_* table
+    inline = {"SQL_WORKERS": 0}  # the queries in this process: the cache is the point here
+    bare = app_factory(env=inline)  # no analysis run yet: no agg_* table
     r = bare.get("/sql/q/dashboard-games-daily")
     assert r.status == 400 and b"No data yet" in r.body
     assert 'id="simulated"' not in html(bare, "/dashboard/")
@@ -335,6 +336,6 @@ def test_an_app_reads_its_own_stores_tables_after_another_app_in_the_process(app
         jobs.run(con, lambda fn: fn(con))  # the agg_* tables, empty
     finally:
         con.close()
-    analysed = app_factory(db=db)
+    analysed = app_factory(env=inline, db=db)
     r = analysed.get("/sql/q/dashboard-games-daily")
     assert r.status == 200 and b'id="sql-result"' in r.body
