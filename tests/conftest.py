@@ -121,7 +121,8 @@ def demo_db(tmp_path_factory) -> Path:
     with open(shared / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not built.exists():
-            db.unlink(missing_ok=True)  # a build that did not finish
+            for leftover in (db, db.with_name(db.name + ".wal")):  # a build that did not finish
+                leftover.unlink(missing_ok=True)
             build_demo_db(db)
             built.touch()
     return db
