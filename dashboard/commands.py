@@ -128,7 +128,8 @@ def _text(value) -> str:
     return str(value)
 
 
-def print_table(columns: list[str], rows: list[list], out=sys.stdout) -> None:
+def print_table(columns: list[str], rows: list[list], out=None) -> None:
+    out = sys.stdout if out is None else out  # the stream at call time (a test redirects it)
     cells = [[_text(v) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False)).rstrip() + "\n")
@@ -137,8 +138,10 @@ def print_table(columns: list[str], rows: list[list], out=sys.stdout) -> None:
         out.write("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=False)).rstrip() + "\n")
 
 
-def print_csv(columns: list[str], rows: list[list], out=sys.stdout) -> None:
+def print_csv(columns: list[str], rows: list[list], out=None) -> None:
     import polars as pl
+
+    out = sys.stdout if out is None else out
 
     data = {c: [_text(r[i]) if isinstance(r[i], (list, dict)) else r[i] for r in rows]
             for i, c in enumerate(columns)}  # fmt: skip

@@ -110,7 +110,7 @@ def simulated_games() -> int:
     """How many stored games (Slow6 and Slide) are simulated, per snapshot: the banner's."""
     try:
         snaps = snapshots(current_app)
-        key = snaps.snapshot_at
+        key = snaps.current().path  # the snapshot's file, as render.Ctx.columns keys it
         if key not in _SIMULATED:
             like = sql_literal(SIMULATED)
             sql = (

@@ -60,7 +60,9 @@ class Ctx:
 
     def columns(self, table: str) -> frozenset[str]:
         """Columns of a table in the current snapshot (empty when it does not exist)."""
-        key = (self.snapshots.snapshot_at, table)
+        # by the snapshot's file: unique to its store and moment (its time is neither, and is
+        # None before the first snapshot: another app of the process would read this one's)
+        key = (self.snapshots.current().path, table)
         if key not in _COLUMN_CACHE:
             sql = (
                 "SELECT column_name FROM duckdb_columns() WHERE database_name = current_database()"

@@ -19,12 +19,13 @@ using them is marked `slow`.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 from pathlib import Path
 
 import pytest
-from support import EXAMPLES, AppClient, Server, build_demo_db
+from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
 
 # Fixtures that make every test using them `slow` (real processes, the demo store's build);
 # pg_cluster: the lake tests' PostgreSQL (tests/lake_cluster.py).
@@ -35,8 +36,11 @@ SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,
 
 def pytest_collection_modifyitems(items):
     """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
-    (`browser`). Other slow tests are marked where they are (subprocesses, long property runs)."""
+    (`browser`). Other slow tests are marked where they are (subprocesses, long property runs).
+    `browser` tests skip, saying why, where chromium is not installed."""
     for item in items:
+        if item.get_closest_marker("browser") and CHROMIUM is None:
+            item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
         if (
             SLOW_FIXTURES & set(item.fixturenames)
             or item.get_closest_marker("browser")
@@ -95,12 +99,34 @@ def server(server_factory, request):
     return server_factory(**params)
 
 
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium with one page (support.Browser), for a browser test module."""
+    b = Browser()
+    yield b
+    b.close()
+
+
 @pytest.fixture(scope="session")
 def demo_db(tmp_path_factory) -> Path:
     """One store of simulated games (through the ingest path, analysis jobs run) for every
-    dashboard, SQL-console and browser test of the session; tests copy it before serving
-    (support.demo_copy), never write to it."""
-    return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+    dashboard, SQL-console and browser test of the run; tests copy it before serving
+    (support.demo_copy), never write to it. Under pytest-xdist the workers share one build:
+    the first to come builds it in the run's temp directory, the others wait for it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker is None:
+        return build_demo_db(tmp_path_factory.mktemp("demo") / "store.duckdb")
+    shared = tmp_path_factory.getbasetemp().parent / "demo"  # the run's, above each worker's
+    shared.mkdir(exist_ok=True)
+    db, built = shared / "store.duckdb", shared / "built"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not built.exists():
+            for leftover in (db, db.with_name(db.name + ".wal")):  # a build that did not finish
+                leftover.unlink(missing_ok=True)
+            build_demo_db(db)
+            built.touch()
+    return db
 
 
 @pytest.fixture

@@ -2,15 +2,14 @@
 the replay viewer's turn list and broken-turn highlight (bug 11).
 
 The app runs in this process on a copy of the session's demo store and serves HTTP on a
-loopback port (`AppClient.serve_http`); the browser is the one test_browser_dashboard drives.
+loopback port (`AppClient.serve_http`); the browser is support.Browser (conftest.py `browser`).
 """
 
 from __future__ import annotations
 
 import duckdb
 import pytest
-from support import PAGES, AppClient, demo_copy, demo_env
-from test_browser_dashboard import Browser  # skips this module too where chromium is absent
+from support import PAGES, AppClient, Browser, demo_copy, demo_env
 
 pytestmark = pytest.mark.browser
 
@@ -21,13 +20,6 @@ def served(tmp_path_factory, demo_db):
     app = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start().serve_http()
     yield app
     app.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    b = Browser()
-    yield b
-    b.close()
 
 
 def console(browser: Browser) -> list[str]:

@@ -1,6 +1,6 @@
 """Real browser: the SQL console's saved queries, charts, whole downloads, history and errors.
 
-Headless Chromium (driven as in test_browser_dashboard.py) against the app serving a copy of
+Headless Chromium (support.Browser) against the app serving a copy of
 the demo store on a loopback port, with a real SQL worker: a query with a parameter is run,
 charted, saved from the page and opened again by its URL with other values; a result of more
 than 10,000 rows is downloaded whole by clicking the link; the history of the session lists
@@ -16,11 +16,9 @@ import time
 from urllib.parse import quote, urlencode
 
 import pytest
-from support import AppClient, demo_copy
+from support import ARTIFACTS, AppClient, Browser, demo_copy
 
 pytestmark = pytest.mark.browser
-
-from test_browser_dashboard import ARTIFACTS, Browser  # noqa: E402  (skips without chromium)
 
 BIG = "SELECT t.*, c.range AS copy FROM game_turns t, range(2) c"
 
@@ -32,13 +30,6 @@ def app(tmp_path_factory, demo_db):
     a = AppClient(work, env=env, db=demo_copy(demo_db, work)).start().serve_http()
     yield a
     a.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    b = Browser()
-    yield b
-    b.close()
 
 
 def count(app, sql: str) -> int:

@@ -1,23 +1,22 @@
 """Access: open on loopback; a token when the server listens on any other address.
 
 The exposed app is told it listens on 0.0.0.0 (BALANCE_HOST, as `balance serve --host 0.0.0.0`
-sets it) and is reached in-process, or on a loopback port for `balance sql`: the app knows from
-its host that it is exposed, so dashboard and SQL answer 401 without the token, while uploads
-stay anonymous.
+sets it) and is reached in-process, or on a loopback port for `balance sql` (which runs in this
+process too): the app knows from its host that it is exposed, so dashboard and SQL answer 401
+without the token, while uploads stay anonymous.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
-from support import REPO, AppClient, fresh_slow6
+from support import AppClient, balance, fresh_slow6
 
 TOKEN = "s3cret-dashboard-token"
-EXPOSED = {"BALANCE_HOST": "0.0.0.0"}  # listen everywhere (the tests still reach it locally)
+# listen everywhere (the tests still reach it locally); the console's queries run in this
+# process (no SQL worker processes to start): who may ask is the point here, not where it runs
+EXPOSED = {"BALANCE_HOST": "0.0.0.0", "SQL_WORKERS": 0}
 
 
 @pytest.fixture(scope="module")
@@ -81,13 +80,11 @@ def test_browser_token_once_sets_a_cookie(exposed):
 
 
 def test_balance_sql_sends_the_token(exposed):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    env.update({"PYTHONPATH": str(REPO), "BALANCE_URL": exposed.url})
-    cmd = [sys.executable, "-m", "ingest.cli", "sql", "SELECT 42 AS answer"]
-    denied = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    env = {"BALANCE_URL": exposed.url}
+    denied = balance("sql", "SELECT 42 AS answer", env=env)
     assert denied.returncode == 1 and "unauthorized" in denied.stderr
     env["BALANCE_TOKEN"] = TOKEN
-    ok = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    ok = balance("sql", "SELECT 42 AS answer", env=env)
     assert ok.returncode == 0 and "42" in ok.stdout
 
 
@@ -98,6 +95,7 @@ def test_exposed_without_a_token_configured_refuses_everyone(app_factory):
     assert s.upload([fresh_slow6()]).status == 200
 
 
-def test_loopback_server_needs_no_token(app_server):
-    assert app_server.get("/dashboard/").status == 200
-    assert app_server.get("/sql").status == 200
+def test_loopback_server_needs_no_token(app_factory):
+    loopback = app_factory(env={"SQL_WORKERS": 0})
+    assert loopback.get("/dashboard/").status == 200
+    assert loopback.get("/sql").status == 200

@@ -317,3 +317,30 @@ def test_slide_filters_apply_and_the_default_is_slides_own_balance_cut(demo_serv
     # the chart CSV without a query string is the same default cut
     rows = csv_rows(demo_server, "/dashboard/chart/slide-seats.csv")
     assert sum(int(r["seats"]) for r in rows if r["seat_from_first"] == "0") == want
+
+
+def test_an_app_reads_its_own_stores_tables_after_another_app_in_the_process(app_factory, tmp_path):
+    """Two apps in one process (tests, a benchmark): the dashboard once cached which tables a
+    snapshot holds by the snapshot's time, None before the first one, so the second app took
+    the first one's answer ("No data yet") for its own store."""
+    import duckdb
+
+    from analysis import jobs
+    from ingest.storage import Store
+
+    inline = {"SQL_WORKERS": 0}  # the queries in this process: the cache is the point here
+    bare = app_factory(env=inline)  # no analysis run yet: no agg_* table
+    r = bare.get("/sql/q/dashboard-games-daily")
+    assert r.status == 400 and b"No data yet" in r.body
+    assert 'id="simulated"' not in html(bare, "/dashboard/")
+
+    db = tmp_path / "analysed.duckdb"
+    Store(db).close()
+    con = duckdb.connect(str(db))
+    try:
+        jobs.run(con, lambda fn: fn(con))  # the agg_* tables, empty
+    finally:
+        con.close()
+    analysed = app_factory(env=inline, db=db)
+    r = analysed.get("/sql/q/dashboard-games-daily")
+    assert r.status == 200 and b'id="sql-result"' in r.body

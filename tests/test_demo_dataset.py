@@ -153,7 +153,7 @@ def test_quick_start_serves_the_demo_within_a_minute(quick_start):
 def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
     """In Chromium: the first screen's default cut has thousands of games, says which version
     and why, logs no console warning, and one click widens it to every version."""
-    from test_browser_dashboard import Browser  # skips where chromium is absent
+    from support import Browser  # (a `browser` test: skipped, saying why, without chromium)
     from test_browser_first_hour import console
 
     server, _ = quick_start

@@ -1,6 +1,7 @@
 """`balance reverify` (file, server stopped), POST /v1/admin/reverify (running app, in-process,
 served on a loopback port for the command line), and the quick-start loader: games move between
-quarantine and verified with their rows rebuilt."""
+quarantine and verified with their rows rebuilt. The commands run in this process
+(support.balance), but for the one refused a file another process holds."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from support import REPO, SLIDE, SLOW6, fresh, query
+from support import REPO, SLIDE, SLOW6, Ran, balance, fresh, query
 
 from ingest.demo import load_records
 from ingest.pipeline import Judge
@@ -32,7 +33,8 @@ def buggy_verifier(bad_ids: set[str]):
     return SimpleNamespace(replay_record=replay_record)
 
 
-def balance(*args, env=None) -> subprocess.CompletedProcess:
+def balance_process(*args, env=None) -> subprocess.CompletedProcess:
+    """`balance ARGS` as its own process: for a store file this process holds open."""
     return subprocess.run(
         [sys.executable, "-m", "ingest.cli", *args],
         cwd=REPO,
@@ -103,10 +105,9 @@ def test_reverify_through_the_running_server(app_factory):
     r = server.post("/v1/admin/reverify", b"", headers={"Authorization": "Bearer s3cret"})
     assert r.status == 200 and r.json()["checked"] == 3 and r.json()["changes"] == []
     # the CLI asks the server when given --server, and refuses the locked file otherwise
-    env = {"BALANCE_TOKEN": "s3cret", "PATH": "/usr/bin:/bin"}
-    out = balance("reverify", "--server", server.url, env=env)
+    out = balance("reverify", "--server", server.url, env={"BALANCE_TOKEN": "s3cret"})
     assert out.returncode == 0 and "checked 3 records" in out.stdout, out.stderr
-    locked = balance("reverify", "--db", str(server.db))
+    locked = balance_process("reverify", "--db", str(server.db))  # the app holds the file
     assert locked.returncode == 2 and "another process" in locked.stderr
 
 
@@ -186,7 +187,7 @@ def _store_with_wrongly_quarantined(db) -> tuple[list[dict], set[str]]:
     return recs, ids
 
 
-def _games_read(out: subprocess.CompletedProcess, db) -> tuple[int, int]:
+def _games_read(out: Ran, db) -> tuple[int, int]:
     assert out.returncode == 0, out.stderr
     return query(
         db, "SELECT games_read, quarantined_read FROM agg_runs ORDER BY run_id DESC LIMIT 1"
@@ -223,9 +224,7 @@ def test_reverify_through_the_server_gives_back_recall_games(app_factory, tmp_pa
     db = tmp_path / "store.duckdb"
     _recs, ids = _store_with_wrongly_quarantined(db)
     server = app_factory(env={"BALANCE_TOKEN": "s3cret"}, db=db).serve_http()
-    out = balance(
-        "reverify", "--server", server.url, env={"BALANCE_TOKEN": "s3cret", "PATH": "/usr/bin:/bin"}
-    )
+    out = balance("reverify", "--server", server.url, env={"BALANCE_TOKEN": "s3cret"})
     assert out.returncode == 0, out.stderr
     assert "quarantined->verified 3" in out.stdout, out.stdout
     server.stop()

@@ -12,11 +12,11 @@ import os
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import duckdb
 import orjson
 import pytest
+from support import examples_dir
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store
@@ -27,9 +27,7 @@ from ingest.storage.lake_claims import Claims
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 
-EXAMPLES = Path(__file__).resolve().parent / "spec" / "examples"
-if not (EXAMPLES / "slow6-valid.ndjson").exists():
-    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+EXAMPLES = examples_dir()
 
 
 def _records(name: str) -> list[dict]:

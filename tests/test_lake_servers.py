@@ -10,9 +10,9 @@ import json
 import threading
 import time
 import uuid
-from pathlib import Path
 
 import pytest
+from support import examples_dir
 
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import LakeServer  # noqa: E402
@@ -23,9 +23,7 @@ from ingest.storage.lake_admin import check  # noqa: E402
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow
 
-EXAMPLES = Path(__file__).resolve().parent / "spec" / "examples"
-if not (EXAMPLES / "slow6-valid.ndjson").exists():
-    EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "spec" / "examples"
+EXAMPLES = examples_dir()
 SLOW6 = [json.loads(x) for x in (EXAMPLES / "slow6-valid.ndjson").read_text().splitlines() if x]
 FINAL = {"accepted", "quarantined", "duplicate", "conflict"}
 

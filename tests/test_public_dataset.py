@@ -4,13 +4,14 @@ lake (a PostgreSQL cluster of the test's own: lake_cluster.py; skipped, saying w
 One row a game and one row a turn (and Slide's games, seats and rounds), partitioned by week,
 with a README data dictionary that documents every column, a manifest whose row counts and
 checksums match the files, and the same bytes whichever source the games were read from.
+`balance export` runs in this process (support.balance), but where another process holds the
+store.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 import sys
 from datetime import date, timedelta
@@ -19,23 +20,9 @@ from pathlib import Path
 import duckdb
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, AppClient, demo_copy, fresh_slow6, query
+from support import REPO, AppClient, balance, demo_copy, fresh_slow6, query
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
-
-
-def balance(*args, env=None):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    environ["PYTHONPATH"] = str(REPO)
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=300,
-        cwd=REPO,
-    )
 
 
 @pytest.fixture(scope="module")

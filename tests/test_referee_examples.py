@@ -10,12 +10,12 @@ from __future__ import annotations
 import copy
 import json
 import random
-from pathlib import Path
 
 import pytest
 from referee.slow6 import judge
+from support import examples_dir
 
-EXAMPLES = Path(__file__).parent / "spec" / "examples"
+EXAMPLES = examples_dir()
 
 
 def _ndjson(name: str) -> list[dict]:

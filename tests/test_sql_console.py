@@ -1,5 +1,5 @@
 """The SQL console and `balance sql`, on the app in-process (Flask's test client; served on a
-loopback port for `balance sql`): safe by construction.
+loopback port for `balance sql`, which runs in this process): safe by construction.
 
 Writes, COPY, ATTACH, file readers, INSTALL/LOAD, SET, PRAGMA and an endless query are refused or
 interrupted with a clear message, the server keeps serving, and the stored data is unchanged.
@@ -14,14 +14,12 @@ import io
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from urllib.parse import quote
 
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, AppClient, demo_copy, demo_env, fresh_slow6
+from support import AppClient, balance, demo_copy, demo_env, fresh_slow6
 
 JSON = "application/json"
 
@@ -174,17 +172,7 @@ def test_snapshot_refresh_endpoint(server):
 
 
 def balance_sql(*args, env=None):
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    environ["PYTHONPATH"] = str(REPO)
-    environ.update(env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "ingest.cli", "sql", *args],
-        capture_output=True,
-        text=True,
-        env=environ,
-        timeout=60,
-        cwd=REPO,
-    )
+    return balance("sql", *args, env=env)  # in this process (support.balance)
 
 
 def test_balance_sql_prints_a_table_and_csv(server):
