@@ -43,7 +43,8 @@ from .sql import sql_literal
 # 2.0: incremental runs; agg_lineup_week, agg_lineup_pair; agg_lineup_vs is 5x5 only;
 #      agg_adjusted is fitted on at most adjusted.SAMPLE games
 # 2.1: the default cut is the live version (analysis.live_version), not the newest seen
-JOB_VERSION = "2.1"
+# 2.2: agg_adjusted has family, q_value, flagged; agg_lineup_model, agg_lineup_model_terms
+JOB_VERSION = "2.2"
 
 
 def _now() -> dt.datetime:
