@@ -30,17 +30,20 @@ class LogitFit:
 
 def fit(
     x: np.ndarray, y: np.ndarray, weights: np.ndarray | None = None, *, max_iter: int = 50,
-    tol: float = 1e-10, ridge: float = 0.0,
+    tol: float = 1e-10, ridge: float | np.ndarray = 0.0,
 ) -> LogitFit:  # fmt: skip
     """Fit P(y=1) = expit(x @ coef). `weights` are frequency weights (a row counted w times).
 
     `ridge` adds ridge * I to the information matrix to keep a degenerate design solvable; the
-    jobs use 0 and drop columns that carry no information instead.
+    jobs use 0 and drop columns that carry no information instead. A vector gives each
+    coefficient its own (0 = unpenalised): a Gaussian prior of variance 1 / ridge, centred on 0,
+    whose posterior mode the fit is and whose posterior covariance `cov_model` approximates.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
     w = np.ones(len(y)) if weights is None else np.asarray(weights, dtype=np.float64)
     k = x.shape[1]
+    penalty = np.diag(np.broadcast_to(np.asarray(ridge, dtype=np.float64), (k,)))
     beta = np.zeros(k)
     converged = False
     iterations = 0
@@ -48,8 +51,8 @@ def fit(
         eta = x @ beta
         mu = expit(eta)
         var = np.clip(mu * (1 - mu), 1e-12, None)
-        info = (x * (w * var)[:, None]).T @ x + ridge * np.eye(k)
-        score = x.T @ (w * (y - mu)) - ridge * beta
+        info = (x * (w * var)[:, None]).T @ x + penalty
+        score = x.T @ (w * (y - mu)) - penalty @ beta
         step = _solve(info, score)
         beta = beta + step
         if np.max(np.abs(step)) < tol * (1 + np.max(np.abs(beta))):
@@ -57,7 +60,7 @@ def fit(
             break
     mu = expit(x @ beta)
     var = np.clip(mu * (1 - mu), 1e-12, None)
-    info = (x * (w * var)[:, None]).T @ x + ridge * np.eye(k)
+    info = (x * (w * var)[:, None]).T @ x + penalty
     bread = _inverse(info)
     resid = (y - mu) * w
     # HC0 meat: sum_i w_i (y_i - mu_i)^2 x_i x_i' (frequency weights: w_i copies of row i)
