@@ -30,6 +30,8 @@ DRAWN = frozenset(
     "platform challenge_id ai_level human_first made_stun made_catch n wins draws losses "
     "solves rate lo hi shrunk flagged q_value p_value tested_against synergy expected share "
     "uses games records quarantined promoted pieces "
+    # the models' rows (agg_adjusted's powers, agg_lineup_model*): the panel, the effect
+    "kind family end strength_rank estimate score_effect "
     # Slide
     "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
     "mean_cards_left value share win_share size groups groups_per_seat "

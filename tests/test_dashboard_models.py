@@ -1,5 +1,6 @@
-"""The Powers page's adjusted chart (issue 21): each power's effect from agg_adjusted, against the
-average power, beside the raw difference of the same games, drawn from the jobs' tables."""
+"""The models' charts (issue 21), drawn from the jobs' tables: on the Powers page each power's
+effect from agg_adjusted, against the average power, beside the raw difference of the same games;
+on the Setups page the lineup model's strongest and weakest lineups and its rank x file map."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from analysis import jobs
 from analysis import synthetic as sy
 from analysis.frames import POWERS
 from dashboard import render
-from dashboard.catalog import powers
+from dashboard.catalog import powers, setups
 from dashboard.filters import Filters
 
 
@@ -75,3 +76,34 @@ def test_adjusted_effects_are_drawn_beside_the_raw_difference(store):
 
 def test_the_chart_is_on_the_powers_page():
     assert powers.adjusted_effect in powers.PAGE.charts
+
+
+def test_each_kind_is_a_panel_of_its_own(store):
+    view = render.build(powers.adjusted_effect, render.Ctx(Filters(), Snapshots(store)))
+    kinds = {r["kind"] for r in view.spec["data"]["values"]}
+    assert kinds == {powers.ADJUSTED, powers.RAW}
+    assert view.spec["facet"]["field"] == "kind"
+
+
+def test_the_lineup_model_draws_the_strongest_and_weakest_lineups_and_its_cells(store):
+    ctx = render.Ctx(Filters(), Snapshots(store))
+    view = render.build(setups.model_lineups, ctx)
+    assert view.error is None and view.spec["facet"]["field"] == "family"
+    _, table, _ = render.table_of(setups.model_lineups, render.Ctx(Filters(), Snapshots(store)))
+    model = store.sql("FROM agg_lineup_model").pl()
+    for (board, variant), fam in table.group_by("board", "variant"):
+        whole = model.filter((pl.col("board") == board) & (pl.col("variant") == variant))
+        assert fam.height == 2 * setups.MODEL_SHOWN
+        best = whole.sort("predicted", descending=True)["lineup"].head(setups.MODEL_SHOWN)
+        worst = whole.sort("predicted")["lineup"].head(setups.MODEL_SHOWN)
+        assert set(fam.filter(pl.col("end") == "strongest")["lineup"]) == set(best)
+        assert set(fam.filter(pl.col("end") == "weakest")["lineup"]) == set(worst)
+        assert (fam["lo"] <= fam["rate"]).all() and (fam["rate"] <= fam["hi"]).all()
+    assert set(model.filter(pl.col("board") == 7)["variant"]) == {"powers"}
+    assert model.filter(pl.col("board") == 7).height == 5040  # every lineup, played or not
+    cells = render.build(setups.model_cells, render.Ctx(Filters(), Snapshots(store)))
+    values = cells.spec["data"]["values"]
+    assert len(values) == store.sql("SELECT count(*) FROM agg_lineup_model_terms").fetchone()[0]
+    assert {v["file"] for v in values} == set("abcdefg")
+    assert all("score_effect" in v for v in values)
+    assert setups.model_lineups in setups.PAGE.charts and setups.model_cells in setups.PAGE.charts
