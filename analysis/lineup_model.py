@@ -15,7 +15,7 @@ can, the double-centred matrix (rows and columns summing to zero). theta[r, f] i
 on file f, against rank r on an average file and file f holding an average rank". The model has
 (N-1)^2 + 1 coefficients, 17 on 5x5 and 37 on 7x7, so each rests on thousands of sides where a
 7x7 lineup rests on a handful: a rank-file effect is found long before any lineup's own rate
-can show it (benchmarks/lineup_model.py).
+can show it (benchmarks/lineup_model.py; docs/agg-tables.md has the figures).
 
 The coefficients are fitted in an orthonormal basis of double-centred matrices (U' P U, U an
 orthonormal basis of the vectors orthogonal to 1), each with a Gaussian prior of standard
