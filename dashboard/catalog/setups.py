@@ -101,10 +101,15 @@ def _family_label() -> pl.Expr:
     return pl.concat_str([b, pl.lit("×"), b, pl.lit(" "), pl.col("variant")])
 
 
+# the ends of each board and variant's ranking (agg_lineup_model holds every lineup)
+MODEL_SQL = f"""SELECT * FROM agg_lineup_model
+QUALIFY strength_rank <= {MODEL_SHOWN}
+     OR strength_rank > count(*) OVER (PARTITION BY board, variant) - {MODEL_SHOWN}
+ORDER BY board, variant, strength_rank"""
+
+
 def _model_lineups(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
-    size = pl.len().over("board", "variant")
-    end = (pl.col("strength_rank") <= MODEL_SHOWN) | (pl.col("strength_rank") > size - MODEL_SHOWN)
-    out = df.filter(end).rename({"predicted": "rate", "predicted_lo": "lo", "predicted_hi": "hi"})
+    out = df.rename({"predicted": "rate", "predicted_lo": "lo", "predicted_hi": "hi"})
     out = out.with_columns(
         family=_family_label(),
         end=pl.when(pl.col("strength_rank") <= MODEL_SHOWN)
@@ -123,7 +128,7 @@ model_lineups = Chart(
     f"Lineup strength from the rank × file model: the {MODEL_SHOWN} strongest and weakest "
     "lineups of each board and variant",
     "agg_lineup_model",
-    lambda ctx: "SELECT * FROM agg_lineup_model\nORDER BY board, variant, strength_rank",
+    lambda ctx: MODEL_SQL,
     post=_model_lineups,
     draw=lambda rows, ctx: charts.rate_chart(
         rows,
@@ -135,7 +140,7 @@ model_lineups = Chart(
     ),  # fmt: skip
     note="Every lineup's predicted score is the sum of its ranks' places (the heat map below), "
     "fitted on all the games of its board and variant: thousands of sides behind each cell where "
-    "a 7×7 lineup has a handful (agg_lineup_model; the CSV holds every lineup, played or not). "
+    "a 7×7 lineup has a handful (agg_lineup_model holds every lineup, played or not). "
     "n is the lineup's own sides. " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
 )
 
