@@ -125,9 +125,18 @@ SCHEMA = {
     "odds_ratio": pl.Float64,
     "p_at_even": pl.Float64,
     "p_value": pl.Float64,
+    "family": pl.String,
+    "q_value": pl.Float64,
+    "flagged": pl.Boolean,
     "n_games": pl.Int64,
     "note": pl.String,
 }
+
+
+def family(term: str) -> str:
+    """The family a term is tested in: a group of levels ('power', 'centre_rank:5x5'), whose
+    effects are contrasts against the group's average and sum to zero, or the term alone."""
+    return term.rsplit(":", 1)[0] if ":" in term else term
 
 
 def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int):
@@ -155,6 +164,11 @@ def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int
     def shown(v: np.ndarray) -> pl.Series:
         return pl.Series(np.where(ok, v, np.nan)).fill_nan(None)
 
+    p = np.where(ok, st.normal_p(est, se), np.nan)
+    families = [family(t) for t in terms]
+    # BH within each family: the ten powers are tested together, as on agg_power_rates
+    q, flagged = st.bh_grouped(p, families)
+
     return pl.DataFrame(
         {
             "term": terms,
@@ -165,7 +179,10 @@ def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int
             "hi": shown(est + st.Z95 * se),
             "odds_ratio": shown(np.exp(np.clip(est, -700, 700))),
             "p_at_even": shown(expit(est)),
-            "p_value": shown(st.normal_p(est, se)),
+            "p_value": shown(p),
+            "family": families,
+            "q_value": shown(q),
+            "flagged": flagged,
             "n_games": np.full(len(terms), n, dtype=np.int64),
             "note": pl.Series(note, dtype=pl.String),
         },

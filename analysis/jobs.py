@@ -45,7 +45,8 @@ from .sql import sql_literal
 # 2.1: the default cut is the live version (analysis.live_version), not the newest seen
 # 2.2: agg_challenge.solve_turns_sum; challenge and lane-distance tests against the board's
 #      own rate; the shrinkage prior by maximum marginal likelihood
-JOB_VERSION = "2.2"
+# 2.3: agg_adjusted has family, q_value, flagged; agg_lineup_model, agg_lineup_model_terms
+JOB_VERSION = "2.3"
 
 
 def _now() -> dt.datetime:

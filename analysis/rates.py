@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import polars as pl
 
-from . import opponents, overview, pieces, powers, setups, slide, trends
+from . import lineup_model, opponents, overview, pieces, powers, setups, slide, trends
 from .cuts import Cut
 
-AREAS = (overview, setups, powers, pieces, opponents)
+AREAS = (overview, setups, lineup_model, powers, pieces, opponents)
 
 
 def tables(fetch, cut: Cut, slide_cut: Cut | None) -> dict[str, pl.DataFrame]:

@@ -11,6 +11,7 @@ from scipy import optimize
 from scipy.special import expit
 
 from analysis import adjusted, frames, jobs, load, logit
+from analysis import stats as st
 from analysis import synthetic as sy
 from analysis.cuts import Cut
 
@@ -93,3 +94,54 @@ def test_aliased_columns_only_their_estimable_combination_is_reported():
     assert got["note"].to_list()[1:3] == [adjusted.ALIASED] * 2
     once = logit.fit(x[:, :2], y)
     np.testing.assert_allclose(got["estimate"].to_numpy()[[0, 3]], once.coef, atol=1e-8)
+
+
+def _power_games(seed: int, n: int = 3000) -> pl.DataFrame:
+    p = sy.Plan(n=n, seed=seed, modes=(("online", 1),), versions=(("3.0.0", 1),), p_board7=0.0,
+                p_hidden=0.0, p_powers=1.0, power_effects={"leap": 0.3, "trap": -0.2})  # fmt: skip
+    con, _ = sy.make_store(":memory:", p)
+    b = frames.build(load.read(con))
+    return b.in_cut(b.games, Cut.default("3.0.0"))
+
+
+def test_power_effects_are_against_the_average_power_whichever_power_is_the_reference():
+    # the model fits nine power columns (the last power is the reference) and reports the
+    # tenth as minus the sum of the others, with its variance from the whole covariance: the
+    # ten must be the same contrasts, estimate and standard error, as a fit that takes another
+    # power as its reference
+    games = _power_games(3)
+    got = adjusted.fit(games)
+    powers = got.filter(pl.col("family") == "power")
+    assert powers.height == len(frames.POWERS)
+    assert powers["estimate"].sum() == pytest.approx(0, abs=1e-9)
+    x, y, terms, _ = adjusted.design(games)
+    m0 = games["mask_0"].to_numpy().astype(np.int64)
+    m1 = games["mask_1"].to_numpy().astype(np.int64)
+    d = np.column_stack([((m0 >> i) & 1) - ((m1 >> i) & 1) for i in range(10)]).astype(float)
+    # 5x5 only: side_0, first_move, nine power columns, four centre-rank columns
+    assert terms[:2] == ["side_0", "first_move"] and x.shape[1] == 2 + 9 + 4
+    xx = np.column_stack([x[:, :2], *(d[:, j] - d[:, 0] for j in range(1, 10)), x[:, 11:]])
+    f = logit.fit(xx, y)
+    c = np.zeros((10, xx.shape[1]))
+    c[0, 2:11] = -1.0
+    for j in range(1, 10):
+        c[j, 1 + j] = 1.0
+    est, se = c @ f.coef, np.sqrt(np.einsum("ij,jk,ik->i", c, f.cov, c))
+    by_name = {r["term"]: r for r in powers.iter_rows(named=True)}
+    for j, p in enumerate(frames.POWERS):
+        assert by_name[f"power:{p}"]["estimate"] == pytest.approx(est[j], abs=1e-6), p
+        assert by_name[f"power:{p}"]["se"] == pytest.approx(se[j], rel=1e-5), p
+
+
+def test_terms_are_tested_within_their_family():
+    got = adjusted.fit(_power_games(4))
+    fam = dict(zip(got["term"], got["family"], strict=True))
+    assert fam["power:leap"] == "power" and fam["first_move"] == "first_move"
+    assert fam["centre_rank:5x5:3"] == "centre_rank:5x5"
+    powers = got.filter(pl.col("family") == "power")
+    q, flagged = st.bh(powers["p_value"].to_numpy())
+    np.testing.assert_allclose(powers["q_value"].to_numpy(), q)
+    assert powers["flagged"].to_list() == flagged.tolist()
+    assert {"power:leap"} <= set(powers.filter("flagged")["term"])
+    first = got.filter(pl.col("term") == "first_move").row(0, named=True)
+    assert first["q_value"] == pytest.approx(first["p_value"])  # a family of one

@@ -157,3 +157,31 @@ def test_without_effects_nothing_is_flagged_beyond_the_fdr(seed):
         # is conservative with draws, so in practice a flag here is rare
         assert df["flagged"].sum() <= 1, (name, df.filter("flagged"))
     assert sum(df["flagged"].sum() for df in families.values()) <= 1
+
+
+def test_one_strong_power_is_found_and_the_other_nine_are_its_shadow_not_flagged():
+    # issue 21: one power planted at +0.043 (score, picked - not picked): the other nine must
+    # not be flagged as weak. The adjusted effects are contrasts against the average power, so
+    # their truth is -1/10 of the strong one's (in log-odds), which their intervals must cover
+    seeds = (41, 42, 43, 44)
+    base = plan(n=10_000, seed=seeds[0], power_effects={"surge": 0.185})
+    truth = true_pick_effects(calibration(base))
+    assert 0.040 < truth["surge"] < 0.046
+    target = target_coefficients(base)
+    assert target["power:surge"] > 0.15
+    others = [f"power:{p}" for p in POWERS if p != "surge"]
+    assert sum(target[t] for t in [*others, "power:surge"]) == pytest.approx(0, abs=1e-9)
+    covered = flagged = 0
+    for seed in seeds:
+        adj = tables(replace(base, seed=seed))["agg_adjusted"]
+        rows = {r["term"]: r for r in adj.iter_rows(named=True)}
+        surge = rows["power:surge"]
+        assert surge["flagged"] and surge["lo"] < target["power:surge"] < surge["hi"], seed
+        covered += sum(rows[t]["lo"] < target[t] < rows[t]["hi"] for t in others)
+        flagged += sum(rows[t]["flagged"] for t in others)
+        # the ten sum to zero: the effects are against the family's average
+        assert sum(rows[t]["estimate"] for t in [*others, "power:surge"]) == pytest.approx(0)
+    assert covered >= 0.9 * len(others) * len(seeds)  # 95% intervals
+    # a flag among the nine would call a power weak that is only 1/10 of surge below the
+    # average: at most one in the 36 (each is tested at BH's 5% level)
+    assert flagged <= 1

@@ -57,6 +57,11 @@ RUNS = {
         r"slow6: 10 test records.*fresh build +[\d.]+ B/record.*slide: 10 test records",
         [slow],
     ),
+    "lineup_model.py": (
+        "--sizes 300 --seeds 1",
+        r"7x7 rank 7 on file d \+0.2 +300 +1 +found by: +\d/1 +\d/1.*5x5 null +300",
+        [],
+    ),
     "simulate.py": (
         "--seconds 0.05 --levels 0,1",
         r"5x5 powers, random +: +[\d.]+ games/s.*7x7 powers, level 1 +: +[\d.]+ games/s",

@@ -8,6 +8,9 @@ from .. import charts
 from ..render import Chart, Ctx
 from .base import OUT, Page, draw_rate, label_expr, proportion, scored, sums
 
+DEFAULT_CUT_NOTE = (
+    "Computed by the jobs for the default balance cut; the page's filters do not apply."
+)
 MIN_N_VS = 30  # analysis.setups.MIN_N_VS (not imported: it loads scipy; a test holds them equal)
 HIDDEN_NOTE = (
     "Hidden-variant lineups are chosen by the players, not dealt: their rates describe choices, "
@@ -84,10 +87,91 @@ lineup_vs = Chart(
     "agg_lineup_vs",
     lambda ctx: "SELECT * FROM agg_lineup_vs\nORDER BY wilson_lo DESC\nLIMIT 500",
     table_rows=30,
-    note="Computed by the jobs for the default balance cut; the page's filters do not apply.",
+    note=DEFAULT_CUT_NOTE,
     empty=f"No pair of lineups has met {MIN_N_VS} times yet in the default balance cut: the "
     f"jobs keep only pairs with at least {MIN_N_VS} games (a pair of 5×5 lineups is one of "
     "14,400). The page's filters do not change this table.",
 )
 
-PAGE = Page("Setups", [lineups, setup_cells, lane_distance, lineup_vs])
+MODEL_SHOWN = 10  # strongest and weakest lineups drawn per board and variant
+
+
+def _family_label() -> pl.Expr:
+    b = pl.col("board").cast(pl.String)
+    return pl.concat_str([b, pl.lit("×"), b, pl.lit(" "), pl.col("variant")])
+
+
+# the ends of each board and variant's ranking (agg_lineup_model holds every lineup)
+MODEL_SQL = f"""SELECT * FROM agg_lineup_model
+QUALIFY strength_rank <= {MODEL_SHOWN}
+     OR strength_rank > count(*) OVER (PARTITION BY board, variant) - {MODEL_SHOWN}
+ORDER BY board, variant, strength_rank"""
+
+
+def _model_lineups(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
+    out = df.rename({"predicted": "rate", "predicted_lo": "lo", "predicted_hi": "hi"})
+    out = out.with_columns(
+        family=_family_label(),
+        end=pl.when(pl.col("strength_rank") <= MODEL_SHOWN)
+        .then(pl.lit("strongest"))
+        .otherwise(pl.lit("weakest")),
+    )
+    out = out.with_columns(label=pl.concat_str([pl.col("lineup"), pl.lit(" ("), pl.col("end"),
+                                                pl.lit(")")]))  # fmt: skip
+    return out.select("label", *[c for c in out.columns if c != "label"]).sort(
+        "board", "variant", "strength_rank"
+    )
+
+
+model_lineups = Chart(
+    "lineup-model",
+    f"Lineup strength from the rank × file model: the {MODEL_SHOWN} strongest and weakest "
+    "lineups of each board and variant",
+    "agg_lineup_model",
+    lambda ctx: MODEL_SQL,
+    post=_model_lineups,
+    draw=lambda rows, ctx: charts.rate_chart(
+        rows,
+        "label",
+        facet="family",
+        domain=None,
+        width=300,
+        x_title="predicted score rate against the field, 95% interval",
+    ),  # fmt: skip
+    note="Every lineup's predicted score is the sum of its ranks' places (the heat map below), "
+    "fitted on all the games of its board and variant: thousands of sides behind each cell where "
+    "a 7×7 lineup has a handful (agg_lineup_model holds every lineup, played or not). "
+    "n is the lineup's own sides. " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
+)
+
+
+def _model_cells(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
+    return df.with_columns(
+        label=_family_label(),
+        file=pl.col("file").map_elements(lambda f: "abcdefg"[f], pl.String),
+    )
+
+
+model_cells = Chart(
+    "lineup-model-cells",
+    "Rank × file effects of the lineup model (score of an even game, against the average)",
+    "agg_lineup_model_terms",
+    lambda ctx: "SELECT * FROM agg_lineup_model_terms\nORDER BY board, variant, rank, file",
+    post=_model_cells,
+    draw=lambda rows, ctx: charts.heatmap(
+        rows,
+        "file",
+        "rank",
+        value="score_effect",
+        facet="label",
+        domain=(-0.08, 0.08),
+        text=None,
+    ),  # fmt: skip
+    note="Each lineup holds every rank once and fills every file once, so only where a rank "
+    "stands can matter: a cell is rank r on file f against rank r on an average file and file f "
+    "holding an average rank (rows and columns sum to zero; a strong cell puts the rest of its "
+    "row and column slightly below). expit(log-odds) − ½; red ring: flagged by BH at 5% across "
+    "the cells of a board and variant; interval in the tooltip. " + DEFAULT_CUT_NOTE,
+)
+
+PAGE = Page("Setups", [lineups, model_lineups, model_cells, setup_cells, lane_distance, lineup_vs])
