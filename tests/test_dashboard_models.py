@@ -27,6 +27,10 @@ class Snapshots:
     def __init__(self, con):
         self.con = con
 
+    def current(self):
+        """The snapshot in use: its path keys the dashboard's table cache (one per store)."""
+        return SimpleNamespace(path=f"test-connection-{id(self.con)}")
+
     def run(self, sql, limit=1000, timeout=5):
         table = self.con.sql(sql).arrow()
         table = table.read_all() if hasattr(table, "read_all") else table
