@@ -168,7 +168,9 @@ def plan(
     out.weeks = [(w, n, x) for w, (n, x) in sorted(weeks.items()) if n]
     out.recent_sql = _recent(source, where, boundary)
     out.state = SourceState(boundary, {})
-    _children(con, source, out, prev)
+    if _children(con, source, out, prev):
+        why = "rows of stored games were rewritten (balance reverify --rebuild)"
+        return _full(con, source, where, total, latest, why, boundary)
     return out
 
 
@@ -198,8 +200,12 @@ def _recent(source: Source, where: str, boundary) -> str:
     )
 
 
-def _children(con, source: Source, out: SourcePlan, prev: SourceState | None) -> None:
-    """The rowid marks for the next run, and the bounds of this run's new games' children."""
+def _children(con, source: Source, out: SourcePlan, prev: SourceState | None) -> bool:
+    """The rowid marks for the next run, and the bounds of this run's new games' children;
+    whether rows at or below a mark went away while no week changed: stored games' rows were
+    rewritten in place (reverify --rebuild: same games, same times, new facts), which no
+    week's count or id hash shows, so the source is recomputed whole."""
+    rewritten = False
     for child in source.children:
         rows = con.execute(f"SELECT count(*) FROM {child}").fetchone()[0]
         mark = (prev.marks.get(child) if prev else None) if not out.changed else None
@@ -212,5 +218,7 @@ def _children(con, source: Source, out: SourcePlan, prev: SourceState | None) ->
                 out.bounds[child] = int(m0)
                 out.state.marks[child] = [int(rows), int(top if top is not None else m0)]
                 continue
+            rewritten = True
         top = con.execute(f"SELECT max(rowid) FROM {child}").fetchone()[0]
         out.state.marks[child] = [int(rows), int(top if top is not None else -1)]
+    return rewritten
