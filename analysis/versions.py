@@ -145,13 +145,23 @@ def default_pair(human_games: Mapping[str | None, int]) -> Pair:
 # -- the comparison ------------------------------------------------------------------------------
 
 
-def compare(fetch: Fetch, a: str, b: str, cut: Cut | None = None, alpha: float = ALPHA):
+def compare(
+    fetch: Fetch,
+    a: str,
+    b: str,
+    cut: Cut | None = None,
+    alpha: float = ALPHA,
+    families: list[str] | None = None,
+) -> Comparison:
     """Every difference B - A under `cut` (its client version is replaced by each version's;
-    default: human games, online and friend). Computer levels are read from computer games."""
+    default: human games, online and friend). Computer levels are read from computer games.
+    `families`: some of FAMILIES only (each family's flags are its own either way)."""
     cut = Cut(mode=HUMAN_MODES) if cut is None else cut
     notes: list[str] = []
     parts = []
     for family, table in FAMILIES.items():
+        if families is not None and family not in families:
+            continue
         fcut = cut.with_modes("computer") if family == "ai_levels" else cut
         fcut, dropped = _fit_cut(table, fcut)
         if dropped:

@@ -34,7 +34,9 @@ DRAWN = frozenset(
     "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
     "mean_cards_left value share win_share size groups groups_per_seat "
     "seats_with_groups take_order took takes lowest highest middle highest_share middle_share "
-    "matches complete winner_total".split()
+    "matches complete winner_total "
+    # version comparison
+    "family measure a_n b_n a_value b_value".split()
 )
 
 
@@ -96,6 +98,8 @@ class Chart:
     draw_limit: int = 0  # draw only the first N rows (the table and CSV keep them all)
     wide: bool = False
     empty: str = ""  # what an empty table means, when it is not "nothing under the filters"
+    # a line above the chart said from its table (empty when nothing came back): what it shows
+    summary: Callable[[pl.DataFrame, Ctx], str] | None = None
 
 
 @dataclass
@@ -110,6 +114,7 @@ class ChartView:
     truncated: bool = False
     n_rows: int = 0
     ms: float = 0.0
+    summary: str = ""
 
     @property
     def id(self) -> str:
@@ -184,6 +189,8 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
         view.error = f"The query failed: {exc.message}"
         return view
     view.skipped = sorted(ctx.params.get("_skipped", ()))
+    if chart.summary is not None:
+        view.summary = chart.summary(frame, ctx)
     view.columns = frame.columns
     view.n_rows = frame.height
     if chart.table_rows:
