@@ -471,6 +471,7 @@ PAGES = [
             "challenges",
             "quality",
             "trends",
+            "versions",
             "slide",
         )
     ),
