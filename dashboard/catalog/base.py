@@ -32,6 +32,7 @@ class Page:
     # a page with filters of its own: prepare(ctx, request args) reads them into ctx.params
     # (and their errors into ctx.filters.errors); see dashboard/catalog/versions.py
     prepare: Callable[[Ctx, Mapping[str, str]], None] | None = None
+    params: tuple[str, ...] = ()  # the query keys prepare reads
     version_select: bool = True  # the client version select (a page may choose its own)
 
 

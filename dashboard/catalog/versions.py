@@ -57,7 +57,11 @@ def prepare(ctx: Ctx, args: Mapping[str, str]) -> None:
     """Versions A and B from the query (checked like every filter), else the defaults; the
     page's other filters apply as on every page, the client version filter does not."""
     ctx.filters.values.pop("client_version", None)
-    versions = list(ctx.params.get("versions") or [])
+    if "versions" not in ctx.params:  # a page request has them; a saved query's run not
+        from . import client_versions
+
+        ctx.params["versions"] = client_versions(ctx)
+    versions = list(ctx.params["versions"] or [])
     pair = analysis_versions().default_pair(_human_games(ctx))
     chosen = {"version_a": pair.a, "version_b": pair.b}
     picked = False
@@ -251,5 +255,6 @@ PAGE = Page(
     coverage_table="",
     selects=("board", "variant", "mode", "platform"),
     prepare=prepare,
+    params=("version_a", "version_b"),
     version_select=False,
 )
