@@ -186,7 +186,9 @@ def _fit_cut(table: str, cut: Cut) -> tuple[Cut, list[str]]:
     platform and no AI level), and those dimensions."""
     dims = tables.ADDITIVE[table][0]
     dropped = [d for d in ("platform", "ai_level") if getattr(cut, d) is not None and d not in dims]
-    return replace(cut, **dict.fromkeys(dropped)), dropped
+    platform = None if "platform" in dropped else cut.platform
+    ai_level = None if "ai_level" in dropped else cut.ai_level
+    return replace(cut, platform=platform, ai_level=ai_level), dropped
 
 
 def _summed(frame: pl.DataFrame, by: list[str], cols: list[str]) -> pl.DataFrame:

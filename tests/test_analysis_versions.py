@@ -202,6 +202,13 @@ def test_game_length_is_the_histogram_mean_with_its_welch_interval():
     table = pl.concat([frame(A, ta, ga), frame(B, tb, gb)])
     c = versions.compare(lambda t, cut: cut.apply(table) if t == "agg_game_length" else None, A, B)
     r = rows(c, "game_length").row(0, named=True)
+    # agg_game_length has no platform: a platform cut is not applied to it, and said
+    ios = versions.compare(
+        lambda t, cut: cut.apply(table) if t == "agg_game_length" else None,
+        A, B, Cut(mode=("online",), platform="ios"),
+    )  # fmt: skip
+    assert rows(ios, "game_length").row(0, named=True)["diff"] == r["diff"]
+    assert "Game length: agg_game_length has no platform: not applied" in ios.notes
     xa, xb = np.repeat(ta, ga), np.repeat(tb, gb)
     assert r["diff"] == pytest.approx(xb.mean() - xa.mean())
     se = np.sqrt(xa.var(ddof=1) / len(xa) + xb.var(ddof=1) / len(xb))
