@@ -98,7 +98,7 @@ class Chart:
     draw_limit: int = 0  # draw only the first N rows (the table and CSV keep them all)
     wide: bool = False
     empty: str = ""  # what an empty table means, when it is not "nothing under the filters"
-    # a line above the chart said from its table (empty when nothing came back): what it shows
+    # a line shown above the chart, made from its table (the table may be empty) and the request
     summary: Callable[[pl.DataFrame, Ctx], str] | None = None
 
 
