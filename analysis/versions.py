@@ -317,10 +317,14 @@ def end_reasons(fa, fb):
     # ended a game by has a share of 0 there, not a missing row)
     grid = df.select("board", "variant").unique().join(df.select("reason").unique(), how="cross")
     df = grid.join(df, on=by, how="left").with_columns(pl.col("a_games", "b_games").fill_null(0))
-    df = df.with_columns(
-        a_total=pl.col("a_games").sum().over("board", "variant"),
-        b_total=pl.col("b_games").sum().over("board", "variant"),
-    ).sort(by)
+    df = (
+        df.with_columns(
+            a_total=pl.col("a_games").sum().over("board", "variant"),
+            b_total=pl.col("b_games").sum().over("board", "variant"),
+        )
+        .filter((pl.col("a_games") > 0) | (pl.col("b_games") > 0))
+        .sort(by)
+    )
     out = _proportion(
         df, "games", "total", board=_board(df), variant=df["variant"], item=df["reason"],
         measure="share of games", label=_labels(df, by),
