@@ -99,6 +99,13 @@ def test_each_family_chart_is_the_same_numbers_as_the_table(app):
         assert float(r["rate"]) == pytest.approx(float(same["diff"]))
         assert r["flagged"] == same["flagged"]
     assert {r["measure"] for r in powers} == {"pick rate", "pick effect", "used rate"}
+    # end reasons: each version's shares of one board and variant add up to 1
+    shares: dict = {}
+    for r in table(app, "versions-end-reasons"):
+        for v in "ab":
+            key = (r["board"], r["variant"], v)
+            shares[key] = shares.get(key, 0.0) + float(r[f"{v}_value"])
+    assert shares and all(s == pytest.approx(1.0) for s in shares.values()), shares
 
 
 def test_chosen_versions_carry_into_the_csv_links(app):
