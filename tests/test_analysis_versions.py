@@ -116,7 +116,7 @@ BASE = dict(modes=(("online", 1),), versions=TWO, p_board7=0.0, p_hidden=0.0)
 
 def test_a_changed_first_move_edge_is_found_at_its_size():
     # B's first mover is worth +0.25 log-odds more than A's: +0.058 in score rate, at about
-    # 6,000 games of each version (5x5 classic): about 4.5 standard errors
+    # 6,000 games of each version (5x5 classic): about 6 standard errors
     p = sy.Plan(n=12_000, seed=11, p_powers=0.0, first_effect=0.15, **BASE)
     p = replace(p, version_first_effect={B: 0.25})
     c = compare(p)
@@ -130,6 +130,22 @@ def test_a_changed_first_move_edge_is_found_at_its_size():
     # nothing else changed: at most one false discovery among the other families
     assert c.flagged.filter(pl.col("family") != "first_move").height <= 1
     assert c.summary().startswith(("1 thing changed", "2 things changed"))
+
+
+@pytest.mark.slow  # 20 synthetic stores
+def test_the_first_move_change_is_found_in_nearly_every_sample_at_3000_games_a_version():
+    # the same +0.25 log-odds (+0.058) at half the games: about 4.5 standard errors
+    truth = 0.95 * (expit(0.40) - expit(0.15))
+    found = covered = 0
+    for seed in range(200, 220):
+        p = sy.Plan(n=6_000, seed=seed, p_powers=0.0, first_effect=0.15, **BASE)
+        r = rows(compare(replace(p, version_first_effect={B: 0.25})), "first_move").row(
+            0, named=True
+        )
+        found += r["flagged"]
+        covered += r["lo"] < truth < r["hi"]
+    assert found >= 18  # measured: 20 of 20
+    assert covered >= 16  # 95% intervals: P(binomial(20, .95) < 16) ~ 1.6%
 
 
 def true_pick_effects(p: sy.Plan, version: str, n: int = 200_000) -> dict[str, float]:
