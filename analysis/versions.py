@@ -95,8 +95,9 @@ class Comparison:
             return f"Nothing to compare between {self.a} (A) and {self.b} (B)."
         if not f.height:
             return (
-                f"Nothing changed between {self.a} (A) and {self.b} (B) beyond chance: none of "
-                f"{self.table.height} differences survives a {ALPHA:.0%} false discovery rate."
+                f"0 things changed detectably from {self.a} (A) to {self.b} (B): none of the "
+                f"{self.table.height} differences survives a {ALPHA:.0%} false discovery rate "
+                "(a change smaller than its interval may still be there)."
             )
         things = "1 thing changed" if f.height == 1 else f"{f.height} things changed"
         parts = [describe(r) for r in f.head(5).iter_rows(named=True)]

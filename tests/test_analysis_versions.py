@@ -83,11 +83,21 @@ def test_differences_are_sums_of_counts_and_the_documented_tests():
     )
     assert (row["lo"], row["hi"]) == (pytest.approx(float(lo)), pytest.approx(float(hi)))
     assert row["p_value"] == pytest.approx(float(st.diff_test(kb, nb, ka, na)))
+    assert row["flagged"]  # z = 4.0, the only test of its family
+    assert c.summary().startswith("1 thing changed from 3.0.0 (A) to 3.1.0 (B): first move 5×5")
+    assert "+0.089 [" in c.summary()
     assert rows(c, "first_move").height == 1  # 7x7 has games of one version: not compared
     assert any("7×7 classic" in n and "3.1.0 (B) only" in n for n in c.notes)
     # the other tables are absent: each family says so, nothing crashes
     for family in ("Powers", "Computer levels", "End reasons", "Game length"):
         assert any(n.startswith(family) and "either version" in n for n in c.notes), family
+
+
+def test_no_flag_is_said_as_nothing_detected_not_as_no_change():
+    table = pl.concat([first_move_frame(A, 5, 600, 300, 20), first_move_frame(B, 5, 600, 310, 20)])
+    c = versions.compare(lambda t, cut: cut.apply(table) if t == "agg_first_move" else None, A, B)
+    assert c.table.height == 1 and not c.flagged.height
+    assert c.summary().startswith("0 things changed detectably from 3.0.0 (A) to 3.1.0 (B)")
 
 
 def test_a_version_without_games_in_a_family_is_said_not_compared():
