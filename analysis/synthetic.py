@@ -59,12 +59,21 @@ class Plan:
         default_factory=dict
     )  # log-weight for the first mover
     challenge_ids: int = 40
+    # per client version, added to first_effect / power_effects for that version's games (a
+    # version that changed balance); empty: every version plays the same game
+    version_first_effect: dict[str, float] = field(default_factory=dict)
+    version_power_effects: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def _choice(rng, table, n):
     values = np.array([v for v, _ in table])
     w = np.array([w for _, w in table], dtype=float)
     return values[rng.choice(len(values), size=n, p=w / w.sum())]
+
+
+def _version(rng, plan: Plan, n: int, drawn) -> np.ndarray:
+    own = _choice(rng, plan.versions, n)  # drawn always: the rest of the stream stays the same
+    return own if drawn is None else drawn
 
 
 def _lineups(rng, board: np.ndarray) -> tuple[pl.Series, np.ndarray]:
@@ -124,6 +133,16 @@ def generate(plan: Plan, games_only: bool = False) -> dict[str, pl.DataFrame]:
     eff = np.array([plan.power_effects.get(p, 0.0) for p in POWERS])
     eta = plan.first_effect * np.where(first == 0, 1.0, -1.0)
     eta = eta + (picks[0].astype(float) - picks[1]) @ eff
+    version = None
+    if plan.version_first_effect or plan.version_power_effects:
+        # the version must be known before the result: drawn from its own stream, so the
+        # games of a plan without version effects stay exactly what they were
+        version = _choice(np.random.default_rng([plan.seed, 1]), plan.versions, n)
+        for v, extra in plan.version_first_effect.items():
+            eta = eta + np.where(version == v, extra * np.where(first == 0, 1.0, -1.0), 0.0)
+        for v, effects in plan.version_power_effects.items():
+            d = np.array([effects.get(p, 0.0) for p in POWERS])
+            eta = eta + np.where(version == v, (picks[0].astype(float) - picks[1]) @ d, 0.0)
     if plan.lineup_effects:
         for s_, lu in ((1.0, lineup0), (-1.0, lineup1)):
             le = lu.replace_strict(plan.lineup_effects, default=0.0, return_dtype=pl.Float64)
@@ -164,7 +183,7 @@ def generate(plan: Plan, games_only: bool = False) -> dict[str, pl.DataFrame]:
             "ai_level": pl.Series(ai_level).replace(-1, None).cast(pl.UInt8),
             "challenge_id": pl.Series(challenge_id).replace("", None),
             "platform": _choice(rng, PLATFORMS, n),
-            "client_version": _choice(rng, plan.versions, n),
+            "client_version": _version(rng, plan, n, version),
             "first": first,
             "lineup_0": lineup0,
             "lineup_1": lineup1,

@@ -83,6 +83,8 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
         ctx.params["live"] = catalog.live(ctx, page)
         defaults = catalog.defaults(ctx.params["live"])
     ctx.filters = Filters.from_args(request.args, defaults)
+    if page is not None and page.prepare is not None:
+        page.prepare(ctx, request.args)
     return ctx
 
 
@@ -149,7 +151,10 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         },
         "versions": versions,
         "defaulted": ctx.filters.defaulted,
-        "live": ctx.params.get("live"),
+        "live": ctx.params.get("live") if page is None or page.version_select else None,
+        "version_select": page is None or page.version_select,
+        "extra": ctx.params.get("form_extra", []),  # a page's own selects (Page.prepare)
+        "extra_line": ctx.params.get("form_line"),
     }
 
 
@@ -172,7 +177,7 @@ def render_page(name: str):
         coverage=coverage,
         partial=partial,
         console_link=console_link,
-        query=ctx.filters.query_string(),
+        query=ctx.filters.query_string(**ctx.params.get("query", {})),
         title=page.title,
         brand=f"{page.game_label} balance" if page.game_label else None,
     )

@@ -42,7 +42,9 @@ DRAWN = frozenset(
     "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
     "mean_cards_left value share win_share size groups groups_per_seat "
     "seats_with_groups take_order took takes lowest highest middle highest_share middle_share "
-    "matches complete winner_total".split()
+    "matches complete winner_total "
+    # version comparison
+    "family measure a_n b_n a_value b_value".split()
 )
 
 
@@ -106,6 +108,8 @@ class Chart:
     draw_limit: int = 0  # draw only the first N rows (the table and CSV keep them all)
     wide: bool = False
     empty: str = ""  # what an empty table means, when it is not "nothing under the filters"
+    # a line shown above the chart, made from its table (the table may be empty) and the request
+    summary: Callable[[pl.DataFrame, Ctx], str] | None = None
 
 
 @dataclass
@@ -120,6 +124,7 @@ class ChartView:
     truncated: bool = False
     n_rows: int = 0
     ms: float = 0.0
+    summary: str = ""
 
     @property
     def id(self) -> str:
@@ -194,6 +199,8 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
         view.error = f"The query failed: {exc.message}"
         return view
     view.skipped = sorted(ctx.params.get("_skipped", ()))
+    if chart.summary is not None:
+        view.summary = chart.summary(frame, ctx)
     view.columns = frame.columns
     view.n_rows = frame.height
     if chart.table_rows:

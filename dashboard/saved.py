@@ -288,7 +288,8 @@ def _values(fields: dict) -> list:
 def _filter_params(page) -> list[Param]:
     from .filters import LABELS
 
-    keys = [*page.selects, "client_version", "date_from", "date_to"]
+    own = ["client_version"] if page.version_select else list(page.params)
+    keys = [*page.selects, *own, "date_from", "date_to"]
     return [
         Param(k, "date" if k.startswith("date_") else "text", None, LABELS.get(k, k)) for k in keys
     ]
@@ -337,12 +338,15 @@ def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], lis
     defaults = catalog.defaults(catalog.live(ctx, page))
     given = {k: args.get(k) for k in KEYS if k in args}
     ctx.filters = Filters.from_args(given, defaults)
+    if page.prepare is not None:  # the page's own filters (the Versions page's A and B)
+        page.prepare(ctx, {k: v for k, v in args.items() if k in page.params})
     if not ctx.has(chart.table):
         raise Refused(
             f"No data yet: the table {chart.table} is not in the snapshot "
             "(the analysis jobs write it: balance jobs run)."
         )
-    return chart.sql(ctx), dict(ctx.filters.values), list(ctx.filters.errors)
+    shown = {**ctx.filters.values, **ctx.params.get("query", {})}
+    return chart.sql(ctx), shown, list(ctx.filters.errors)
 
 
 def dashboard_url(saved: Saved, values: dict[str, str]) -> str:

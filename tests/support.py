@@ -733,6 +733,7 @@ PAGES = [
             "challenges",
             "quality",
             "trends",
+            "versions",
             "slide",
         )
     ),

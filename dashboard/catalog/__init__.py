@@ -13,7 +13,18 @@ from analysis.live_version import LiveVersion, human_games_sql, live_version
 
 from ..render import Chart, Ctx
 from ..sqlsafe import QueryError
-from . import boards, challenges, computer, overview, powers, quality, setups, slide, trends
+from . import (
+    boards,
+    challenges,
+    computer,
+    overview,
+    powers,
+    quality,
+    setups,
+    slide,
+    trends,
+    versions,
+)
 from .base import Page, sums
 
 # in the order of the navigation bar; the key is the page's URL (/dashboard/p/<key>)
@@ -26,6 +37,7 @@ PAGES: dict[str, Page] = {
     "challenges": challenges.PAGE,
     "quality": quality.PAGE,
     "trends": trends.PAGE,
+    "versions": versions.PAGE,
     "slide": slide.PAGE,
 }
 

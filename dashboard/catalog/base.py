@@ -3,6 +3,7 @@ page's filters, and the rate step (`analysis.views`) with its columns renamed fo
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -28,6 +29,11 @@ class Page:
     versions_games: str = "sum(games)"  # a version's games in versions_table
     game_label: str = ""  # named in the default-cut line when it is not Slow6
     games_read: str = "games_read"  # the agg_runs column the freshness line counts
+    # a page with filters of its own: prepare(ctx, request args) reads them into ctx.params
+    # (and their errors into ctx.filters.errors); see dashboard/catalog/versions.py
+    prepare: Callable[[Ctx, Mapping[str, str]], None] | None = None
+    params: tuple[str, ...] = ()  # the query keys prepare reads
+    version_select: bool = True  # the client version select (a page may choose its own)
 
 
 def analysis_views():

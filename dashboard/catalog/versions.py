@@ -1,0 +1,260 @@
+"""The Versions page: what changed between two client versions (analysis.versions).
+
+Version B defaults to the live version (the rate tables' own: analysis.live_version) and A to
+the release before it; pre-releases only when chosen. Each family's chart sums its agg_* table
+for the two versions under the page's other filters, and analysis.versions turns the counts
+into differences B - A with intervals, tests and Benjamini-Hochberg flags within the family;
+the first table is every family's rows at once (the same numbers: BH runs within a family).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import polars as pl
+
+from analysis.live_version import human_games_sql
+from analysis.sql import sql_literal
+
+from .. import charts
+from ..filters import VERSION
+from ..render import Chart, Ctx
+from ..sqlsafe import QueryError
+from .base import OUT, Page
+from .computer import COMPUTER
+from .powers import POWER_SUMS
+
+# per family: (its table, the keys it sums within, the counts)
+SOURCES = {
+    "first_move": ("agg_first_move", ["board", "variant"], OUT),
+    "powers": ("agg_power", ["board", "power"], POWER_SUMS),
+    "ai_levels": ("agg_vs_ai", ["board", "ai_level"], OUT),
+    "end_reasons": ("agg_end_reasons", ["board", "variant", "reason"], "sum(games) AS games"),
+    "game_length": ("agg_game_length", ["board", "variant", "turns"], "sum(games) AS games"),
+}
+LABELS = {"version_a": "Version A (before)", "version_b": "Version B (after)"}
+
+
+def analysis_versions():
+    # loads scipy (analysis.stats): on the first chart drawn, not when the dashboard loads
+    from analysis import versions
+
+    return versions
+
+
+def _human_games(ctx: Ctx) -> dict[str, int]:
+    if not ctx.has("agg_games_daily"):
+        return {}
+    try:
+        result = ctx.run(human_games_sql("agg_games_daily", count="sum(games)"), limit=10_000)
+    except QueryError:
+        return {}
+    rows = result.table.to_pydict().values()
+    return {v: int(n or 0) for v, n in zip(*rows, strict=True) if v}
+
+
+def prepare(ctx: Ctx, args: Mapping[str, str]) -> None:
+    """Versions A and B from the query (checked like every filter), else the defaults; the
+    page's other filters apply as on every page, the client version filter does not."""
+    ctx.filters.values.pop("client_version", None)
+    if "versions" not in ctx.params:  # a page request has them; a saved query's run not
+        from . import client_versions
+
+        ctx.params["versions"] = client_versions(ctx)
+    versions = list(ctx.params["versions"] or [])
+    pair = analysis_versions().default_pair(_human_games(ctx))
+    chosen = {"version_a": pair.a, "version_b": pair.b}
+    picked = False
+    for key in ("version_a", "version_b"):
+        raw = (args.get(key) or "").strip()
+        if not raw:
+            continue
+        if not VERSION.fullmatch(raw):
+            ctx.filters.errors.append(f"{LABELS[key]}: {raw!r} is not a valid value (ignored)")
+        elif raw not in versions:
+            ctx.filters.errors.append(
+                f"{LABELS[key]}: {raw!r} has no games in the store (ignored): "
+                f"choose one of {', '.join(versions) or 'none yet'}"
+            )
+        else:
+            chosen[key], picked = raw, True
+    a, b = chosen["version_a"], chosen["version_b"]
+    if len(versions) < 2:
+        line = (
+            f"Only one client version is in the store ({versions[0]}): nothing to compare yet."
+            if versions
+            else "No client version is in the store yet: nothing to compare."
+        )
+        a = b = None
+    elif a is None or b is None:
+        line = f"No default pair: {pair.why}. Choose versions A and B above."
+    elif a == b:
+        line = f"Versions A and B are both {a}: choose two different versions."
+        a = b = None
+    elif picked:
+        line = f"Comparing A = {a} with B = {b}, as chosen (differences are B − A)."
+    else:
+        line = f"Comparing A = {a} with B = {b} (the default: {pair.why}). Differences are B − A."
+    ctx.params["pair"] = (a, b)
+    ctx.params["form_line"] = line
+    ctx.params["query"] = {k: v for k, v in chosen.items() if v and (args.get(k) or "").strip()}
+    ctx.params["form_extra"] = [
+        {"name": key, "label": LABELS[key], "options": versions, "value": chosen[key]}
+        for key in ("version_a", "version_b")
+    ]
+
+
+def family_sql(ctx: Ctx, family: str) -> str:
+    """The family's counts for versions A and B under the page's filters (computer levels:
+    computer games, whatever the mode filter says)."""
+    table, keys, aggs = SOURCES[family]
+    a, b = ctx.params.get("pair", (None, None))
+    cond = (
+        f"client_version IN ({sql_literal(a)}, {sql_literal(b)})" if a and b else "false"
+    )  # no pair: no rows (the line above the charts says why)
+    override = COMPUTER if family == "ai_levels" else None
+    where = ctx.where(table, "week", [cond], override)
+    cols = ", ".join(["mode", "client_version", *keys])
+    return (
+        f"SELECT {sql_literal(table)} AS source, {cols}, {aggs}\nFROM {table}\n{where}\n"
+        f"GROUP BY ALL\nORDER BY ALL"
+    )
+
+
+def all_sql(ctx: Ctx) -> str:
+    parts = [family_sql(ctx, f) for f, (t, _, _) in SOURCES.items() if ctx.has(t)]
+    return "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
+
+
+def comparison(df: pl.DataFrame, ctx: Ctx, families=None):
+    """analysis.versions.compare on the summed counts (each table's rows by `source`)."""
+    from analysis.cuts import Cut
+
+    a, b = ctx.params["pair"]
+    frames = {t: df.filter(pl.col("source") == t) for t in df["source"].unique()}
+
+    def fetch(table: str, cut: Cut):
+        frame = frames.get(table)
+        return None if frame is None else cut.apply(frame)
+
+    return analysis_versions().compare(fetch, a, b, Cut(), families=families)
+
+
+def _all(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
+    c = comparison(df, ctx)
+    ctx.params["comparison"] = c
+    return c.table
+
+
+def _summary(df: pl.DataFrame, ctx: Ctx) -> str:
+    c = ctx.params.get("comparison")
+    if c is None:
+        return "" if ctx.params.get("pair", (None, None))[0] is None else "No games of A or B."
+    notes = f" Not compared: {'; '.join(c.notes)}." if c.notes else ""
+    return c.summary() + notes
+
+
+def _family_post(family: str):
+    def post(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
+        c = comparison(df, ctx, families=[family])
+        ctx.params[f"notes:{family}"] = c.notes
+        t = c.table.rename({"diff": "rate"})
+        series = pl.col("measure") if family == "powers" else pl.lit(TITLE_OF[family])
+        if family == "end_reasons":  # a panel per board and variant: their shares add up to 1
+            b = pl.col("board").cast(pl.String)
+            series = pl.concat_str(b, pl.lit("×"), b, pl.lit(" "), pl.col("variant"))
+        return t.with_columns(n=pl.min_horizontal("a_n", "b_n"), series=series).sort(
+            "series", "p_value", nulls_last=True
+        )
+
+    return post
+
+
+def _family_summary(family: str):
+    def summary(df: pl.DataFrame, ctx: Ctx) -> str:
+        notes = ctx.params.get(f"notes:{family}") or []
+        flagged = int(df["flagged"].sum()) if "flagged" in df.columns else 0
+        head = f"{flagged} of {df.height} differences flagged (FDR 5% within the family)."
+        return (
+            head + (f" Not compared: {'; '.join(notes)}." if notes else "")
+            if df.height
+            else ("; ".join(notes))
+        )
+
+    return summary
+
+
+TITLE_OF = {
+    "first_move": "first-mover score",
+    "powers": "powers",
+    "ai_levels": "human score against the computer",
+    "end_reasons": "share of games",
+    "game_length": "mean turns",
+}
+X_TITLES = {
+    "first_move": "first mover's score rate, B − A (Newcombe 95% interval)",
+    "powers": "B − A, 95% interval (pick and used rates: Newcombe; pick effect: MOVER)",
+    "ai_levels": "human score rate, B − A (Newcombe 95% interval)",
+    "end_reasons": "share of the games ending so, B − A (Newcombe 95% interval)",
+    "game_length": "mean turns per game, B − A (Welch 95% interval)",
+}
+CHART_TITLES = {
+    "first_move": "First-move advantage: B − A",
+    "powers": "Powers: pick rate, pick effect (score picked − not) and used rate, B − A",
+    "ai_levels": "Human score against each computer level: B − A",
+    "end_reasons": "How games end: share of each reason, B − A",
+    "game_length": "Game length: mean turns, B − A",
+}
+
+
+def _chart(family: str) -> Chart:
+    table = SOURCES[family][0]
+    facet = family in ("powers", "end_reasons")
+    return Chart(
+        f"versions-{family.replace('_', '-')}",
+        CHART_TITLES[family],
+        table,
+        lambda ctx: family_sql(ctx, family),
+        post=_family_post(family),
+        draw=lambda rows, ctx: charts.rate_chart(
+            rows,
+            "label",
+            reference=0.0,
+            domain=None,
+            x_title=X_TITLES[family],
+            facet="series" if facet else None,
+            width=300 if facet else 420,
+            columns=3,
+        ),
+        summary=_family_summary(family),
+        empty="No games of both versions in this family under these filters.",
+    )
+
+
+everything = Chart(
+    "versions-all",
+    "What changed from A to B: every difference, strongest evidence first",
+    "agg_first_move",
+    all_sql,
+    post=_all,
+    summary=_summary,
+    table_rows=25,
+    note="diff = B − A with its 95% interval (lo, hi); p_value of the test named in `test`; "
+    "q_value: Benjamini–Hochberg within the family; flagged: q ≤ 0.05. Score rates count a "
+    "draw as ½. Computer levels are read from computer games, the rest from the mode filter "
+    "(default: human against human).",
+    empty="Nothing to compare under these filters (the line above says why).",
+)
+
+PAGE = Page(
+    "Versions",
+    [everything, *(_chart(f) for f in SOURCES)],
+    intro="Did a client version change balance? Every difference between version A and "
+    "version B, with its interval and a test, and a false discovery rate of 5% within each "
+    "family (first move, powers, computer levels, end reasons, game length).",
+    coverage_table="",
+    selects=("board", "variant", "mode", "platform"),
+    prepare=prepare,
+    params=("version_a", "version_b"),
+    version_select=False,
+)
