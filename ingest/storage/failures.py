@@ -116,7 +116,8 @@ def check_space(failures: Failures, directory: str, reserve: int) -> bool:
     if free < reserve:
         failures.fail(
             "space",
-            f"disk nearly full at {directory}: {free // 1024} KiB free, uploads resume at "
+            # no path: the reason reaches clients (503) and /healthz
+            f"disk nearly full: {free // 1024} KiB free, uploads resume at "
             f"{reserve // 1024} KiB (BALANCE_MIN_FREE)",
         )
         return False
