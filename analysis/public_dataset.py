@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import orjson
 import pyarrow as pa
@@ -48,6 +49,9 @@ import pyarrow.parquet as pq
 
 from analysis.sql import sql_literal
 from replays.vocabulary import POWERS
+
+if TYPE_CHECKING:
+    import duckdb
 
 FORMAT_VERSION = 1
 ROW_GROUP = 128 * 1024  # rows per Parquet row group (a fixed size: the same rows, the same bytes)
@@ -210,7 +214,22 @@ class Source:
         pass
 
 
-class DuckDBSource(Source):
+class _DuckDBConnection(Source):
+    """A source read through a DuckDB connection of its own (`con`), in one transaction."""
+
+    con: duckdb.DuckDBPyConnection
+
+    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+        query = sql.format(lo=_ts(lo), hi=_ts(hi))
+        reader = self.con.execute(query).to_arrow_reader(64 * 1024)
+        for batch in reader:
+            yield pa.Table.from_batches([batch])
+
+    def close(self) -> None:
+        self.con.close()
+
+
+class DuckDBSource(_DuckDBConnection):
     """A stopped store, opened read-only (no server may hold the file)."""
 
     kind = "db"
@@ -233,17 +252,8 @@ class DuckDBSource(Source):
         self.con.execute("BEGIN TRANSACTION")  # one state for every query of the export
         self.snapshot_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
-        query = sql.format(lo=_ts(lo), hi=_ts(hi))
-        reader = self.con.execute(query).to_arrow_reader(64 * 1024)
-        for batch in reader:
-            yield pa.Table.from_batches([batch])
 
-    def close(self) -> None:
-        self.con.close()
-
-
-class LakeSource(Source):
+class LakeSource(_DuckDBConnection):
     """A lake, attached read-only (a catalog user that may only read is enough): the tables
     have the file store's columns and types, so the same SQL gives the same rows. One
     transaction for the whole export: every query reads the snapshot it started on."""
@@ -275,15 +285,6 @@ class LakeSource(Source):
             self.con.close()
             raise
         self.snapshot_at = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
-        query = sql.format(lo=_ts(lo), hi=_ts(hi))
-        reader = self.con.execute(query).to_arrow_reader(64 * 1024)
-        for batch in reader:
-            yield pa.Table.from_batches([batch])
-
-    def close(self) -> None:
-        self.con.close()
 
 
 class ServerSource(Source):

@@ -666,6 +666,15 @@ class Browser:
         )
         return r.get("result", {}).get("value")
 
+    def wait_for(self, expression: str, timeout: float = 30) -> None:
+        """Until the JavaScript `expression` is truthy on the page (TimeoutError after)."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.evaluate(f"!!({expression})"):
+                return
+            time.sleep(0.2)
+        raise TimeoutError(expression)
+
     def open(self, url: str, ready: str, timeout: float = 45) -> None:
         """Navigate and wait until the JS expression `ready` is truthy."""
         self.events.clear()
@@ -779,3 +788,27 @@ def demo_env(env: dict | None = None) -> dict:
 def free_bytes(disk: Path) -> int:
     st = os.statvfs(disk)
     return st.f_bavail * st.f_frsize
+
+
+def demo_app(work: Path, demo_db: Path) -> AppClient:
+    """A started in-process app on a copy of the session's demo store, charts checked."""
+    return AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
+
+
+def page(app, path: str) -> str:
+    """The HTML of a page that must answer 200."""
+    r = app.get(path)
+    assert r.status == 200, (path, r.status, r.body[:300])
+    return r.body.decode()
+
+
+def agg_tables(con) -> dict[str, list[tuple]]:
+    """Every agg_* table of the connection's database but agg_runs, its rows sorted."""
+    names = [
+        r[0]
+        for r in con.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
+            "AND table_name <> 'agg_runs' AND table_catalog = current_database()"
+        ).fetchall()
+    ]
+    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in sorted(names)}

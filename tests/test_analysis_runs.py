@@ -7,6 +7,7 @@ import json
 
 import duckdb
 import pytest
+from support import agg_tables
 
 from analysis import jobs, load
 from analysis import synthetic as sy
@@ -122,17 +123,6 @@ def test_the_server_path_reads_a_cursor_and_writes_on_the_store_thread(tmp_path)
         store.close()
 
 
-def _snapshot_tables(con) -> dict[str, list[tuple]]:
-    names = [
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
-            "AND table_name <> 'agg_runs'"
-        ).fetchall()
-    ]
-    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in names}
-
-
 def test_rows_rewritten_in_place_are_noticed_and_recomputed(tmp_path):
     """`balance reverify --rebuild` rewrites stored games' rows under the same ids and times
     (a fixed engine, new facts): no week's count or id hash changes, but the next run must
@@ -149,9 +139,9 @@ def test_rows_rewritten_in_place_are_noticed_and_recomputed(tmp_path):
     assert not run["skipped"] and "rewritten" in run["message"], run["message"]
     (stuns_after,) = con.execute("SELECT sum(stuns) FROM agg_side_events").fetchone()
     assert stuns_after == stuns_before + 40
-    noticed = _snapshot_tables(con)
+    noticed = agg_tables(con)
     jobs.run(con, _write(con), full=True)
-    full = _snapshot_tables(con)
+    full = agg_tables(con)
     assert sorted(full) == sorted(noticed)
     for name, rows in full.items():  # floats to rounding: a fit's sums in another order
         assert len(rows) == len(noticed[name]), name

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import pytest
 from support import ARTIFACTS, PAGES, REPO, Browser, Server, demo_copy, demo_env
@@ -104,15 +103,6 @@ def test_explorer_and_replay_viewer_step_through_turns(browser, server):
     assert browser.problems() == []
 
 
-def _wait(browser: Browser, expression: str, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if browser.evaluate(f"document.readyState === 'complete' && !!({expression})"):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(expression)
-
-
 VARIANT_CELLS = (
     "Array.from(document.querySelectorAll('#games tbody tr td:nth-child(4)'))"
     ".map(td => td.textContent)"
@@ -141,7 +131,10 @@ def test_explorer_facet_click_narrows_the_list(browser, server):
         })()"""
     )
     browser.evaluate("document.getElementById('picked').click()")
-    _wait(browser, "location.search.includes('variant=') && document.getElementById('games')")
+    browser.wait_for(
+        "document.readyState === 'complete' && location.search.includes('variant=') "
+        "&& document.getElementById('games')"
+    )
     after = browser.evaluate(VARIANT_CELLS)
     assert after and set(after) == {pick["value"]}
     assert len(after) == min(pick["n"], 200)

@@ -42,15 +42,6 @@ def js(value) -> str:
     return json.dumps(value)
 
 
-def wait(browser: Browser, expression: str, timeout: float = 30) -> None:
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if browser.evaluate(f"!!({expression})"):
-            return
-        time.sleep(0.2)
-    raise TimeoutError(expression)
-
-
 def svg_marks(browser: Browser) -> int:
     return browser.evaluate(
         'document.querySelectorAll(\'#sql-chart svg g[class*="mark-"] > path, '
@@ -65,14 +56,14 @@ def test_run_chart_save_and_open_by_url(browser, app):
     assert browser.evaluate("!!document.getElementById('sql-note')")
     browser.evaluate("document.querySelector('input[name=\"p.board\"]').value = '7'")
     browser.evaluate("document.getElementById('run').click()")
-    wait(browser, "document.getElementById('sql-result') && document.body.dataset.ready")
+    browser.wait_for("document.getElementById('sql-result') && document.body.dataset.ready")
     rows = browser.evaluate("document.querySelectorAll('#sql-result tbody tr').length")
     assert rows >= 1
     # a chart from the result: bars of games by variant, coloured by mode
     for channel, column in (("mark", "bar"), ("x", "variant"), ("y", "games"), ("color", "mode")):
         browser.evaluate(f"document.getElementById('chart-{channel}').value = {js(column)}")
     browser.evaluate("document.getElementById('chart-draw').click()")
-    wait(browser, "document.body.dataset.rendered === '1'")
+    browser.wait_for("document.body.dataset.rendered === '1'")
     assert svg_marks(browser) > 0
     assert browser.problems() == [], browser.problems()
     # save it, with its parameter typed and the chart
@@ -83,10 +74,10 @@ def test_run_chart_save_and_open_by_url(browser, app):
         "document.querySelector('#save-params tr[data-param=board] select').value = 'integer'"
     )
     browser.evaluate("document.getElementById('save-button').click()")
-    wait(
-        browser, "location.pathname === '/sql/q/variants-of-a-board' && document.body.dataset.ready"
+    browser.wait_for(
+        "location.pathname === '/sql/q/variants-of-a-board' && document.body.dataset.ready"
     )
-    wait(browser, "document.body.dataset.rendered === '1'")
+    browser.wait_for("document.body.dataset.rendered === '1'")
     assert svg_marks(browser) > 0
     assert browser.evaluate("document.getElementById('saved-title').textContent") == (
         "Variants of a board"
@@ -147,7 +138,7 @@ def test_history_and_where_the_error_points(browser, app):
     browser.open(app.url + "/sql?q=" + quote("SELECT game_id, board, variant FROM games"),
                  "document.body.dataset.ready")  # fmt: skip
     browser.evaluate("document.querySelector('.facet[data-column=board] a.facet-value').click()")
-    wait(browser, "document.getElementById('sql-filters') && document.body.dataset.ready")
+    browser.wait_for("document.getElementById('sql-filters') && document.body.dataset.ready")
     boards = browser.evaluate(
         "Array.from(document.querySelectorAll('#sql-result tbody tr td:nth-child(2)'))"
         ".map(td => td.textContent)"
@@ -165,7 +156,7 @@ def test_a_write_saved_from_the_page_is_refused_there(browser, app):
         browser.evaluate("document.getElementById('save-title').value = 'sneaky'")
         browser.evaluate("delete document.body.dataset.saveError")
         browser.evaluate("document.getElementById('save-button').click()")
-        wait(browser, "document.body.dataset.saveError")
+        browser.wait_for("document.body.dataset.saveError")
         assert "refused" in browser.evaluate("document.body.dataset.saveError"), sql
         assert browser.evaluate("location.pathname") == "/sql"
     assert "sneaky" not in json.dumps(app.get("/sql/saved").json()["saved"])

@@ -12,23 +12,16 @@ import html as htmllib
 import re
 
 import pytest
-from support import AppClient, demo_copy, demo_env, query
+from support import demo_app, page, query
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 
 
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory, demo_db):
-    work = tmp_path_factory.mktemp("explorer-facets")
-    app = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
+    app = demo_app(tmp_path_factory.mktemp("explorer-facets"), demo_db)
     yield app
     app.stop()
-
-
-def page(app, path: str) -> str:
-    r = app.get(path)
-    assert r.status == 200, (path, r.status, r.body[:300])
-    return r.body.decode()
 
 
 def facet(html: str, column: str) -> str:

@@ -17,7 +17,7 @@ import duckdb
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-from support import AppClient, demo_copy, demo_env, example_records
+from support import AppClient, demo_app, demo_env, example_records, page
 
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"}
@@ -25,16 +25,9 @@ BROWSER = {"Accept": "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;
 
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory, demo_db):
-    work = tmp_path_factory.mktemp("first-hour")
-    app = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
+    app = demo_app(tmp_path_factory.mktemp("first-hour"), demo_db)
     yield app
     app.stop()
-
-
-def page(app, path: str) -> str:
-    r = app.get(path)
-    assert r.status == 200, (path, r.status, r.body[:300])
-    return r.body.decode()
 
 
 def specs(html: str) -> dict[str, dict]:

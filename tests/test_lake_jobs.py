@@ -13,7 +13,7 @@ import math
 
 import duckdb
 import pytest
-from support import demo_copy
+from support import agg_tables, demo_copy
 
 from analysis import jobs
 from ingest import cli
@@ -30,17 +30,6 @@ def shipped(name: str, skip: int, take: int) -> list[bytes]:
     """Records of the shipped demo dataset (other game ids than the demo store's)."""
     with gzip.open(DATA_DIR / name, "rb") as f:
         return [line.rstrip(b"\n") for line in itertools.islice(f, skip, skip + take)]
-
-
-def agg_tables(con) -> dict[str, list[tuple]]:
-    names = [
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
-            "AND table_name <> 'agg_runs' AND table_catalog = current_database()"
-        ).fetchall()
-    ]
-    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in sorted(names)}
 
 
 def same_value(a, b) -> bool:
