@@ -69,6 +69,37 @@ def register(subparsers) -> None:
     run.add_argument("--date-to", help="last day of ended_at (UTC, YYYY-MM-DD)")
     run.set_defaults(run=run_jobs)
     register_export(subparsers)
+    register_report(subparsers)
+
+
+def register_report(subparsers) -> None:
+    """`balance report`: the findings as one HTML file (analysis/report.py)."""
+    p = subparsers.add_parser(
+        "report",
+        help="write the findings (what the balance tables flag) as a self-contained HTML file",
+        description="Every row the balance tables flag (5% false discovery rate within each "
+        "family), strongest evidence first, with its size, interval, n, test and q-value, a "
+        "link to its dashboard chart and its SQL: the rows of the dashboard's Findings page. "
+        "Reads a stopped store (--db, read-only) or a running server (--server, through its "
+        "SQL console, with $BALANCE_TOKEN). Prints where it wrote the file.",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
+    where.add_argument("--server", metavar="URL", help="a running server instead")
+    p.add_argument("--out", default="report.html", help="file to write (default %(default)s)")
+    p.add_argument(
+        "--link-base",
+        metavar="URL",
+        help="the dashboard the report's links open (default: --server, else $BALANCE_URL "
+        "or http://127.0.0.1:8000)",
+    )
+    p.set_defaults(run=_run_report)
+
+
+def _run_report(args: argparse.Namespace) -> int:
+    from .report import run
+
+    return run(args)
 
 
 def register_export(subparsers) -> None:

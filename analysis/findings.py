@@ -280,7 +280,7 @@ class Findings:
 
 
 COLUMNS = [
-    "rank", "statement", "family", "kind", "effect", "lo", "hi", "n", "test", "p_value",
+    "rank", "statement", "item", "family", "kind", "effect", "lo", "hi", "n", "test", "p_value",
     "q_value", "chart", "sql",
 ]  # fmt: skip
 
@@ -341,6 +341,7 @@ def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings
         found.append(
             {
                 "statement": statement(s, keys, r),
+                "item": s.subject.format(**_words(s, keys)).rstrip(","),
                 "family": fam_label,
                 "kind": s.kind,
                 "effect": r["effect"],
@@ -360,7 +361,8 @@ def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings
 
 def _finish(found: list[dict]) -> pl.DataFrame:
     schema = {
-        "statement": pl.String, "family": pl.String, "kind": pl.String, "effect": pl.Float64,
+        "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
+        "effect": pl.Float64,
         "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64, "test": pl.String,
         "p_value": pl.Float64, "q_value": pl.Float64, "chart": pl.String, "sql": pl.String,
     }  # fmt: skip

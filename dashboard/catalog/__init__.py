@@ -17,6 +17,7 @@ from . import (
     boards,
     challenges,
     computer,
+    findings,
     overview,
     powers,
     quality,
@@ -30,6 +31,7 @@ from .base import Page, sums
 # in the order of the navigation bar; the key is the page's URL (/dashboard/p/<key>)
 PAGES: dict[str, Page] = {
     "overview": overview.PAGE,
+    "findings": findings.PAGE,
     "setups": setups.PAGE,
     "powers": powers.PAGE,
     "boards": boards.PAGE,

@@ -1,0 +1,202 @@
+"""`balance report [--db PATH | --server URL] [--out report.html]`: the findings as one file.
+
+The rows are `analysis.findings.collect`'s, the same as the dashboard's Findings page
+(/dashboard/p/findings): read from a stopped store file (opened read-only) or through a running
+server's SQL console (POST /sql/api, with $BALANCE_TOKEN as `balance sql` sends it). The file
+is self-contained (inline style, no script, nothing fetched): a table a row a finding, each
+with a link to its chart and to its SQL in the console of the dashboard at `--link-base`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from datetime import UTC, datetime
+from urllib.parse import urlencode
+
+import polars as pl
+
+from . import findings as fi
+
+DEFAULT_URL = "http://127.0.0.1:8000"  # as `balance sql`
+
+
+class ReportError(Exception):
+    def __init__(self, message: str, code: int = 1):
+        super().__init__(message)
+        self.code = code
+
+
+def server_fetch(url: str, token: str | None = None) -> Callable[[str], pl.DataFrame]:
+    """fetch(sql) through a server's /sql/api (its row limit: a truncated answer fails)."""
+    base = url.rstrip("/")
+
+    def fetch(sql: str) -> pl.DataFrame:
+        req = urllib.request.Request(
+            base + "/sql/api",
+            data=json.dumps({"sql": sql}).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json"},
+            method="POST",
+        )
+        if token:
+            req.add_header("Authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                answer = json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            try:
+                detail = json.loads(exc.read())
+                message = f"{detail.get('error', exc.code)}: {detail.get('message', '')}"
+            except (ValueError, AttributeError):
+                message = f"HTTP {exc.code}"
+            raise ReportError(f"the server refused the query: {message}") from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ReportError(f"cannot reach {base}: {getattr(exc, 'reason', exc)}", 2) from None
+        if answer.get("truncated"):
+            raise ReportError("the server's row limit cut the answer short")
+        cols = answer["columns"]
+        return pl.DataFrame(
+            [dict(zip(cols, r, strict=True)) for r in answer["rows"]],
+            schema=cols,
+            orient="row",
+            infer_schema_length=None,
+        )
+
+    return fetch
+
+
+def file_fetch(path: str):
+    """(fetch, close) on a stopped store file, read-only."""
+    import duckdb
+
+    if not os.path.isfile(path):
+        raise ReportError(f"no store at {path}", 2)
+    try:
+        con = duckdb.connect(path, read_only=True)
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():
+            raise ReportError(
+                f"{path} is open in another process (a running balance serve?): stop it, "
+                "or use --server URL",
+                2,
+            ) from None
+        raise ReportError(f"cannot open {path}: {exc}", 2) from None
+    return (lambda sql: con.sql(sql).pl()), con.close
+
+
+def chart_url(base: str, chart: str) -> str:
+    page, _, chart_id = chart.partition("#")
+    return f"{base}/dashboard/p/{page}#chart-{chart_id}"
+
+
+def console_url(base: str, sql: str) -> str:
+    return f"{base}/sql?" + urlencode({"q": sql})
+
+
+STYLE = """body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#222}
+table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:4px 8px;
+text-align:left;vertical-align:top}th{background:#f4f4f4}td.num{text-align:right;
+font-variant-numeric:tabular-nums}.meta{color:#666}code{font-size:12px}"""
+
+
+def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> str:
+    """The report's HTML: the summary, the findings table, the families tested."""
+    e = html.escape
+    rows = []
+    for r in f.table.iter_rows(named=True):
+        n = "" if r["n"] is None else f"{r['n']:,}"
+        chart = (
+            f'<a href="{e(chart_url(link_base, r["chart"]))}">{e(r["chart"])}</a>'
+            if r["chart"]
+            else ""
+        )
+        rows.append(
+            "<tr>"
+            f'<td class="num">{r["rank"]}</td><td class="statement">{e(r["statement"])}</td>'
+            f"<td>{e(r['family'])}</td>"
+            f'<td class="num">{_n(r["effect"])}</td><td class="num">[{_n(r["lo"])}, '
+            f"{_n(r['hi'])}]</td>"
+            f'<td class="num">{n}</td>'
+            f"<td>{e(r['test'])}</td>"
+            f'<td class="num">{_p(r["p_value"])}</td><td class="num">{_p(r["q_value"])}</td>'
+            f"<td>{chart}</td>"
+            f'<td><a href="{e(console_url(link_base, r["sql"]))}"><code>{e(r["sql"])}</code>'
+            "</a></td></tr>"
+        )
+    fams = "".join(
+        f"<tr><td>{e(r['family'])}</td><td class='num'>{r['tested']:,}</td>"
+        f"<td class='num'>{r['flagged']:,}</td><td class='num'>{r['shown']:,}</td></tr>"
+        for r in f.families.iter_rows(named=True)
+    )
+    head = (
+        "<tr><th>#</th><th>finding</th><th>family</th><th>effect</th><th>95% interval</th>"
+        "<th>n</th><th>test</th><th>p</th><th>q</th><th>chart</th><th>SQL</th></tr>"
+    )
+    body = (
+        f"<table id='findings'>{head}{''.join(rows)}</table>"
+        if rows
+        else "<p id='findings'>Nothing flagged.</p>"
+    )
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Balance findings</title>
+<style>{STYLE}</style></head><body>
+<h1>Balance findings</h1>
+<p class="meta">From {e(source)}, {e(generated)}. The rate tables are on the default balance cut
+(human against human on the live client version; the computer levels on every version).</p>
+<p id="summary">{e(f.summary())}</p>
+<p class="meta">Effect: on the score (or solve / win rate) scale, with its 95% interval, against
+what the finding names; strongest evidence first (q-value, then the size of the effect).</p>
+{body}
+<h2>Families tested</h2>
+<table id="families"><tr><th>family</th><th>rows tested</th><th>flagged</th><th>shown</th></tr>
+{fams}</table>
+</body></html>
+"""
+
+
+def _n(v) -> str:
+    return "" if v is None else f"{v:+.3f}"
+
+
+def _p(v) -> str:
+    return "" if v is None else f"{v:.2g}"
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        close = None
+        if args.server:
+            fetch = server_fetch(args.server, os.environ.get("BALANCE_TOKEN") or None)
+            source = f"the server at {args.server}"
+        else:
+            db = args.db or os.environ.get("BALANCE_DB") or "balance.duckdb"
+            fetch, close = file_fetch(db)
+            source = f"the store {db}"
+        try:
+            found = fi.collect(fetch)
+        finally:
+            if close is not None:
+                close()
+    except ReportError as exc:
+        print(f"balance report: {exc}", file=sys.stderr)
+        return exc.code
+    base = (args.link_base or args.server or os.environ.get("BALANCE_URL") or DEFAULT_URL).rstrip(
+        "/"
+    )
+    generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    text = render(found, link_base=base, source=source, generated=generated)
+    with open(args.out, "w", encoding="utf-8") as out:
+        out.write(text)
+    fams = found.families
+    with_flag = int((fams["flagged"] > 0).sum()) if fams.height else 0
+    print(
+        f"wrote {args.out}: {found.table.height} findings in {with_flag} of "
+        f"{found.tested} families tested (5% FDR within each family)"
+    )
+    return 0
