@@ -735,6 +735,7 @@ PAGES = [
     *(
         f"/dashboard/p/{n}"
         for n in (
+            "findings",
             "setups",
             "powers",
             "boards",
