@@ -13,13 +13,17 @@ Families (Benjamini-Hochberg runs within each, over all its rows):
   differences) and the used rate (used / picked);
 - `ai_levels`: the human's score rate against each computer level, per board (computer games);
 - `end_reasons`: the share of games that end by each reason, per board and variant;
-- `game_length`: the mean number of turns, per board and variant.
+- `game_length`: the mean number of turns, per board and variant;
+- `lineup_cells`: the lineup model's rank-in-file effects (analysis.lineup_model, fitted on
+  each version's per-lineup counts), per board, variant, rank and file.
 
 Tests (`test` column): proportions and score rates use the pooled two-proportion z-test
 (stats.diff_test) and Newcombe's hybrid score interval (stats.diff_newcombe); the pick effect,
 a combination of four rates, the Wald z-test and the MOVER interval built from the four Wilson
 intervals (Zou and Donner 2008; Newcombe's is its two-rate case); the mean length a Welch z-test
-and normal interval from the histogram's exact mean and variance. Draws make score rates less
+and normal interval from the histogram's exact mean and variance; a lineup cell the difference
+of the two fits' effects (log-odds) with the sum of their posterior variances, a normal z (each
+fit is regularised towards 0, so a change is shrunk, not exaggerated). Draws make score rates less
 variable than the binomial the tests assume, so their p-values are slightly conservative.
 """
 
@@ -43,6 +47,7 @@ FAMILIES = {
     "ai_levels": "agg_vs_ai",
     "end_reasons": "agg_end_reasons",
     "game_length": "agg_game_length",
+    "lineup_cells": "agg_lineup",
 }
 TITLES = {
     "first_move": "First move",
@@ -50,10 +55,12 @@ TITLES = {
     "ai_levels": "Computer levels",
     "end_reasons": "End reasons",
     "game_length": "Game length",
+    "lineup_cells": "Lineup cells",
 }
 PROPORTION_TEST = "two-proportion z (pooled); Newcombe interval"
 DID_TEST = "Wald z of the difference of differences; MOVER interval (Wilson)"
 MEAN_TEST = "Welch z; normal interval"
+CELL_TEST = "difference of the lineup model's effects (log-odds), normal z"
 COLUMNS = {
     "family": pl.String,
     "board": pl.Int64,
@@ -107,6 +114,8 @@ class Comparison:
 
 def describe(row: dict) -> str:
     fmt = "{:+.1f}" if row["family"] == "game_length" else "{:+.3f}"
+    if row["family"] == "lineup_cells":
+        fmt = "{:+.2f}"  # log-odds
     d, lo, hi = (fmt.format(row[k]) for k in ("diff", "lo", "hi"))
     return f"{TITLES[row['family']].lower()} {row['label']} {d} [{lo}, {hi}]"
 
@@ -424,10 +433,61 @@ def powers(fa, fb):
     return pl.concat(out), notes
 
 
+def lineup_cells(fa, fb):
+    """The lineup model fitted on each version's lineups; B − A of every rank-in-file effect
+    both fits have games for."""
+    from . import lineup_model
+
+    keys = ["board", "variant", "rank", "file"]
+    fits, notes = {}, []
+    for v, f in (("a", fa), ("b", fb)):
+        _, terms = lineup_model.tables(_score(f).select("board", "variant", "lineup", "n", "score")
+                                       if f.height else pl.DataFrame(
+                                           schema={"board": pl.UInt8, "variant": pl.String,
+                                                   "lineup": pl.String, "n": pl.Int64,
+                                                   "score": pl.Float64}))  # fmt: skip
+        fits[v] = terms.with_columns(pl.col("board").cast(pl.Int64)).select(
+            *keys, pl.col("n_sides").alias(f"{v}_n"), pl.col("estimate").alias(f"{v}_est"),
+            pl.col("se").alias(f"{v}_se"),
+        )  # fmt: skip
+    if not fits["a"].height or not fits["b"].height:
+        v = "{a} (A)" if not fits["a"].height else "{b} (B)"
+        return pl.DataFrame(schema=COLUMNS).drop("family", "q_value", "flagged"), [
+            f"no lineups of {v}: nothing to compare"
+        ]
+    groups = ["board", "variant"]
+    only = fits["a"].select(groups).unique().join(fits["b"].select(groups).unique(), on=groups,
+                                                  how="anti")  # fmt: skip
+    only_b = fits["b"].select(groups).unique().join(fits["a"].select(groups).unique(), on=groups,
+                                                    how="anti")  # fmt: skip
+    for frame, v in ((only, "{a} (A)"), (only_b, "{b} (B)")):
+        for r in frame.sort(groups).iter_rows(named=True):
+            notes.append(f"{_group_label(r, groups)}: lineups of {v} only: not compared")
+    df = fits["a"].join(fits["b"], on=keys).filter((pl.col("a_n") > 0) & (pl.col("b_n") > 0))
+    df = df.sort(keys)
+    d = (df["b_est"] - df["a_est"]).to_numpy()
+    se = np.sqrt(df["a_se"].to_numpy() ** 2 + df["b_se"].to_numpy() ** 2)
+    files = "abcdefg"
+    label = [
+        f"{r['board']}×{r['board']} {r['variant']} rank {r['rank']} on file {files[r['file']]}"
+        for r in df.iter_rows(named=True)
+    ]
+    out = _rows(
+        df, board=_board(df), variant=df["variant"],
+        item=[f"rank {r} file {files[f]}" for r, f in zip(df["rank"], df["file"], strict=True)],
+        measure="rank-in-file effect (log-odds)", label=label,
+        a=(df["a_n"].to_numpy(), df["a_est"].to_numpy()),
+        b=(df["b_n"].to_numpy(), df["b_est"].to_numpy()),
+        ci=(d, d - st.Z95 * se, d + st.Z95 * se), p=st.normal_p(d, se), test=CELL_TEST,
+    )  # fmt: skip
+    return out, notes
+
+
 BUILDERS = {
     "first_move": first_move,
     "powers": powers,
     "ai_levels": ai_levels,
     "end_reasons": end_reasons,
     "game_length": game_length,
+    "lineup_cells": lineup_cells,
 }

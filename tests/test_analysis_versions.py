@@ -239,3 +239,25 @@ def test_game_length_is_the_histogram_mean_with_its_welch_interval():
     assert r["diff"] == pytest.approx(xb.mean() - xa.mean())
     se = np.sqrt(xa.var(ddof=1) / len(xa) + xb.var(ddof=1) / len(xb))
     assert r["hi"] - r["diff"] == pytest.approx(st.Z95 * se)
+
+
+def test_a_changed_rank_file_effect_is_found_in_the_lineup_cells():
+    """Rank 5 on file c got +0.4 log-odds stronger in B (5×5 classic, 6,000 games a version):
+    the lineup model's cell is flagged first, its interval covers the cell's true contrast
+    (the model's cells sum to zero by rank and by file: 0.4 × 4/5 × 4/5 = 0.256), and the
+    other 24 cells are not flagged."""
+    from test_analysis_lineup_model import planted_cell
+
+    base = dict(n=6000, p_board7=0.0, modes=(("online", 1),), p_hidden=0.0, p_powers=0.0)
+    ta = agg_tables(sy.Plan(seed=1, versions=((A, 1),), **base))
+    tb = agg_tables(
+        sy.Plan(seed=2, versions=((B, 1),), lineup_effects=planted_cell(5, 5, 2, 0.4), **base)
+    )
+    both = {t: pl.concat([ta[t], tb[t]], how="vertical_relaxed") for t in ta}
+    c = versions.compare(lambda t, cut: cut.apply(both[t]), A, B, families=["lineup_cells"])
+    cells = rows(c, "lineup_cells")
+    assert cells.height == 25
+    top = cells.row(0, named=True)
+    assert top["label"] == "5×5 classic rank 5 on file c" and top["flagged"]
+    assert top["lo"] <= 0.4 * 0.8 * 0.8 <= top["hi"]
+    assert cells["flagged"].sum() == 1

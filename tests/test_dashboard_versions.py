@@ -86,7 +86,7 @@ def test_the_summary_counts_the_flagged_rows_of_the_table(app):
     assert first and all(float(r["diff"]) > 0 for r in first if r["flagged"] == "true")
     assert sum(r["flagged"] == "true" for r in first) >= len(first) // 2
     assert {r["family"] for r in rows} == {
-        "first_move", "powers", "ai_levels", "end_reasons", "game_length",
+        "first_move", "powers", "ai_levels", "end_reasons", "game_length", "lineup_cells",
     }  # fmt: skip
 
 

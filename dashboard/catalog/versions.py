@@ -31,6 +31,7 @@ SOURCES = {
     "ai_levels": ("agg_vs_ai", ["board", "ai_level"], OUT),
     "end_reasons": ("agg_end_reasons", ["board", "variant", "reason"], "sum(games) AS games"),
     "game_length": ("agg_game_length", ["board", "variant", "turns"], "sum(games) AS games"),
+    "lineup_cells": ("agg_lineup", ["board", "variant", "lineup"], OUT),
 }
 LABELS = {"version_a": "Version A (before)", "version_b": "Version B (after)"}
 
@@ -160,7 +161,7 @@ def _family_post(family: str):
         ctx.params[f"notes:{family}"] = c.notes
         t = c.table.rename({"diff": "rate"})
         series = pl.col("measure") if family == "powers" else pl.lit(TITLE_OF[family])
-        if family == "end_reasons":  # a panel per board and variant: their shares add up to 1
+        if family in ("end_reasons", "lineup_cells"):  # a panel per board and variant
             b = pl.col("board").cast(pl.String)
             series = pl.concat_str(b, pl.lit("×"), b, pl.lit(" "), pl.col("variant"))
         return t.with_columns(n=pl.min_horizontal("a_n", "b_n"), series=series).sort(
@@ -190,6 +191,7 @@ TITLE_OF = {
     "ai_levels": "human score against the computer",
     "end_reasons": "share of games",
     "game_length": "mean turns",
+    "lineup_cells": "rank-in-file effect",
 }
 X_TITLES = {
     "first_move": "first mover's score rate, B − A (Newcombe 95% interval)",
@@ -197,6 +199,7 @@ X_TITLES = {
     "ai_levels": "human score rate, B − A (Newcombe 95% interval)",
     "end_reasons": "share of the games ending so, B − A (Newcombe 95% interval)",
     "game_length": "mean turns per game, B − A (Welch 95% interval)",
+    "lineup_cells": "lineup model's rank-in-file effect, log-odds, B − A (95% interval)",
 }
 CHART_TITLES = {
     "first_move": "First-move advantage: B − A",
@@ -204,12 +207,13 @@ CHART_TITLES = {
     "ai_levels": "Human score against each computer level: B − A",
     "end_reasons": "How games end: share of each reason, B − A",
     "game_length": "Game length: mean turns, B − A",
+    "lineup_cells": "Lineups: the lineup model's rank-in-file effects, B − A",
 }
 
 
 def _chart(family: str) -> Chart:
     table = SOURCES[family][0]
-    facet = family in ("powers", "end_reasons")
+    facet = family in ("powers", "end_reasons", "lineup_cells")
     return Chart(
         f"versions-{family.replace('_', '-')}",
         CHART_TITLES[family],
@@ -251,7 +255,8 @@ PAGE = Page(
     [everything, *(_chart(f) for f in SOURCES)],
     intro="Did a client version change balance? Every difference between version A and "
     "version B, with its interval and a test, and a false discovery rate of 5% within each "
-    "family (first move, powers, computer levels, end reasons, game length).",
+    "family (first move, powers, computer levels, end reasons, game length, the lineup "
+    "model's rank-in-file effects).",
     coverage_table="",
     selects=("board", "variant", "mode", "platform"),
     prepare=prepare,
