@@ -26,11 +26,20 @@ DDL = """CREATE TABLE IF NOT EXISTS jobs_sample (
 ORDER = "h, game_id"
 
 
-def _rows(table: str, where: str) -> str:
-    """What the model needs of each game of `table` matching `where`, as jobs_sample holds it."""
+def rows_sql(where: str, limit: int) -> str:
+    """At most `limit` games of `games` matching `where`, those whose ids hash lowest, with
+    what the adjusted model needs of each and their client version and mode (the version
+    comparison's sample of a version)."""
+    rows = _rows("games", where, extra=", client_version, mode")
+    return f"SELECT * FROM ({rows}) ORDER BY {ORDER} LIMIT {int(limit)}"
+
+
+def _rows(table: str, where: str, extra: str = "") -> str:
+    """What the model needs of each game of `table` matching `where`, as jobs_sample holds it
+    (and the `extra` columns)."""
     return f"""SELECT hash(game_id) AS h, game_id, "first", board, winner,
        {pick_mask("powers_0")} AS mask_0, {pick_mask("powers_1")} AS mask_1,
-       lineup_0::UINTEGER AS lineup_0, lineup_1::UINTEGER AS lineup_1
+       lineup_0::UINTEGER AS lineup_0, lineup_1::UINTEGER AS lineup_1{extra}
 FROM {table} WHERE game = 'slow6' AND {where}"""
 
 
@@ -48,7 +57,11 @@ def sql(run_cut: Cut, cut: Cut, new_games: str | None) -> str:
 def frame(con, sample_sql: str) -> pl.DataFrame:
     """The sample as the frame analysis.adjusted.design takes, in hash order (the same order
     whichever way it was made, so the fit's sums are too)."""
-    games = con.sql(f"SELECT * FROM ({sample_sql}) ORDER BY {ORDER}").pl()
+    return model_frame(con.sql(f"SELECT * FROM ({sample_sql}) ORDER BY {ORDER}").pl())
+
+
+def model_frame(games: pl.DataFrame) -> pl.DataFrame:
+    """Sampled rows (`rows_sql`'s columns) as the frame analysis.adjusted.design takes."""
     winner = pl.col("winner")
     res0 = pl.when(winner.is_null()).then(0).when(winner == 0).then(1).otherwise(-1)
     return games.select(

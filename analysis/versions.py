@@ -15,7 +15,10 @@ Families (Benjamini-Hochberg runs within each, over all its rows):
 - `end_reasons`: the share of games that end by each reason, per board and variant;
 - `game_length`: the mean number of turns, per board and variant;
 - `lineup_cells`: the lineup model's rank-in-file effects (analysis.lineup_model, fitted on
-  each version's per-lineup counts), per board, variant, rank and file.
+  each version's per-lineup counts), per board, variant, rank and file;
+- `adjusted_powers`: each power's adjusted effect (analysis.adjusted: first move, board and the
+  opponent's picks held fixed; a contrast against the average power), fitted on a sample of
+  each version's games (`adjusted_sample_sql`: the ADJUSTED_SAMPLE whose ids hash lowest).
 
 Tests (`test` column): proportions and score rates use the pooled two-proportion z-test
 (stats.diff_test) and Newcombe's hybrid score interval (stats.diff_newcombe); the pick effect,
@@ -48,7 +51,9 @@ FAMILIES = {
     "end_reasons": "agg_end_reasons",
     "game_length": "agg_game_length",
     "lineup_cells": "agg_lineup",
+    "adjusted_powers": "games",  # a sample of each version's games (adjusted_sample_sql)
 }
+ADJUSTED_SAMPLE = 9_000  # games a version: the dashboard's chart query returns at most 20,000
 TITLES = {
     "first_move": "First move",
     "powers": "Powers",
@@ -56,11 +61,13 @@ TITLES = {
     "end_reasons": "End reasons",
     "game_length": "Game length",
     "lineup_cells": "Lineup cells",
+    "adjusted_powers": "Adjusted power effects",
 }
 PROPORTION_TEST = "two-proportion z (pooled); Newcombe interval"
 DID_TEST = "Wald z of the difference of differences; MOVER interval (Wilson)"
 MEAN_TEST = "Welch z; normal interval"
 CELL_TEST = "difference of the lineup model's effects (log-odds), normal z"
+ADJUSTED_TEST = "difference of the adjusted model's effects (log-odds), normal z"
 COLUMNS = {
     "family": pl.String,
     "board": pl.Int64,
@@ -114,7 +121,7 @@ class Comparison:
 
 def describe(row: dict) -> str:
     fmt = "{:+.1f}" if row["family"] == "game_length" else "{:+.3f}"
-    if row["family"] == "lineup_cells":
+    if row["family"] in ("lineup_cells", "adjusted_powers"):
         fmt = "{:+.2f}"  # log-odds
     d, lo, hi = (fmt.format(row[k]) for k in ("diff", "lo", "hi"))
     return f"{TITLES[row['family']].lower()} {row['label']} {d} [{lo}, {hi}]"
@@ -173,7 +180,7 @@ def compare(
         if families is not None and family not in families:
             continue
         fcut = cut.with_modes("computer") if family == "ai_levels" else cut
-        fcut, dropped = _fit_cut(table, fcut)
+        fcut, dropped = _fit_cut(table, fcut) if table in tables.ADDITIVE else (fcut, [])
         if dropped:
             notes.append(f"{TITLES[family]}: {table} has no {', '.join(dropped)}: not applied")
         frames = {}
@@ -483,6 +490,56 @@ def lineup_cells(fa, fb):
     return out, notes
 
 
+def adjusted_sample_sql(version: str, where: str = "TRUE") -> str:
+    """The sample adjusted_powers fits for a version: human games (online, friend) of it
+    matching `where` (a predicate on games), at most ADJUSTED_SAMPLE, lowest id hashes."""
+    from . import sample
+
+    modes = ", ".join(f"'{m}'" for m in HUMAN_MODES)
+    cond = f"client_version = '{version.replace(chr(39), chr(39) * 2)}' AND mode IN ({modes})"
+    return sample.rows_sql(f"({where}) AND {cond}", ADJUSTED_SAMPLE)
+
+
+def adjusted_powers(fa, fb):
+    """The adjusted model fitted on each version's sample; B − A of every power's effect
+    (a contrast against the average power) both fits estimate."""
+    from . import adjusted, sample
+
+    fits = {}
+    for v, f in (("a", fa), ("b", fb)):
+        fit = adjusted.fit(sample.model_frame(f)) if f.height else pl.DataFrame()
+        if fit.height:
+            fit = fit.filter(pl.col("estimable") & (pl.col("family") == "power"))
+        fits[v] = (f.height, fit)
+    for v, (n, fit) in fits.items():
+        if not fit.height:
+            who = "{a} (A)" if v == "a" else "{b} (B)"
+            return pl.DataFrame(), [
+                f"{n:,} sampled games of {who}: too few for the adjusted model with powers"
+            ]
+    (na, a), (nb, b) = fits["a"], fits["b"]
+    df = (
+        a.select("term", pl.col("estimate").alias("a_est"), pl.col("se").alias("a_se"))
+        .join(
+            b.select("term", pl.col("estimate").alias("b_est"), pl.col("se").alias("b_se")),
+            on="term",
+        )
+        .sort("term")
+    )
+    d = (df["b_est"] - df["a_est"]).to_numpy()
+    se = np.sqrt(df["a_se"].to_numpy() ** 2 + df["b_se"].to_numpy() ** 2)
+    power = [t.split(":", 1)[1] for t in df["term"]]
+    out = _rows(
+        df, board=[None] * df.height, variant=None, item=power,
+        measure="adjusted effect (log-odds, against the average power)",
+        label=[f"{p} adjusted effect" for p in power],
+        a=(np.full(df.height, na, dtype=np.int64), df["a_est"].to_numpy()),
+        b=(np.full(df.height, nb, dtype=np.int64), df["b_est"].to_numpy()),
+        ci=(d, d - st.Z95 * se, d + st.Z95 * se), p=st.normal_p(d, se), test=ADJUSTED_TEST,
+    )  # fmt: skip
+    return out, []
+
+
 BUILDERS = {
     "first_move": first_move,
     "powers": powers,
@@ -490,4 +547,5 @@ BUILDERS = {
     "end_reasons": end_reasons,
     "game_length": game_length,
     "lineup_cells": lineup_cells,
+    "adjusted_powers": adjusted_powers,
 }

@@ -110,6 +110,7 @@ class Chart:
     empty: str = ""  # what an empty table means, when it is not "nothing under the filters"
     # a line shown above the chart, made from its table (the table may be empty) and the request
     summary: Callable[[pl.DataFrame, Ctx], str] | None = None
+    row_limit: int = 0  # rows its SQL may return (0: CHART_ROW_LIMIT); post steps that fit
 
 
 @dataclass
@@ -176,7 +177,7 @@ def jsonable_rows(frame: pl.DataFrame) -> list[dict]:
 def table_of(chart: Chart, ctx: Ctx) -> tuple[str, pl.DataFrame, bool]:
     """Run the chart's SQL and post step: (sql, the table behind the chart, truncated)."""
     sql = chart.sql(ctx)
-    result = ctx.run(sql)
+    result = ctx.run(sql, limit=chart.row_limit or CHART_ROW_LIMIT)
     frame = frame_of(result.table)
     if chart.post is not None and frame.height:
         frame = chart.post(frame, ctx)

@@ -21,6 +21,7 @@ from analysis.frames import POWERS
 from analysis.games_sql import Selection
 
 A, B = "3.0.0", "3.1.0"
+ADDITIVE_FAMILIES = [f for f, t in versions.FAMILIES.items() if t != "games"]
 TWO = ((A, 1), (B, 1))
 
 
@@ -41,7 +42,8 @@ def agg_tables(p: sy.Plan) -> dict[str, pl.DataFrame]:
 
 def compare(p: sy.Plan, a: str = A, b: str = B) -> versions.Comparison:
     out = agg_tables(p)
-    return versions.compare(lambda t, cut: cut.apply(out[t]), a, b)
+    # the additive tables' families (the adjusted model's samples: adjusted_frames below)
+    return versions.compare(lambda t, cut: cut.apply(out[t]), a, b, families=ADDITIVE_FAMILIES)
 
 
 def rows(c: versions.Comparison, family: str, measure: str | None = None) -> pl.DataFrame:
@@ -204,7 +206,7 @@ def test_no_change_between_versions_stays_within_the_fdr_and_intervals_cover_zer
             modes=(("online", 3), ("computer", 1)),
         )  # fmt: skip
         c = compare(p)
-        assert set(c.table["family"]) == set(versions.FAMILIES)
+        assert set(c.table["family"]) == set(ADDITIVE_FAMILIES)
         families_with_flags += c.flagged["family"].n_unique()
         ok = c.table.filter(pl.col("diff").is_not_nan())
         covered += int(((ok["lo"] <= 0) & (ok["hi"] >= 0)).sum())
@@ -261,3 +263,51 @@ def test_a_changed_rank_file_effect_is_found_in_the_lineup_cells():
     assert top["label"] == "5×5 classic rank 5 on file c" and top["flagged"]
     assert top["lo"] <= 0.4 * 0.8 * 0.8 <= top["hi"]
     assert cells["flagged"].sum() == 1
+
+
+def adjusted_frames(p: sy.Plan) -> versions.Comparison:
+    """The adjusted-power comparison of a synthetic store, each version's sample drawn with
+    the SQL the Versions page runs."""
+    con, _ = sy.make_store(":memory:", p)
+    try:
+        frames = {v: con.sql(versions.adjusted_sample_sql(v)).pl() for v in (A, B)}
+    finally:
+        con.close()
+
+    def fetch(table, cut):
+        assert table == "games"
+        return cut.apply(pl.concat(list(frames.values())))
+
+    return versions.compare(fetch, A, B, families=["adjusted_powers"])
+
+
+def test_a_power_that_got_stronger_is_found_by_the_adjusted_model():
+    """surge +0.6 log-odds stronger in B, 9,000 sampled games a version: flagged first, its
+    interval covering the true change of its contrast against the average power (0.6 × 9/10);
+    the others' intervals cover theirs (−0.06) and at most one of them is flagged."""
+    p = sy.Plan(
+        n=24_000, seed=31, versions=TWO, modes=(("online", 1),), p_hidden=0.0, p_powers=1.0,
+        version_power_effects={B: {"surge": 0.6}},
+    )  # fmt: skip
+    c = adjusted_frames(p)
+    adj = rows(c, "adjusted_powers")
+    assert adj.height == len(POWERS)
+    top = adj.row(0, named=True)
+    assert top["item"] == "surge" and top["flagged"]
+    assert top["lo"] <= 0.6 * 0.9 <= top["hi"]
+    others = adj.filter(pl.col("item") != "surge")
+    assert int(others["flagged"].sum()) <= 1
+    covered = ((others["lo"] <= -0.06) & (others["hi"] >= -0.06)).sum()
+    assert covered >= len(POWERS) - 2
+
+
+def test_without_a_change_the_adjusted_powers_stay_within_the_fdr():
+    flagged_families = 0
+    for seed in range(6):
+        p = sy.Plan(
+            n=10_000, seed=200 + seed, versions=TWO, modes=(("online", 1),), p_hidden=0.0,
+            p_powers=1.0,
+        )  # fmt: skip
+        c = adjusted_frames(p)
+        flagged_families += int(c.flagged.height > 0)
+    assert flagged_families <= 1

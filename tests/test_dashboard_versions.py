@@ -87,6 +87,7 @@ def test_the_summary_counts_the_flagged_rows_of_the_table(app):
     assert sum(r["flagged"] == "true" for r in first) >= len(first) // 2
     assert {r["family"] for r in rows} == {
         "first_move", "powers", "ai_levels", "end_reasons", "game_length", "lineup_cells",
+        "adjusted_powers",
     }  # fmt: skip
 
 

@@ -32,7 +32,11 @@ SOURCES = {
     "end_reasons": ("agg_end_reasons", ["board", "variant", "reason"], "sum(games) AS games"),
     "game_length": ("agg_game_length", ["board", "variant", "turns"], "sum(games) AS games"),
     "lineup_cells": ("agg_lineup", ["board", "variant", "lineup"], OUT),
+    "adjusted_powers": ("games", [], ""),  # each version's sample of games: adjusted_sql
 }
+# the rows a comparison may read: two versions' lineups (up to 2 x 5,040 a board and variant)
+# and samples (2 x analysis.versions.ADJUSTED_SAMPLE games) stay far below it
+ROW_LIMIT = 250_000
 LABELS = {"version_a": "Version A (before)", "version_b": "Version B (after)"}
 
 
@@ -105,9 +109,27 @@ def prepare(ctx: Ctx, args: Mapping[str, str]) -> None:
     ]
 
 
+def adjusted_sql(ctx: Ctx) -> str:
+    """Each version's sample of human games under the page's filters (the mode filter aside:
+    the adjusted model is fitted on human games), as analysis.versions draws it."""
+    a, b = ctx.params.get("pair", (None, None))
+    if not (a and b):
+        return "SELECT 'games' AS source WHERE false"
+    where = ctx.where("games", "ended_at", None, {"mode": "human"}).removeprefix("WHERE ").strip()
+    sample = analysis_versions().adjusted_sample_sql
+    # (without the hash, an unsigned 64-bit integer: the dashboard casts unsigned to Int64)
+    parts = [
+        f"SELECT 'games' AS source, * EXCLUDE (h, game_id) FROM ({sample(v, where or 'TRUE')})"
+        for v in (a, b)
+    ]
+    return "\nUNION ALL\n".join(f"({p})" for p in parts)
+
+
 def family_sql(ctx: Ctx, family: str) -> str:
     """The family's counts for versions A and B under the page's filters (computer levels:
     computer games, whatever the mode filter says)."""
+    if family == "adjusted_powers":
+        return adjusted_sql(ctx)
     table, keys, aggs = SOURCES[family]
     a, b = ctx.params.get("pair", (None, None))
     cond = (
@@ -192,6 +214,7 @@ TITLE_OF = {
     "end_reasons": "share of games",
     "game_length": "mean turns",
     "lineup_cells": "rank-in-file effect",
+    "adjusted_powers": "adjusted power effect",
 }
 X_TITLES = {
     "first_move": "first mover's score rate, B − A (Newcombe 95% interval)",
@@ -200,6 +223,7 @@ X_TITLES = {
     "end_reasons": "share of the games ending so, B − A (Newcombe 95% interval)",
     "game_length": "mean turns per game, B − A (Welch 95% interval)",
     "lineup_cells": "lineup model's rank-in-file effect, log-odds, B − A (95% interval)",
+    "adjusted_powers": "adjusted effect against the average power, log-odds, B − A (95% interval)",
 }
 CHART_TITLES = {
     "first_move": "First-move advantage: B − A",
@@ -208,6 +232,8 @@ CHART_TITLES = {
     "end_reasons": "How games end: share of each reason, B − A",
     "game_length": "Game length: mean turns, B − A",
     "lineup_cells": "Lineups: the lineup model's rank-in-file effects, B − A",
+    "adjusted_powers": "Powers, adjusted (first move, board and the opponent's picks held "
+    "fixed): B − A",
 }
 
 
@@ -232,6 +258,7 @@ def _chart(family: str) -> Chart:
         ),
         summary=_family_summary(family),
         empty="No games of both versions in this family under these filters.",
+        row_limit=ROW_LIMIT,
     )
 
 
@@ -248,6 +275,7 @@ everything = Chart(
     "draw as ½. Computer levels are read from computer games, the rest from the mode filter "
     "(default: human against human).",
     empty="Nothing to compare under these filters (the line above says why).",
+    row_limit=ROW_LIMIT,
 )
 
 PAGE = Page(
@@ -255,8 +283,8 @@ PAGE = Page(
     [everything, *(_chart(f) for f in SOURCES)],
     intro="Did a client version change balance? Every difference between version A and "
     "version B, with its interval and a test, and a false discovery rate of 5% within each "
-    "family (first move, powers, computer levels, end reasons, game length, the lineup "
-    "model's rank-in-file effects).",
+    "family (first move, powers, the adjusted power effects, computer levels, end reasons, "
+    "game length, the lineup model's rank-in-file effects).",
     coverage_table="",
     selects=("board", "variant", "mode", "platform"),
     prepare=prepare,
