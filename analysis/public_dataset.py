@@ -229,26 +229,32 @@ class _DuckDBConnection(Source):
         self.con.close()
 
 
+def open_stopped_store(path: str) -> duckdb.DuckDBPyConnection:
+    """A store file opened read-only, or ExportError (code 2) saying why not: missing, or
+    held by a running server (then its SQL console is the way: --server URL)."""
+    import duckdb
+
+    if not os.path.isfile(path):
+        raise ExportError(f"no store at {path}", 2)
+    try:
+        return duckdb.connect(path, read_only=True)
+    except duckdb.Error as exc:
+        if "lock" in str(exc).lower():
+            raise ExportError(
+                f"{path} is open in another process (a running balance serve?): stop it, "
+                f"or use --server URL",
+                2,
+            ) from None
+        raise ExportError(f"cannot open {path}: {exc}", 2) from None
+
+
 class DuckDBSource(_DuckDBConnection):
     """A stopped store, opened read-only (no server may hold the file)."""
 
     kind = "db"
 
     def __init__(self, path: str):
-        import duckdb
-
-        if not os.path.isfile(path):
-            raise ExportError(f"no store at {path}", 2)
-        try:
-            self.con = duckdb.connect(path, read_only=True)
-        except duckdb.Error as exc:
-            if "lock" in str(exc).lower():
-                raise ExportError(
-                    f"{path} is open in another process (a running balance serve?): stop it, "
-                    f"or use --server URL",
-                    2,
-                ) from None
-            raise ExportError(f"cannot open {path}: {exc}", 2) from None
+        self.con = open_stopped_store(path)
         self.con.execute("BEGIN TRANSACTION")  # one state for every query of the export
         self.snapshot_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 

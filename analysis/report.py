@@ -73,20 +73,12 @@ def server_fetch(url: str, token: str | None = None) -> Callable[[str], pl.DataF
 
 def file_fetch(path: str):
     """(fetch, close) on a stopped store file, read-only."""
-    import duckdb
+    from .public_dataset import ExportError, open_stopped_store
 
-    if not os.path.isfile(path):
-        raise ReportError(f"no store at {path}", 2)
     try:
-        con = duckdb.connect(path, read_only=True)
-    except duckdb.Error as exc:
-        if "lock" in str(exc).lower():
-            raise ReportError(
-                f"{path} is open in another process (a running balance serve?): stop it, "
-                "or use --server URL",
-                2,
-            ) from None
-        raise ReportError(f"cannot open {path}: {exc}", 2) from None
+        con = open_stopped_store(path)
+    except ExportError as exc:
+        raise ReportError(str(exc), exc.code) from None
     return (lambda sql: con.sql(sql).pl()), con.close
 
 

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from .. import charts
 from ..render import Chart, Ctx
-from .base import Page
+from .base import Page, draw_rate
 
 
 def analysis_findings():
@@ -55,9 +54,7 @@ effects = Chart(
     "agg_runs",
     _sql,
     post=_effects,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows, "label", reference=0.0, domain=None, x_title="effect, 95% interval"
-    ),
+    draw=draw_rate("label", reference=0.0, domain=None, x_title="effect, 95% interval"),
     draw_limit=40,
     empty="Nothing flagged: no row of any balance table passes its family's 5% false "
     "discovery rate.",

@@ -143,8 +143,7 @@ adjusted_effect = Chart(
     "agg_adjusted",
     lambda ctx: ADJUSTED_SQL,
     post=_adjusted,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows,
+    draw=draw_rate(
         "label",
         facet="kind",
         reference=0.0,

@@ -130,8 +130,7 @@ model_lineups = Chart(
     "agg_lineup_model",
     lambda ctx: MODEL_SQL,
     post=_model_lineups,
-    draw=lambda rows, ctx: charts.rate_chart(
-        rows,
+    draw=draw_rate(
         "label",
         facet="family",
         domain=None,

@@ -16,11 +16,10 @@ import polars as pl
 from analysis.live_version import human_games_sql
 from analysis.sql import sql_literal
 
-from .. import charts
 from ..filters import VERSION
 from ..render import Chart, Ctx
 from ..sqlsafe import QueryError
-from .base import OUT, Page
+from .base import OUT, Page, draw_rate
 from .computer import COMPUTER
 from .powers import POWER_SUMS
 
@@ -246,8 +245,7 @@ def _chart(family: str) -> Chart:
         table,
         lambda ctx: family_sql(ctx, family),
         post=_family_post(family),
-        draw=lambda rows, ctx: charts.rate_chart(
-            rows,
+        draw=draw_rate(
             "label",
             reference=0.0,
             domain=None,
