@@ -282,12 +282,20 @@ def connect(
     return con
 
 
-def _local_data_path(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The lake's data path when it is a local directory (None for a URL: object storage)."""
-    ((path,),) = con.execute(
+def data_path_of(con: duckdb.DuckDBPyConnection) -> str:
+    """The data path the lake's catalog records (DuckLake writes it with the catalog)."""
+    row = con.execute(
         f"SELECT value FROM __ducklake_metadata_{LAKE}.ducklake_metadata "
         "WHERE key = 'data_path' AND scope IS NULL"
-    ).fetchall()
+    ).fetchone()
+    if row is None:  # (never: DuckLake writes it with the catalog)
+        raise RuntimeError("the lake's catalog has no data_path")
+    return row[0]
+
+
+def _local_data_path(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake's data path when it is a local directory (None for a URL: object storage)."""
+    path = data_path_of(con)
     return None if "://" in path else path
 
 

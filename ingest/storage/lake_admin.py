@@ -27,7 +27,7 @@ from typing import Any
 import duckdb
 
 from . import rows
-from .lake import FENCES, LAKE, PG, connect, lake_schema_sql, sweep_stale
+from .lake import FENCES, LAKE, PG, connect, data_path_of, lake_schema_sql, sweep_stale
 from .lake_claims import STORED, Claims
 
 log = logging.getLogger("ingest.lake")
@@ -62,13 +62,7 @@ def init_lake(catalog: str, data_path: str, inline_rows: int | None = None) -> d
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> dict:
-    row = con.execute(
-        "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata "
-        "WHERE key = 'data_path' AND scope IS NULL"
-    ).fetchone()
-    if row is None:  # (never: DuckLake writes it with the catalog)
-        raise RuntimeError("the lake's catalog has no data_path")
-    (path,) = row
+    path = data_path_of(con)
     tables = [
         t
         for (t,) in con.execute(
