@@ -6,8 +6,8 @@ the message quotes, and an unknown field's name only when it looks like a field 
 The counts are kept in memory and appended to the store every FLUSH_SECONDS (and at close)
 through its writer, never in an upload's own commit: counting can neither fail nor slow an
 upload. A flush that fails (a full disk) keeps its counts for the next one. The keys are
-bounded (MAX_KEYS a flush: past them, field '(other)'), so a client cannot grow the table with
-made-up field names.
+bounded (MAX_KEYS distinct ones a day and server: past them, field '(other)'), so a client
+cannot grow the table with made-up field names, however it spreads them over flushes.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ class RejectionTally:
     def __init__(self, store, every: float = FLUSH_SECONDS):
         self.store = store
         self._counts: Counter[tuple[dt.date, str, str]] = Counter()
+        self._seen: set[tuple[dt.date, str, str]] = set()  # today's keys (MAX_KEYS at most)
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="rejections", daemon=True)
@@ -60,8 +61,11 @@ class RejectionTally:
         with self._lock:
             for r in rejected:
                 key = (day, field_of(r.get("field")), problem_of(r.get("message") or ""))
-                if key not in self._counts and len(self._counts) >= MAX_KEYS:
-                    key = (day, "(other)", key[2])
+                if key not in self._seen:
+                    self._seen = {k for k in self._seen if k[0] == day}  # a new day: anew
+                    if len(self._seen) >= MAX_KEYS:
+                        key = (day, "(other)", key[2])
+                    self._seen.add(key)
                 self._counts[key] += 1
 
     def pending(self) -> int:

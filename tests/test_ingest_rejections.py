@@ -84,6 +84,11 @@ def test_a_client_cannot_grow_the_table_with_made_up_fields(app):
     rows = _rows(app, "SELECT field, records FROM rejections")
     assert len(rows) <= MAX_KEYS + 1 and sum(n for _, n in rows) == 600
     assert dict(rows)["(other)"] == 600 - (MAX_KEYS - 0)
+    # spread over later flushes, more made-up names make no more keys that day
+    _upload(app, [json.dumps({**fresh_slow6(0), f"field_{uuid.uuid4().hex}": 1})] * 5)
+    assert _tally(app).flush() == 5
+    rows = _rows(app, "SELECT DISTINCT field FROM rejections")
+    assert len(rows) <= MAX_KEYS + 1
 
 
 def test_counts_survive_a_failing_store_and_reach_the_next_flush(tmp_path):
