@@ -2,7 +2,9 @@
 
 Asks the server at $BALANCE_URL (default http://127.0.0.1:8000) through POST /sql/api, sending
 $BALANCE_TOKEN as a bearer token when set; or, with --db PATH, opens that store file read-only
-itself (it must not be open by a running server) under the same locked engine as the console.
+itself (it must not be open by a running server) under the same locked engine as the console;
+or, with --lake CATALOG, reads the lake read-only at its latest snapshot (servers may be
+writing it meanwhile).
 Prints a table, or CSV with --csv. `:name` in the query is a parameter: give its value with
 `--param name=value` (bound by DuckDB, never written into the text). `--saved SLUG` runs a
 saved query of the server (its parameters with --param, the rest take their defaults).
@@ -42,6 +44,11 @@ def register(subparsers) -> None:
     p.add_argument("--saved", metavar="SLUG", help="run this saved query of the server")
     p.add_argument("--csv", action="store_true", help="print CSV instead of a table")
     p.add_argument("--db", metavar="PATH", help="open this DuckDB store file read-only instead")
+    p.add_argument(
+        "--lake",
+        metavar="CATALOG",
+        help="or read this lake (its PostgreSQL catalog) read-only, at its latest snapshot",
+    )
     p.add_argument(
         "--url", default=None, help=f"server URL (default $BALANCE_URL or {DEFAULT_URL})"
     )
@@ -96,19 +103,18 @@ def _via_server(sql: str, args, params: dict) -> tuple[list[str], list[list], bo
 
 
 def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool] | int:
+    """The query on a store file (--db) or a lake (--lake), opened read-only here under the
+    console's locked engine."""
     from . import export
     from .sqlparams import prepare
-    from .sqlsafe import DEFAULT_LIMIT, Engine, QueryError
+    from .sqlsafe import DEFAULT_LIMIT, QueryError
 
     if args.saved:
-        return _fail("--saved asks a server (its saved queries); leave out --db", 2)
+        return _fail("--saved asks a server (its saved queries); leave out --db / --lake", 2)
     sql = prepare(sql)[0]
-    if not os.path.isfile(args.db):
-        return _fail(f"no such database file: {args.db}", 2)
-    try:
-        engine = Engine(args.db, threads=2)
-    except Exception as exc:  # locked by a running server, not a DuckDB file, ...
-        return _fail(f"cannot open {args.db} read-only: {exc}", 2)
+    engine = _engine(args)
+    if isinstance(engine, int):
+        return engine
     try:
         result = engine.run(
             sql, limit=args.limit or DEFAULT_LIMIT, timeout=args.timeout, params=params or None
@@ -118,6 +124,36 @@ def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool
     finally:
         engine.close()
     return result.columns, export.rows(result.table), result.truncated
+
+
+def _engine(args):
+    """The locked engine on --db or --lake; an exit code when it cannot be opened."""
+    from .sqlsafe import Attach, Engine
+
+    if args.lake:
+        from ingest.storage.lake import (
+            LakeError,
+            LakeUnavailable,
+            attach_read_only,
+            read_only_config,
+        )
+
+        try:
+
+            def attach(con, alias: str) -> None:
+                attach_read_only(con, args.lake, alias)
+
+            return Engine("lake", threads=2, attach=Attach(read_only_config(), attach))
+        except (LakeError, LakeUnavailable) as exc:
+            return _fail(str(exc), 2)
+        except Exception as exc:  # the catalog unreachable, ...
+            return _fail(f"cannot open the lake read-only: {exc}", 2)
+    if not os.path.isfile(args.db):
+        return _fail(f"no such database file: {args.db}", 2)
+    try:
+        return Engine(args.db, threads=2)
+    except Exception as exc:  # locked by a running server, not a DuckDB file, ...
+        return _fail(f"cannot open {args.db} read-only: {exc}", 2)
 
 
 def _text(value) -> str:
@@ -156,7 +192,8 @@ def run(args) -> int:
     params = _params(args)
     if isinstance(params, int):
         return params
-    got = _via_file(sql, args, params) if args.db else _via_server(sql, args, params)
+    local = args.db or args.lake
+    got = _via_file(sql, args, params) if local else _via_server(sql, args, params)
     if isinstance(got, int):
         return got
     columns, rows, truncated = got

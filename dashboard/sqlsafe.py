@@ -28,7 +28,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -564,8 +564,18 @@ LOCKED_CONFIG: dict[str, str | bool | int | float | list[str]] = {
 }
 
 
+@dataclass(frozen=True)
+class Attach:
+    """A database other than a file for the engine (a lake): the settings its connection
+    needs and how it is attached, READ_ONLY, under the alias given."""
+
+    config: dict
+    attach: Callable[[duckdb.DuckDBPyConnection, str], None]
+
+
 class Engine:
-    """One read-only, locked DuckDB instance over one snapshot file; a cursor per query."""
+    """One read-only, locked DuckDB instance over one snapshot file (or `attach`'s database);
+    a cursor per query."""
 
     def __init__(
         self,
@@ -577,17 +587,22 @@ class Engine:
         max_concurrent: int = 2,
         setup=None,
         memory_label: str | None = None,
+        attach: Attach | None = None,
     ):
         config = dict(LOCKED_CONFIG)
         config.update({"threads": threads, "memory_limit": memory_limit})
+        if attach is not None:
+            config.update(attach.config)
         self.path = path
         self.snapshot_at = snapshot_at
         self.memory_limit = memory_limit
         self.memory_label = memory_label or memory_limit  # the limit as the console states it
         con = duckdb.connect(":memory:", config=config)
         try:
-            # ATTACH takes no parameter: the path goes in as a literal
-            con.execute(f"ATTACH {sql_literal(path)} AS {ALIAS} (READ_ONLY)")
+            if attach is not None:
+                attach.attach(con, ALIAS)
+            else:  # ATTACH takes no parameter: the path goes in as a literal
+                con.execute(f"ATTACH {sql_literal(path)} AS {ALIAS} (READ_ONLY)")
             con.execute(f"USE {ALIAS}")
             if setup is not None:
                 setup(con)  # e.g. register trusted Python UDFs (no SQL-visible settings)

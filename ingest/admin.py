@@ -7,7 +7,7 @@ import hmac
 from flask import Blueprint, current_app, request
 
 from .responses import error, json_response
-from .reverify import reverify
+from .reverify import reverify_running
 
 bp = Blueprint("admin", __name__)
 
@@ -28,6 +28,5 @@ def admin_reverify():
             401, "send Authorization: Bearer <BALANCE_TOKEN>", {"WWW-Authenticate": "Bearer"}
         )
     rebuild = request.args.get("rebuild", "").lower() in ("1", "true", "yes")
-    # runs on the store's calls thread in one transaction: uploads wait meanwhile
-    summary = state.store.submit(lambda con: reverify(con, state.judge, rebuild=rebuild)).result()
+    summary = reverify_running(state.store, state.judge, rebuild=rebuild)
     return json_response(summary)

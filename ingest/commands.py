@@ -246,20 +246,20 @@ def run_reverify(args) -> int:
 
 
 def _reverify_lake(catalog: str, args) -> int:
-    """A lake transaction a batch, tried again while the servers' appends conflict with its
-    deletes (reverify.apply_retrying); run one reverify at a time."""
+    """A lake transaction a batch, applied again while the servers' appends conflict with its
+    deletes and then with their commits paused (reverify.reverify_lake); one at a time."""
     import duckdb
 
-    from .reverify import apply_retrying, reverify
+    from .reverify import reverify_lake
     from .storage.lake import LakeError, LakeUnavailable, connect
 
     try:
-        con = connect(catalog, claims=False)
+        con = connect(catalog)
     except (LakeError, LakeUnavailable) as exc:
         print(f"balance reverify: {exc}", file=sys.stderr)
         return 2
     try:
-        summary = reverify(con, rebuild=args.rebuild, echo=print, apply=apply_retrying)
+        summary = reverify_lake(con, rebuild=args.rebuild, echo=print)
     except duckdb.TransactionException as exc:
         print(f"balance reverify: gave up on a batch the uploads kept conflicting with: {exc}; "
               "the batches before it are stored: run it again", file=sys.stderr)  # fmt: skip

@@ -5,6 +5,8 @@ stopped (`balance reverify --db PATH`)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import random
 import time
 from collections import Counter
@@ -16,7 +18,8 @@ import orjson
 import pyarrow as pa
 
 from .pipeline import Judge
-from .storage import QUARANTINED, VERIFIED, codec, insert_tables, rows
+from .storage import QUARANTINED, VERIFIED, Store, codec, insert_tables, rows
+from .storage.lake import LakeStore, commits_paused
 
 _CHUNK = 2000
 
@@ -57,6 +60,34 @@ def reverify(
     finally:
         reader.close()
     return {"checked": counts.pop("checked", 0), "counts": dict(counts), "changes": changes}
+
+
+def reverify_lake(
+    con: duckdb.DuckDBPyConnection,
+    judge: Judge | None = None,
+    *,
+    rebuild: bool = False,
+    echo: Callable[[str], None] = lambda line: None,
+) -> dict:
+    """`reverify` on a lake beside running servers: a transaction a batch, applied again while
+    the servers' appends conflict with its deletes and then with their commits paused
+    (apply_retrying's gate). `con`: a lake connection with the catalog attached."""
+    gated = functools.partial(apply_retrying, gate=lambda: commits_paused(con))
+    return reverify(con, judge, rebuild=rebuild, echo=echo, apply=gated)
+
+
+def reverify_running(store: Store | LakeStore, judge: Judge, *, rebuild: bool = False) -> dict:
+    """A running server's reverify (POST /v1/admin/reverify). The file store: on its calls
+    thread, in one transaction (this server's uploads wait meanwhile). A lake: on a
+    connection of its own (`reverify_lake`), so that every server, this one included, keeps
+    storing games between its batches."""
+    if isinstance(store, LakeStore):
+        con = store.reader()
+        try:
+            return reverify_lake(con, judge, rebuild=rebuild)
+        finally:
+            con.close()
+    return store.submit(lambda con: reverify(con, judge, rebuild=rebuild)).result()
 
 
 def _judge_batch(batch, judge, old_q, rebuild, counts, changes, echo) -> dict:
@@ -178,28 +209,39 @@ def _apply(con: duckdb.DuckDBPyConnection, plan: dict) -> None:
     insert_tables(con, rows.tables_of(plan["rows"]))
 
 
-def apply_retrying(con: duckdb.DuckDBPyConnection, plan: dict, tries: int = 40) -> None:
+def apply_retrying(
+    con: duckdb.DuckDBPyConnection,
+    plan: dict,
+    tries: int = 40,
+    *,
+    gate: Callable[[], contextlib.AbstractContextManager] | None = None,
+    ungated: int = 3,
+) -> None:
     """A batch's changes in a transaction of their own, tried again while it conflicts. On a
     lake a delete fails at commit when another server inserted into the same table since
     the transaction began (DuckLake's rule): the servers only append new games, so the plan
-    still holds and is simply applied again on the newer snapshot. Each batch is whole or
-    not at all; an interrupted reverify is finished by running it again."""
+    still holds and is simply applied again on the newer snapshot. After `ungated` conflicts
+    each try runs inside `gate()` (lake.commits_paused: the servers' new games wait), so a
+    batch finishes under continuous uploads. Each batch is whole or not at all; an
+    interrupted reverify is finished by running it again."""
     if not any(plan.values()):
         return
     for attempt in range(tries):
-        con.begin()
-        try:
-            _apply(con, plan)
-            con.commit()
-            return
-        except duckdb.TransactionException as exc:
-            _rollback(con)
-            if "conflict" not in str(exc).lower() or attempt == tries - 1:
+        paused = gate() if gate is not None and attempt >= ungated else contextlib.nullcontext()
+        with paused:
+            con.begin()
+            try:
+                _apply(con, plan)
+                con.commit()
+                return
+            except duckdb.TransactionException as exc:
+                _rollback(con)
+                if "conflict" not in str(exc).lower() or attempt == tries - 1:
+                    raise
+            except BaseException:
+                _rollback(con)
                 raise
-            time.sleep(min(0.05 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
-        except BaseException:
-            _rollback(con)
-            raise
+        time.sleep(min(0.05 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

@@ -128,11 +128,18 @@ def test_requests_judged_in_one_chunk_keep_their_own_receive_times(gathered, tmp
         threading.Thread(target=upload, args=(gather, r, at))
         for r, at in zip(records, times, strict=True)
     ]
-    # The first waits for the lock; the next may go to the judge process behind it (the
-    # gatherer sends a chunk before it commits the one before); the rest queue as one chunk.
-    for t in threads:
+    # The first is taken, judged and waits for the lock; started once it is taken, the rest
+    # queue behind it (one of them may go to the judge process first: the gatherer sends a
+    # chunk before it commits the one before) and are taken as one chunk.
+    threads[0].start()
+    for _ in range(1000):
+        if not gather._queue:
+            break
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.5)
+    for t in threads[1:]:
         t.start()
-    for _ in range(500):
+    for _ in range(1000):
         if len(gather._queue) >= 2:
             break
         threading.Event().wait(0.01)

@@ -549,3 +549,77 @@ def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing
     stored = {g for (g,) in lake_rows(catalog, "SELECT game_id::VARCHAR FROM raw_records")}
     assert len(acknowledged) > 1000 and set(acknowledged) <= stored
     assert check(catalog)["ok"]
+
+
+def test_the_commit_gate_holds_new_games_until_it_opens(stores, lake):
+    """commits_paused: while inside, a server's new game waits (in flight, asked again after
+    a moment) and lands once the gate opens; a duplicate is still answered at once. Claims
+    made before the gate closed are waited for (drained) before its body runs."""
+    from ingest.storage.lake import commits_paused
+
+    store = stores(in_flight_wait=10.0)
+    first = fresh(SLOW6[0])
+    assert store.ingest([pending(first)]) == ["accepted"]
+    store.flush_rows()
+    con = connect(lake)
+    answers: list[list[str]] = []
+    try:
+        with commits_paused(con):
+            waiting = threading.Thread(
+                target=lambda: answers.append(store.ingest([pending(fresh(SLOW6[1]))]))
+            )
+            waiting.start()
+            assert store.ingest([pending(first)]) == ["duplicate"]  # no new claim needed
+            time.sleep(1.0)
+            assert answers == []  # held at the gate, nothing stored
+            assert lake_rows(lake, "SELECT count(*) FROM raw_records") == [(1,)]
+        waiting.join(10)
+        assert answers == [["accepted"]]
+        other = Claims(con, "balance_pg")
+        other.claim([pending(fresh(SLOW6[2])).key], [1], "someone_live", 60)
+        began = time.monotonic()
+        with commits_paused(con, drain=0.5):  # a live claim nobody commits: drained in vain
+            assert time.monotonic() - began >= 0.5
+    finally:
+        con.close()
+    assert store.counters["deferred"] >= 1
+
+
+def test_the_gate_left_closed_by_a_dead_holder_opens_by_itself(stores, lake):
+    store = stores(in_flight_wait=10.0)
+    con = connect(lake)
+    try:
+        Claims(con, "balance_pg").close_gate("gate_dead", 1.0)
+    finally:
+        con.close()
+    began = time.monotonic()
+    assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
+    assert time.monotonic() - began >= 0.5  # it waited for the gate's time to run out
+
+
+def test_balance_sql_reads_the_lake_read_only_beside_a_writing_server(stores, lake, capsys):
+    """`balance sql --lake`: the console's locked engine on the lake's latest snapshot, while
+    a server writes it; writes, the claims and the catalog's other tables are refused."""
+    from ingest import cli
+
+    store = stores()
+    for r in SLOW6[:5]:
+        assert store.ingest([pending(fresh(r))]) == ["accepted"]
+    assert cli.main(["sql", "--lake", lake, "--csv", "SELECT count(*) AS n FROM games"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["n", "5"]
+    assert store.ingest([pending(fresh(SLOW6[5]))]) == ["accepted"]
+    assert cli.main(["sql", "--lake", lake, "--csv", "SELECT count(*) AS n FROM games"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["n", "6"]
+    for hostile in (
+        "DELETE FROM games",
+        "SELECT * FROM balance_claims",
+        "SELECT * FROM __ducklake_metadata_store.balance_claims",
+        "SELECT * FROM postgres_query('__ducklake_metadata_store', 'SELECT 1')",
+        "SELECT * FROM read_parquet('/etc/passwd')",
+    ):
+        assert cli.main(["sql", "--lake", lake, hostile]) == 1, hostile
+        err = capsys.readouterr().err
+        assert err.startswith("balance sql:"), err
+    assert cli.main(["sql", "--lake", "host=127.0.0.1 port=1 dbname=x", "SELECT 1"]) == 2
+    assert "balance sql:" in capsys.readouterr().err
+    assert lake_rows(lake, "SELECT count(*) FROM games") == [(6,)]

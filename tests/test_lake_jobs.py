@@ -10,6 +10,7 @@ import gzip
 import itertools
 import json
 import math
+import time
 
 import duckdb
 import pytest
@@ -174,57 +175,66 @@ def _consistent(con) -> None:
     assert bad == 0
 
 
-def test_reverify_on_a_lake_beside_a_server_that_keeps_appending(lake, capsys):
-    """`balance reverify --lake`: games a buggy engine quarantined go back to the verified
-    tables with their rows. Beside a store that uploads without a pause, DuckLake fails each
-    batch whose deletes meet an insert committed meanwhile: the batch is applied again, and
-    if the uploads never leave it a gap it stops and says so; either way no game is half
-    moved and nothing acknowledged is lost. Once the uploads pause, it finishes."""
-    import threading
-    import uuid
+class Appender:
+    """Another server uploading new games one at a time without a pause, as a client does:
+    a 503 (StorageUnavailable) is sent again. `during` counts what was acknowledged while
+    `busy` was set."""
 
+    def __init__(self, store: LakeStore):
+        import threading
+
+        self.store, self.stored, self.during, self.unavailable = store, [], 0, 0
+        self.busy, self._stop = threading.Event(), threading.Event()
+        self._thread = threading.Thread(target=self._run)
+
+    def _run(self) -> None:
+        import uuid
+
+        from support import SLOW6
+
+        from ingest.storage import StorageUnavailable
+
+        i = 0
+        while not self._stop.is_set() or i < 3:
+            r = dict(SLOW6[i % len(SLOW6)], game_id=str(uuid.uuid4()))
+            while True:
+                try:
+                    got = load_records(self.store, [r], echo=lambda _: None)
+                    break
+                except StorageUnavailable:
+                    self.unavailable += 1
+            if got.get("accepted"):
+                self.stored.append(r["game_id"])
+                self.during += self.busy.is_set()
+            i += 1
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _quarantined_by_a_buggy_engine(store: LakeStore) -> tuple[list[dict], set[str]]:
     from support import SLOW6, fresh
     from test_ingest_reverify import buggy_verifier
 
     from ingest.pipeline import Judge
-    from ingest.storage.lake_admin import check
 
     recs = [fresh(r) for r in SLOW6[:8]]
     wrong = {recs[1]["game_id"], recs[5]["game_id"]}
-    store = LakeStore(lake)
-    try:
-        counts = load_records(store, recs, Judge(buggy_verifier(wrong)), echo=lambda _: None)
-        assert counts == {"accepted": 6, "quarantined": 2}
-        appended: list[str] = []
-        stop = threading.Event()
+    counts = load_records(store, recs, Judge(buggy_verifier(wrong)), echo=lambda _: None)
+    assert counts == {"accepted": 6, "quarantined": 2}
+    return recs, wrong
 
-        def append():
-            i = 0
-            while not stop.is_set() or i < 3:
-                r = dict(SLOW6[i % len(SLOW6)], game_id=str(uuid.uuid4()))
-                got = load_records(store, [r], echo=lambda _: None)
-                if got.get("accepted"):
-                    appended.append(r["game_id"])
-                i += 1
 
-        writer = threading.Thread(target=append)
-        writer.start()
-        try:
-            busy = cli.main(["reverify", "--lake", lake])
-        finally:
-            stop.set()
-            writer.join()
-        assert busy in (0, 1)
-        if busy == 1:
-            assert "run it again" in capsys.readouterr().err
-        con = connect(lake, read_only=True, claims=False)
-        try:
-            _consistent(con)
-        finally:
-            con.close()
-        assert cli.main(["reverify", "--lake", lake]) == 0  # the uploads paused: it finishes
-    finally:
-        store.close()
+def _reverified(lake: str, recs: list[dict], wrong: set[str], appended: list[str]) -> None:
+    """The games the buggy engine quarantined are verified with all their rows; nothing is
+    half moved; every acknowledged game is stored."""
+    from ingest.storage.lake_admin import check
+
     con = connect(lake, read_only=True, claims=False)
     try:
         assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
@@ -242,3 +252,55 @@ def test_reverify_on_a_lake_beside_a_server_that_keeps_appending(lake, capsys):
     assert {r["game_id"] for r in recs} <= stored
     result = check(lake)
     assert result["ok"], result
+
+
+def test_reverify_on_a_lake_finishes_beside_a_server_that_keeps_appending(lake, capsys):
+    """`balance reverify --lake`: games a buggy engine quarantined go back to the verified
+    tables with their rows, beside a server that uploads without a pause. DuckLake fails a
+    batch whose deletes meet an insert committed meanwhile; after a few such tries the batch
+    applies with every server's new commits paused (the commit gate), so it finishes, and the
+    uploads go on around it: no game half moved, nothing acknowledged lost."""
+    store = LakeStore(lake)
+    try:
+        recs, wrong = _quarantined_by_a_buggy_engine(store)
+        with Appender(store) as appender:
+            while len(appender.stored) < 3:  # the uploads are running
+                time.sleep(0.05)
+            appender.busy.set()
+            rc = cli.main(["reverify", "--lake", lake])
+            appender.busy.clear()
+        out = capsys.readouterr()
+        assert rc == 0, out.err
+        assert "checked" in out.out
+    finally:
+        store.close()
+    assert appender.during > 0  # the server kept storing games while it ran
+    _reverified(lake, recs, wrong, appender.stored)
+
+
+def test_admin_reverify_on_a_lake_server_beside_another_that_keeps_appending(lake):
+    """POST /v1/admin/reverify on a lake server (in-process app on a LakeStore): it runs on a
+    connection of its own, batch by batch, while a second server on the same lake keeps
+    uploading; the answer names both moved games."""
+    from ingest.app import create_app
+
+    first, second = LakeStore(lake), LakeStore(lake)
+    try:
+        recs, wrong = _quarantined_by_a_buggy_engine(first)
+        client = create_app({"STORE": first, "BALANCE_TOKEN": "s3cret"}).test_client()
+        with Appender(second) as appender:
+            while len(appender.stored) < 3:
+                time.sleep(0.05)
+            appender.busy.set()
+            reply = client.post("/v1/admin/reverify", headers={"Authorization": "Bearer s3cret"})
+            appender.busy.clear()
+        assert reply.status_code == 200, reply.get_data(as_text=True)
+        summary = reply.get_json()
+        assert {c["game_id"] for c in summary["changes"]} == wrong
+        assert summary["checked"] >= len(recs)
+        assert client.post("/v1/admin/reverify").status_code == 401
+    finally:
+        second.close()
+        first.close()
+    assert appender.during > 0
+    _reverified(lake, recs, wrong, appender.stored)

@@ -104,6 +104,10 @@ RETRY_AFTER_IN_FLIGHT = 1
 # writers its default (10 tries, 100 ms, x1.5) ran out (issue 19): more, shorter waits.
 DUCKLAKE_RETRIES, DUCKLAKE_RETRY_MS, DUCKLAKE_BACKOFF = 60, 20, 1.2
 COMMIT_RETRIES = 5  # and the application's retries of a commit that still failed on a conflict
+# A reverify batch pauses every server's new claims while it applies (`commits_paused`): the
+# gate closes for at most GATE_SECONDS (should the reverify die holding it) and waits up to
+# DRAIN_WAIT for the commits already claimed to land.
+GATE_SECONDS, DRAIN_WAIT = 30.0, 5.0
 _FENCE_TRIM = 500  # a server empties its fence table every this many commits
 _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 
@@ -280,6 +284,26 @@ def connect(
         con.close()
         raise
     return con
+
+
+def read_only_config() -> dict:
+    """The settings a connection of one's own needs to attach the lake (`attach_read_only`):
+    the extension directory, nothing autoloaded."""
+    return _config(install_extensions())
+
+
+def attach_read_only(con: duckdb.DuckDBPyConnection, catalog: str, alias: str) -> None:
+    """Attach the lake READ_ONLY as `alias` on `con` (opened with `read_only_config()`), and
+    nothing else of the catalog: the claims are not reachable through it."""
+    con.execute("LOAD ducklake")
+    con.execute("LOAD postgres")
+    pg = conninfo(catalog)
+    try:
+        con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {alias} (READ_ONLY)")
+    except duckdb.Error as exc:
+        if "ducklake" in str(exc).lower() and "metadata" in str(exc).lower():
+            raise LakeError(f"no lake in this catalog: {exc}") from exc
+        raise
 
 
 def data_path_of(con: duckdb.DuckDBPyConnection) -> str:
@@ -1110,6 +1134,33 @@ def sweep_stale(con: duckdb.DuckDBPyConnection, claims: Claims, mine: str | None
         len([k for k, _ in stale if k not in present]),
     )
     return {"adopted": len(adopted), "released": len(stale) - len(present)}
+
+
+@contextlib.contextmanager
+def commits_paused(
+    con: duckdb.DuckDBPyConnection, *, seconds: float = GATE_SECONDS, drain: float = DRAIN_WAIT
+):
+    """While inside, no server claims a new game (its uploads wait, answered again after a
+    moment: in flight), and the commits claimed before have landed (or `drain` ran out), so
+    that a lake transaction made inside meets no concurrent insert. `con`: a connection with
+    the catalog attached (`connect(..., claims=True)`). For a delete on the tables the servers
+    append to (reverify), which DuckLake fails when an insert commits beside it."""
+    claims = Claims(con.cursor(), PG)
+    holder = f"gate_{os.getpid()}_{uuid.uuid4().hex[:8]}"
+    claims.close_gate(holder, seconds)
+    try:
+        deadline = time.monotonic() + drain
+        while True:  # (a claim made as the gate closed shows once its transaction commits)
+            time.sleep(0.05)
+            if not claims.in_flight() or time.monotonic() > deadline:
+                break
+        yield
+    finally:
+        try:
+            claims.open_gate(holder)
+        except Exception as exc:  # noqa: BLE001 - it opens by itself after `seconds`
+            log.warning("the commit gate stays closed until its time runs out: %s", exc)
+        claims.con.close()
 
 
 def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:

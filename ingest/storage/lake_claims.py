@@ -69,6 +69,11 @@ CREATE TABLE IF NOT EXISTS balance_owners (
     seen_at    timestamptz NOT NULL DEFAULT now(),
     closed_at  timestamptz
 );
+CREATE TABLE IF NOT EXISTS balance_gate (
+    name         text PRIMARY KEY,
+    holder       text NOT NULL,
+    closed_until timestamptz NOT NULL
+);
 CREATE OR REPLACE FUNCTION balance_claim(
     p_ids uuid[], p_hashes bigint[], p_owner text, p_lease double precision)
 RETURNS TABLE (game_id uuid, content_hash bigint, state text, owner text, mine boolean,
@@ -78,6 +83,7 @@ LANGUAGE sql VOLATILE AS $fn$
         INSERT INTO balance_claims AS c (game_id, content_hash, state, owner, leased_until)
         SELECT u.g, u.h, 'pending', p_owner, now() + make_interval(secs => p_lease)
         FROM unnest(p_ids, p_hashes) AS u(g, h)
+        WHERE NOT EXISTS (SELECT 1 FROM balance_gate WHERE closed_until > now())
         ON CONFLICT DO NOTHING
         RETURNING c.game_id, c.content_hash)
     SELECT c.game_id, c.content_hash, c.state, c.owner, false,
@@ -316,6 +322,36 @@ class Claims:
     def counts(self) -> dict[str, int]:
         rows = self._query("SELECT state, count(*) FROM balance_claims GROUP BY state")
         return {state: int(n) for state, n in rows}
+
+    # -- the gate -----------------------------------------------------------------------------
+
+    def close_gate(self, holder: str, seconds: float) -> None:
+        """From now until `open_gate` (or `seconds`, should the holder die), `claim` claims
+        nothing new: every server's new games wait (in flight, answered again after a
+        moment), so that the holder's lake transaction meets no concurrent insert."""
+        close = (
+            "INSERT INTO balance_gate (name, holder, closed_until) VALUES ('commits', "
+            f"{_owner(holder)}, now() + make_interval(secs => {float(seconds)})) "
+            "ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, "
+            "closed_until = EXCLUDED.closed_until"
+        )
+        try:
+            self.execute(close)
+        except duckdb.Error as exc:  # a lake made before the gate: its functions upgraded
+            if "balance_gate" not in str(exc):
+                raise
+            self.install()
+            self.execute(close)
+
+    def open_gate(self, holder: str) -> None:
+        self.execute(f"DELETE FROM balance_gate WHERE holder = {_owner(holder)}")
+
+    def in_flight(self) -> int:
+        """Pending claims under a running lease: games some server is committing now."""
+        ((n,),) = self._query(
+            "SELECT count(*) FROM balance_claims WHERE state = 'pending' AND leased_until >= now()"
+        )
+        return int(n)
 
     # -- the servers --------------------------------------------------------------------------
 
