@@ -140,8 +140,8 @@ def _engine(args):
 
         try:
 
-            def attach(con, alias: str) -> None:
-                attach_read_only(con, args.lake, alias)
+            def attach(con, alias: str) -> list[str]:
+                return [args.lake, attach_read_only(con, args.lake, alias)]
 
             return Engine("lake", threads=2, attach=Attach(read_only_config(), attach))
         except (LakeError, LakeUnavailable) as exc:

@@ -2,7 +2,9 @@
 
 DuckDB lets one process own the store file, so the console cannot open it a second time; instead
 the server's writer thread (`store.submit`) checkpoints the store and copies the file into a fresh
-snapshot file (see write_snapshot), and a locked `sqlsafe.Engine` opens that copy read-only.
+snapshot file (see write_snapshot), and a locked `sqlsafe.Engine` opens that copy read-only. A
+lake's snapshot is no copy: its latest version, which the engines attach pinned
+(`sqlsafe.lake_source`).
 
 On the server the engines live in SQL worker processes (sqlpool.Pool, SQL_WORKERS of them, 2 by
 default): a refresh writes a new file, names it to the pool (idle workers reopen at once, busy
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.sql import sql_identifier, sql_literal
+from ingest.storage.lake import LakeStore, latest_snapshot
 
 from . import export
 from .sqlsafe import (
@@ -42,6 +45,8 @@ from .sqlsafe import (
     Replaced,
     Result,
     TooBig,
+    is_file_source,
+    lake_source,
 )
 
 if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
@@ -135,8 +140,13 @@ class Download:
 
 @dataclass(frozen=True)
 class Snapshot:
-    path: str
+    path: str  # a file, or a lake's pinned version (sqlsafe.lake_source)
     snapshot_at: str
+    label: str = ""  # for the log: the file's name unless given
+
+    @property
+    def name(self) -> str:
+        return self.label or Path(self.path).name
 
 
 def signature(cur) -> tuple:
@@ -229,13 +239,16 @@ class Snapshots:
         with self._lock:
             pool = self._ensure_pool()  # workers start while the file is written
             sig = self._store_signature()
-            stamp = datetime.now(UTC)
-            path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
-            self.store.submit(
-                lambda con: write_snapshot(con, str(path)),
-                transaction=False,  # ATTACH cannot run inside a transaction
-            ).result()
-            current = Snapshot(str(path), stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
+            if isinstance(self.store, LakeStore):
+                current = self._lake_snapshot(self.store)
+            else:
+                stamp = datetime.now(UTC)
+                path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
+                self.store.submit(
+                    lambda con: write_snapshot(con, str(path)),
+                    transaction=False,  # ATTACH cannot run inside a transaction
+                ).result()
+                current = Snapshot(str(path), stamp.strftime("%Y-%m-%dT%H:%M:%SZ"))
             old_engine = None
             if pool is None:
                 engine = Engine(
@@ -254,15 +267,28 @@ class Snapshots:
             pool.reopen_idle(current.path, current.snapshot_at)
         if old_engine is not None:
             old_engine.close()
-        if old is not None:
+        if old is not None and is_file_source(old.path):
             # Linux keeps the file readable for queries still running on the old snapshot.
             Path(old.path).unlink(missing_ok=True)
-        log.info("snapshot %s taken", path.name)
+        log.info("snapshot %s taken", current.name)
         return current
+
+    @staticmethod
+    def _lake_snapshot(store: LakeStore) -> Snapshot:
+        """A lake's snapshot is its latest version, pinned: nothing is copied, the engines
+        attach the lake read-only at that version (every query sees the same data)."""
+        cur = store.reader()
+        try:
+            version, at = latest_snapshot(cur)
+        finally:
+            cur.close()
+        return Snapshot(lake_source(store.catalog, version), at, f"lake snapshot {version}")
 
     def _store_signature(self):
         cur = self.store.reader()
         try:
+            if isinstance(self.store, LakeStore):
+                return latest_snapshot(cur)[0]
             return signature(cur)
         finally:
             close = getattr(cur, "close", None)

@@ -145,7 +145,7 @@ def worker_main(conn, options: dict) -> None:
     _name_process()
     threading.Thread(target=_exit_with, args=(options["parent"],), daemon=True).start()
     from . import export, sqlfuncs  # noqa: F401  (everything imported before the limit is set)
-    from .sqlsafe import Engine
+    from .sqlsafe import Engine, is_file_source
 
     extra = int(options["memory_bytes"])
     base = _status("VmData")
@@ -168,7 +168,7 @@ def worker_main(conn, options: dict) -> None:
                 if engine is not None:
                     engine.close()
                     engine = None
-                if not os.path.exists(path):
+                if is_file_source(path) and not os.path.exists(path):
                     raise Replaced("The snapshot was replaced; run the query again.")
                 engine = Engine(
                     path,
@@ -221,7 +221,7 @@ def worker_main(conn, options: dict) -> None:
         except Exception as exc:  # a bug, or DuckDB failing to open the snapshot
             message = scrub(str(exc).strip() or type(exc).__name__, request.get("path"))
             if engine is not None:
-                message = scrub(message, engine.path)
+                message = engine.scrub_message(message)
             header = {"ok": False, "kind": "error", "message": message}
         # Memory DuckDB's allocator keeps after a big query still counts against the limit:
         # a worker that grew past half of it answers, says so, and leaves for a fresh one.

@@ -570,12 +570,38 @@ class Attach:
     needs and how it is attached, READ_ONLY, under the alias given."""
 
     config: dict
-    attach: Callable[[duckdb.DuckDBPyConnection, str], None]
+    attach: Callable[[duckdb.DuckDBPyConnection, str], list[str]]  # -> the texts to hide
+
+
+LAKE_SOURCE = "lake-snapshot:"  # a snapshot "path" that names a lake's pinned snapshot
+
+
+def lake_source(catalog: str, version: int) -> str:
+    """The engine's source for snapshot `version` of the lake in `catalog` (no copy: the
+    engine attaches the lake read-only at that version)."""
+    return f"{LAKE_SOURCE}{int(version)}:{catalog}"
+
+
+def is_file_source(path: str) -> bool:
+    return not path.startswith(LAKE_SOURCE)
+
+
+def _attach_of(path: str) -> Attach | None:
+    if is_file_source(path):
+        return None
+    from ingest.storage.lake import attach_read_only, read_only_config
+
+    version, catalog = path[len(LAKE_SOURCE) :].split(":", 1)
+
+    def attach(con: duckdb.DuckDBPyConnection, alias: str) -> list[str]:
+        return [catalog, attach_read_only(con, catalog, alias, int(version))]
+
+    return Attach(read_only_config(), attach)
 
 
 class Engine:
-    """One read-only, locked DuckDB instance over one snapshot file (or `attach`'s database);
-    a cursor per query."""
+    """One read-only, locked DuckDB instance over one snapshot file (or `attach`'s database,
+    or a lake's snapshot named by `lake_source`); a cursor per query."""
 
     def __init__(
         self,
@@ -591,16 +617,18 @@ class Engine:
     ):
         config = dict(LOCKED_CONFIG)
         config.update({"threads": threads, "memory_limit": memory_limit})
+        attach = attach or _attach_of(path)
         if attach is not None:
             config.update(attach.config)
         self.path = path
+        self.hidden: list[str] = []  # more texts `scrub_message` takes out of errors
         self.snapshot_at = snapshot_at
         self.memory_limit = memory_limit
         self.memory_label = memory_label or memory_limit  # the limit as the console states it
         con = duckdb.connect(":memory:", config=config)
         try:
-            if attach is not None:
-                attach.attach(con, ALIAS)
+            if attach is not None:  # errors never name the lake's catalog or data path
+                self.hidden = [t for t in attach.attach(con, ALIAS) if t]
             else:  # ATTACH takes no parameter: the path goes in as a literal
                 con.execute(f"ATTACH {sql_literal(path)} AS {ALIAS} (READ_ONLY)")
             con.execute(f"USE {ALIAS}")
@@ -628,7 +656,7 @@ class Engine:
         try:
             return check_select(sql, cur, self.policy)
         except duckdb.Error as exc:
-            message = self._scrub(_clean(exc))
+            message = self.scrub_message(_clean(exc))
             raise BadSQL(message, error_position(_clean(exc), sql)) from None
         finally:
             cur.close()
@@ -782,9 +810,9 @@ class Engine:
         if isinstance(exc, duckdb.PermissionException):
             return Refused(
                 "The console has no access to files, the network or extensions: "
-                + self._scrub(_clean(exc))
+                + self.scrub_message(_clean(exc))
             )
-        return BadSQL(self._scrub(_clean(exc)))
+        return BadSQL(self.scrub_message(_clean(exc)))
 
     def run_encoded(
         self,
@@ -832,7 +860,9 @@ class Engine:
         elapsed = (time.perf_counter() - start) * 1000
         return Result(table, columns, types, truncated, elapsed, self.snapshot_at)
 
-    def _scrub(self, message: str) -> str:
+    def scrub_message(self, message: str) -> str:
+        for text in sorted(self.hidden, key=len, reverse=True):
+            message = message.replace(text.rstrip("/"), "<lake>")
         return scrub(message, self.path)
 
     def close(self) -> None:

@@ -605,21 +605,60 @@ def test_balance_sql_reads_the_lake_read_only_beside_a_writing_server(stores, la
     store = stores()
     for r in SLOW6[:5]:
         assert store.ingest([pending(fresh(r))]) == ["accepted"]
-    assert cli.main(["sql", "--lake", lake, "--csv", "SELECT count(*) AS n FROM games"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["n", "5"]
+    # (count(DISTINCT ...) reads the Parquet files; a bare count(*) is answered from statistics)
+    count = "SELECT count(DISTINCT game_id) AS n, count(DISTINCT turn) > 1 AS t FROM game_turns"
+    assert cli.main(["sql", "--lake", lake, "--csv", count]) == 0
+    assert capsys.readouterr().out.splitlines() == ["n,t", "5,true"]
     assert store.ingest([pending(fresh(SLOW6[5]))]) == ["accepted"]
-    assert cli.main(["sql", "--lake", lake, "--csv", "SELECT count(*) AS n FROM games"]) == 0
-    assert capsys.readouterr().out.splitlines() == ["n", "6"]
+    assert cli.main(["sql", "--lake", lake, "--csv", count]) == 0
+    assert capsys.readouterr().out.splitlines() == ["n,t", "6,true"]
+    data = lake_rows(lake, "SELECT value FROM __ducklake_metadata_lake.ducklake_metadata "
+                     "WHERE key = 'data_path' AND scope IS NULL")[0][0]  # fmt: skip
     for hostile in (
         "DELETE FROM games",
         "SELECT * FROM balance_claims",
         "SELECT * FROM __ducklake_metadata_store.balance_claims",
         "SELECT * FROM postgres_query('__ducklake_metadata_store', 'SELECT 1')",
         "SELECT * FROM read_parquet('/etc/passwd')",
+        f"SELECT * FROM read_parquet('{data}**/*.parquet')",
+        "SELECT * FROM no_such_table",
     ):
         assert cli.main(["sql", "--lake", lake, hostile]) == 1, hostile
         err = capsys.readouterr().err
         assert err.startswith("balance sql:"), err
+        assert data.rstrip("/") not in err and lake not in err, err
     assert cli.main(["sql", "--lake", "host=127.0.0.1 port=1 dbname=x", "SELECT 1"]) == 2
     assert "balance sql:" in capsys.readouterr().err
     assert lake_rows(lake, "SELECT count(*) FROM games") == [(6,)]
+
+
+@pytest.mark.parametrize("workers", [0, 1], ids=["in-process", "worker process"])
+def test_the_dashboards_snapshot_of_a_lake_is_a_pinned_version_not_a_copy(
+    stores, lake, tmp_path, workers
+):
+    """A lake server's console and charts read the lake at one pinned version: no file is
+    copied (however large the lake), every query sees the same games until the next refresh,
+    which sees the new ones; the catalog string never shows in an error."""
+    from dashboard.snapshot import Snapshots
+
+    store = stores()
+    for r in SLOW6[:3]:
+        assert store.ingest([pending(fresh(r))]) == ["accepted"]
+    snaps = Snapshots(store, tmp_path / "snaps", workers=workers, max_age=3600)
+    try:
+        count = "SELECT count(DISTINCT game_id) AS n FROM game_turns"  # reads the files
+        assert snaps.run(count).table.to_pylist() == [{"n": 3}]
+        first = snaps.current()
+        assert first.snapshot_at.endswith("Z")
+        for r in SLOW6[3:5]:
+            assert store.ingest([pending(fresh(r))]) == ["accepted"]
+        assert snaps.run(count).table.to_pylist() == [{"n": 3}]  # pinned
+        snaps.refresh()
+        assert snaps.current().path != first.path
+        assert snaps.run(count).table.to_pylist() == [{"n": 5}]
+        assert not list((tmp_path / "snaps").glob("snapshot-*"))  # nothing copied
+        with pytest.raises(Exception) as err:
+            snaps.run("SELECT * FROM no_such_table")
+        assert lake not in str(err.value)
+    finally:
+        snaps.close()

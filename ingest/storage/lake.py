@@ -292,24 +292,45 @@ def read_only_config() -> dict:
     return _config(install_extensions())
 
 
-def attach_read_only(con: duckdb.DuckDBPyConnection, catalog: str, alias: str) -> None:
-    """Attach the lake READ_ONLY as `alias` on `con` (opened with `read_only_config()`), and
-    nothing else of the catalog: the claims are not reachable through it."""
+def attach_read_only(
+    con: duckdb.DuckDBPyConnection, catalog: str, alias: str, snapshot: int | None = None
+) -> str:
+    """Attach the lake READ_ONLY as `alias` on `con` (opened with `read_only_config()`), at
+    its latest snapshot or at `snapshot` (a version: what every query then sees, however many
+    commits land meanwhile), and nothing else of the catalog: the claims are not reachable
+    through it. Returns the lake's data path."""
     con.execute("LOAD ducklake")
     con.execute("LOAD postgres")
     pg = conninfo(catalog)
+    pin = "" if snapshot is None else f", SNAPSHOT_VERSION {int(snapshot)}"
     try:
-        con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {alias} (READ_ONLY)")
+        con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {alias} (READ_ONLY{pin})")
     except duckdb.Error as exc:
         if "ducklake" in str(exc).lower() and "metadata" in str(exc).lower():
             raise LakeError(f"no lake in this catalog: {exc}") from exc
         raise
+    # The lake's Parquet files stay readable once the caller turns external access off (the
+    # SQL console does): that directory only, and only through the lake's tables.
+    path = data_path_of(con, alias)
+    con.execute(f"SET allowed_directories = [{_literal(path.rstrip('/') + '/')}]")
+    return path
 
 
-def data_path_of(con: duckdb.DuckDBPyConnection) -> str:
+def latest_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
+    """The lake's latest snapshot on `con` (a lake connection): its version and its time
+    (ISO 8601, UTC, to the second)."""
+    ((version, at),) = con.execute(
+        f"SELECT s.snapshot_id, epoch(s.snapshot_time) FROM ducklake_snapshots('{LAKE}') s "
+        f"WHERE s.snapshot_id = (SELECT id FROM {LAKE}.current_snapshot())"
+    ).fetchall()
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(at)))
+    return int(version), stamp
+
+
+def data_path_of(con: duckdb.DuckDBPyConnection, alias: str = LAKE) -> str:
     """The data path the lake's catalog records (DuckLake writes it with the catalog)."""
     row = con.execute(
-        f"SELECT value FROM __ducklake_metadata_{LAKE}.ducklake_metadata "
+        f"SELECT value FROM __ducklake_metadata_{alias}.ducklake_metadata "
         "WHERE key = 'data_path' AND scope IS NULL"
     ).fetchone()
     if row is None:  # (never: DuckLake writes it with the catalog)
