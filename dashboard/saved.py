@@ -2,9 +2,15 @@
 
 They live in the store's `saved_queries` table (ingest/storage/schema.sql, docs/tables.md), so
 they outlast restarts and `balance reverify`, which only rewrites game tables. The server writes
-them on its calls thread (`store.submit`, one transaction each: a slug is unique because every
-write is checked and made there, one at a time) and reads them with a reader cursor (a saved
-query is listed as soon as it is saved, not at the next snapshot).
+them on its calls thread (`store.submit`, one transaction each: on a file a slug is unique
+because every write is checked and made there, one at a time) and reads them with a reader
+cursor (a saved query is listed as soon as it is saved, not at the next snapshot).
+
+On a lake several servers write the table and DuckLake has no unique keys: two servers may
+insert one slug at once. Every read takes the first row of a slug (the lowest rowid: the
+first committed), and `create` reads its slug back after the commit: a server that finds
+another's query there lost the race, removes its own row and takes the next free slug (or,
+for a slug the client chose, answers 409).
 
 Nothing about a saved query runs anything the console would not: its text is checked by the
 console's allow-list when it is saved (a refused text is never stored) and again each time it
@@ -32,6 +38,11 @@ BUILTIN = "dashboard-"  # the dashboard's chart queries; no saved query takes th
 MAX_TITLE = 200
 MAX_DESCRIPTION = 5000
 COLUMNS = "slug, title, description, sql, params, chart, created_at, updated_at, version"
+# saved_queries with one row a slug: the first committed (see the module docstring)
+FIRST = (
+    "(SELECT * FROM saved_queries QUALIFY row_number() OVER (PARTITION BY slug ORDER BY rowid) = 1)"
+)
+_RACES = 5  # slugs tried by one create that keeps losing the race for them
 
 
 class NotFound(QueryError):
@@ -194,11 +205,11 @@ class SavedQueries:
             raise Unavailable(f"The query could not be saved now: {exc}") from None
 
     def list(self) -> list[Saved]:
-        rows = self._read(f"SELECT {COLUMNS} FROM saved_queries ORDER BY lower(title), slug")
+        rows = self._read(f"SELECT {COLUMNS} FROM {FIRST} ORDER BY lower(title), slug")
         return [_row(r) for r in rows]
 
     def get(self, slug: str) -> Saved | None:
-        rows = self._read(f"SELECT {COLUMNS} FROM saved_queries WHERE slug = ?", [slug])
+        rows = self._read(f"SELECT {COLUMNS} FROM {FIRST} WHERE slug = ?", [slug])
         return _row(rows[0]) if rows else None
 
     def _written(self, slug: str) -> Saved:
@@ -211,9 +222,10 @@ class SavedQueries:
     def create(self, fields: dict, slug: str | None = None) -> Saved:
         explicit = slug is not None
         base = check_slug(slug) if explicit else check_slug(slug_of(fields["title"]))
+        lost: set[str] = set()  # slugs another server took meanwhile (a lake)
 
-        def write(con) -> str:
-            taken = {
+        def write(con) -> tuple[str, datetime]:
+            taken = lost | {
                 s
                 for (s,) in con.execute(
                     "SELECT slug FROM saved_queries WHERE slug = ? OR slug LIKE ?",
@@ -233,9 +245,18 @@ class SavedQueries:
                 f"INSERT INTO saved_queries ({COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
                 [chosen, *_values(fields), now, now],
             )
-            return chosen
+            return chosen, now
 
-        return self._written(self._write(write))
+        for _ in range(_RACES):
+            chosen, made = self._write(write)
+            saved = self._written(chosen)
+            if saved.created_at == _iso(made) and _same(saved, fields):
+                return saved
+            self._write(lambda con, c=chosen, m=made: _remove_loser(con, c, m, fields))
+            if explicit:
+                raise Conflict(f"A saved query {base} was saved meanwhile: change it with PUT.")
+            lost.add(chosen)
+        raise Unavailable("The query could not be saved now: other servers kept taking its slug.")
 
     def update(self, slug: str, fields: dict, version: int | None = None) -> Saved:
         check_slug(slug)
@@ -269,6 +290,25 @@ class SavedQueries:
             con.execute("DELETE FROM saved_queries WHERE slug = ?", [slug])
 
         self._write(write)
+
+
+def _same(saved: Saved, fields: dict) -> bool:
+    """`saved` is the row `fields` were written as (not another server's of the same slug)."""
+    title, description, sql, params, chart = _values(fields)
+    mine = (title, description, sql, orjson.loads(params), orjson.loads(chart) if chart else None)
+    theirs = saved.as_json()
+    got = (theirs["title"], theirs["description"], theirs["sql"], theirs["params"])
+    return got == mine[:4] and (theirs.get("chart") or None) == mine[4]
+
+
+def _remove_loser(con, slug: str, made: datetime, fields: dict) -> None:
+    """Delete this create's row of `slug`, which another server's row came before."""
+    title, _, sql, _, _ = _values(fields)
+    con.execute(
+        "DELETE FROM saved_queries WHERE slug = ? AND created_at = ? AND title = ? AND sql = ? "
+        "AND rowid <> (SELECT min(rowid) FROM saved_queries WHERE slug = ?)",
+        [slug, made, title, sql, slug],
+    )
 
 
 def _values(fields: dict) -> list:

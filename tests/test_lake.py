@@ -662,3 +662,52 @@ def test_the_dashboards_snapshot_of_a_lake_is_a_pinned_version_not_a_copy(
         assert lake not in str(err.value)
     finally:
         snaps.close()
+
+
+def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
+    """Saved queries on a lake: two servers saving the same title at the same moment, again
+    and again, give distinct slugs, each readable as what its server saved; a slug chosen by
+    the client is had by one of them, the other told 409."""
+    from dashboard.saved import Conflict, SavedQueries, from_body
+
+    def fields(title: str, sql: str) -> dict:
+        return from_body({"title": title, "sql": sql}, lambda text: None)
+
+    a, b = SavedQueries(stores()), SavedQueries(stores())
+    made: list = []
+    errors: list = []
+
+    def save(saved: SavedQueries, sql: str, slug=None) -> None:
+        try:
+            made.append((sql, saved.create(fields("Win rate", sql), slug)))
+        except Conflict as exc:
+            errors.append(exc)
+
+    for round_ in range(4):
+        barrier = [
+            threading.Thread(target=save, args=(side, f"SELECT {round_} AS {name}"))
+            for side, name in ((a, "a"), (b, "b"))
+        ]
+        for t in barrier:
+            t.start()
+        for t in barrier:
+            t.join()
+    assert not errors
+    slugs = [saved.slug for _, saved in made]
+    assert len(slugs) == 8 and len(set(slugs)) == 8, slugs
+    for sql, saved in made:
+        assert saved.sql == sql
+        assert a.get(saved.slug).sql == sql and b.get(saved.slug).sql == sql
+    assert sorted(s.slug for s in a.list()) == sorted(slugs)
+    threads = [
+        threading.Thread(target=save, args=(side, f"SELECT 9 AS {n}", "chosen"))
+        for side, n in ((a, "a"), (b, "b"))
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(errors) == 1, errors
+    winner = [saved for sql, saved in made if saved.slug == "chosen"]
+    assert len(winner) == 1 and a.get("chosen").sql == winner[0].sql
+    assert [s.slug for s in b.list()].count("chosen") == 1
