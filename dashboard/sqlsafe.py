@@ -89,6 +89,7 @@ DENIED_FUNCTIONS = frozenset(
         "current_setting",
         "getvariable",
         "getenv",
+        "which_secret",  # the object store's credentials: their names and scopes
         "write_log",
         "json_serialize_plan",
         "json_execute_serialized_sql",

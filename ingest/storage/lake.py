@@ -95,6 +95,17 @@ FENCES = "balance_fence"  # the lake schema of the servers' fence tables
 EXTENSIONS = {  # extension -> the wheel's package
     "ducklake": "duckdb_extension_ducklake",
     "postgres_scanner": "duckdb_extension_postgres_scanner",
+    "httpfs": "duckdb_extension_httpfs",  # a data path on object storage (s3://)
+}
+# A data path on S3-compatible object storage: the credentials from the standard AWS_*
+# variables, the endpoint and its details from BALANCE_S3_* (docs/lake.md, "The data path").
+S3_SETTINGS = {  # DuckDB S3 secret key -> environment variable
+    "KEY_ID": "AWS_ACCESS_KEY_ID",
+    "SECRET": "AWS_SECRET_ACCESS_KEY",
+    "SESSION_TOKEN": "AWS_SESSION_TOKEN",
+    "REGION": "AWS_REGION",
+    "ENDPOINT": "BALANCE_S3_ENDPOINT",
+    "URL_STYLE": "BALANCE_S3_URL_STYLE",
 }
 BUILT_FOR = "1.5.5"  # the DuckDB the extension wheels are pinned to (pyproject.toml)
 LEASE = 60.0  # seconds a pending claim is its owner's before it may be taken over
@@ -150,7 +161,7 @@ def extension_files() -> dict[str, Path]:
             wheel = package.replace("_", "-")
             raise LakeUnavailable(
                 f"{wheel} is not installed (the lake is built on duckdb=={BUILT_FOR} with "
-                f"duckdb-extension-ducklake and duckdb-extension-postgres-scanner {BUILT_FOR}; "
+                f"duckdb-extension-ducklake, -postgres-scanner and -httpfs {BUILT_FOR}; "
                 f"this is duckdb {_version()})"
             )
         root = Path(list(spec.submodule_search_locations)[0]) / "extensions"
@@ -206,6 +217,22 @@ def install_extensions(directory: Path | None = None) -> Path:
     return directory
 
 
+def object_store_secret(con: duckdb.DuckDBPyConnection) -> None:
+    """httpfs loaded, and an S3 secret for this connection from the environment (S3_SETTINGS)
+    when any of it is set: the lake's files on object storage are then readable and
+    writable. Nothing is written to disk (a TEMPORARY secret)."""
+    con.execute("LOAD httpfs")
+    given = {key: os.environ.get(var, "").strip() for key, var in S3_SETTINGS.items()}
+    given = {key: value for key, value in given.items() if value}
+    if not given:
+        return
+    options = [f"{key} {_literal(value)}" for key, value in given.items()]
+    ssl = os.environ.get("BALANCE_S3_USE_SSL", "").strip().lower()
+    if ssl:
+        options.append(f"USE_SSL {'false' if ssl in ('0', 'false', 'no') else 'true'}")
+    con.execute(f"CREATE OR REPLACE TEMPORARY SECRET balance_s3 (TYPE s3, {', '.join(options)})")
+
+
 def _config(directory: Path) -> dict:
     return {
         "extension_directory": str(directory),
@@ -250,6 +277,7 @@ def connect(
     try:
         con.execute("LOAD ducklake")
         con.execute("LOAD postgres")
+        object_store_secret(con)
         if threads > 0:
             con.execute(f"SET threads = {int(threads)}")
         con.execute(f"SET GLOBAL ducklake_max_retry_count = {DUCKLAKE_RETRIES}")
@@ -301,6 +329,7 @@ def attach_read_only(
     through it. Returns the lake's data path."""
     con.execute("LOAD ducklake")
     con.execute("LOAD postgres")
+    object_store_secret(con)
     pg = conninfo(catalog)
     pin = "" if snapshot is None else f", SNAPSHOT_VERSION {int(snapshot)}"
     try:
