@@ -1,4 +1,4 @@
-"""`balance lake init | import | maintain | check`: operating a lake (docs/lake.md).
+"""`balance lake init | upgrade | import | maintain | check`: operating a lake (docs/lake.md).
 
 `balance serve --lake CATALOG` (ingest/commands.py) runs a server on it. CATALOG is the
 catalog's PostgreSQL connection string ('host=db port=5432 dbname=lake user=balance' or
@@ -14,7 +14,9 @@ import sys
 
 
 def register(sub) -> None:
-    p = sub.add_parser("lake", help="a lake of several servers: init, import, maintain, check")
+    p = sub.add_parser(
+        "lake", help="a lake of several servers: init, upgrade, import, maintain, check"
+    )
     lake = p.add_subparsers(dest="lake_command", required=True, metavar="ACTION")
 
     q = lake.add_parser("init", help="create the store's tables in a lake (idempotent)")
@@ -28,6 +30,13 @@ def register(sub) -> None:
         "(DuckLake's data_inlining_row_limit; default DuckLake's, 10)",
     )
     q.set_defaults(run=run_init)
+
+    q = lake.add_parser(
+        "upgrade",
+        help="bring a lake made by an earlier version to this one (servers stopped; idempotent)",
+    )
+    _catalog(q)
+    q.set_defaults(run=run_upgrade)
 
     q = lake.add_parser("import", help="move a store file's games into the lake (counts checked)")
     _catalog(q)
@@ -139,6 +148,21 @@ def run_init(args) -> int:
     except Exception as exc:
         return _fails(exc)
     print(f"lake ready: data path {out['data_path']}, tables {', '.join(out['tables'])}")
+    return 0
+
+
+def run_upgrade(args) -> int:
+    from .storage.lake_admin import upgrade_lake
+
+    try:
+        out = upgrade_lake(_needs_catalog(args))
+    except Exception as exc:
+        return _fails(exc)
+    if out["steps"]:
+        print(f"lake upgraded from schema version {out['from'] or 1} to {out['to']} "
+              f"(DuckLake catalog {out['ducklake']})")  # fmt: skip
+    else:
+        print(f"lake at schema version {out['to']} already (DuckLake catalog {out['ducklake']})")
     return 0
 
 

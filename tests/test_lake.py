@@ -711,3 +711,61 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
     winner = [saved for sql, saved in made if saved.slug == "chosen"]
     assert len(winner) == 1 and a.get("chosen").sql == winner[0].sql
     assert [s.slug for s in b.list()].count("chosen") == 1
+
+
+def _as_version_1(catalog: str) -> None:
+    """Make `catalog`'s lake what version 1 of this code left: no commit gate in the catalog
+    (its table and the claim function's check), store_meta saying 1."""
+    from ingest.storage.lake_claims import SCHEMA
+
+    con = connect(catalog)
+    try:
+        claims = Claims(con, "balance_pg")
+        claims.execute("DROP TABLE balance_gate")
+        old = SCHEMA.split("CREATE OR REPLACE FUNCTION balance_claim(")[1].split("$fn$;")[0]
+        old = old.replace(
+            "        WHERE NOT EXISTS (SELECT 1 FROM balance_gate WHERE closed_until > now())\n", ""
+        )
+        claims.execute("CREATE OR REPLACE FUNCTION balance_claim(" + old + "$fn$;")
+        con.execute("DELETE FROM store_meta WHERE key = 'lake_schema_version'")
+        con.execute("INSERT INTO store_meta VALUES ('lake_schema_version', '1')")
+    finally:
+        con.close()
+
+
+def test_an_older_lake_is_refused_by_servers_until_upgraded(lake, stores, capsys):
+    """`balance lake upgrade`: a version-1 lake (before the commit gate) is refused by this
+    version's servers with the command to run; the upgrade installs the gate, keeps every
+    game, says what it did, and a second run has nothing to do. A lake whose tables differ in
+    a way no step covers is refused, naming the column."""
+    from ingest import cli
+
+    store = stores()
+    games = [fresh(r) for r in SLOW6[:4]]
+    assert store.ingest([pending(g) for g in games]) == ["accepted"] * 4
+    store.close()
+    _as_version_1(lake)
+    with pytest.raises(LakeError, match="balance lake upgrade"):
+        LakeStore(lake)
+    assert cli.main(["lake", "upgrade", "--lake", lake]) == 0
+    assert "from schema version 1 to 2" in capsys.readouterr().out
+    assert cli.main(["lake", "upgrade", "--lake", lake]) == 0
+    assert "at schema version 2 already" in capsys.readouterr().out
+    store = stores()
+    assert store.ingest([pending(g) for g in games]) == ["duplicate"] * 4
+    con = connect(lake)
+    try:
+        Claims(con, "balance_pg").close_gate("gate_test", 0.6)  # the gate works again
+    finally:
+        con.close()
+    began = time.monotonic()
+    assert store.ingest([pending(fresh(SLOW6[4]))]) == ["accepted"]
+    assert time.monotonic() - began >= 0.3
+    assert check(lake)["ok"]
+    con = connect(lake, claims=False)
+    try:
+        con.execute("ALTER TABLE saved_queries DROP COLUMN version")
+    finally:
+        con.close()
+    assert cli.main(["lake", "upgrade", "--lake", lake]) == 1
+    assert "saved_queries: missing version" in capsys.readouterr().err

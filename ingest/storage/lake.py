@@ -89,6 +89,10 @@ from .store import (
 
 log = logging.getLogger("ingest.lake")
 
+# The version of what this code keeps in a lake's catalog besides DuckLake's own tables: the
+# store's tables (schema.sql) and the claims' tables and functions (lake_claims.SCHEMA).
+# Raise it with every change there, and give lake_admin.UPGRADES the step from the one before.
+LAKE_SCHEMA_VERSION = "2"
 LAKE = "lake"  # the lake's name in every connection made here
 PG = "balance_pg"  # the catalog's database, attached as a postgres database (the claims)
 FENCES = "balance_fence"  # the lake schema of the servers' fence tables
@@ -267,6 +271,7 @@ def connect(
     claims: bool = True,
     threads: int = 0,
     extensions: Path | None = None,
+    migrate: bool = False,
 ) -> duckdb.DuckDBPyConnection:
     """A DuckDB connection with the lake attached as `lake` (and USEd), the catalog's
     database as `balance_pg` when `claims`, raw_json() registered. Without `create` the lake
@@ -299,6 +304,8 @@ def connect(
             options.append(f"DATA_PATH {_literal(_data_path(data_path))}")
         if read_only:
             options.append("READ_ONLY")
+        if migrate:  # DuckLake's own catalog format, to this extension's (`balance lake upgrade`)
+            options.append("AUTOMATIC_MIGRATION TRUE")
         opts = f" ({', '.join(options)})" if options else ""
         try:
             con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {LAKE}{opts}")
@@ -354,6 +361,29 @@ def latest_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
     ).fetchall()
     stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(at)))
     return int(version), stamp
+
+
+def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The lake's schema version (store_meta), None for a lake made before it was kept."""
+    found = con.execute(
+        "SELECT max(value::INTEGER)::VARCHAR FROM store_meta WHERE key = 'lake_schema_version'"
+    ).fetchall()
+    return found[0][0] if found else None
+
+
+def check_version(con: duckdb.DuckDBPyConnection) -> None:
+    """LakeError unless the lake's schema is this code's: a server never writes a lake whose
+    tables or claim functions are another version's."""
+    found = stored_version(con) or "1"
+    if found != LAKE_SCHEMA_VERSION:
+        raise LakeError(
+            f"the lake's schema is version {found}, this server's is {LAKE_SCHEMA_VERSION}: "
+            + (
+                "stop the servers and run `balance lake upgrade --lake CATALOG`"
+                if int(found) < int(LAKE_SCHEMA_VERSION)
+                else "run this version's servers on it (the lake is newer)"
+            )
+        )
 
 
 def data_path_of(con: duckdb.DuckDBPyConnection, alias: str = LAKE) -> str:
@@ -512,6 +542,7 @@ class LakeStore:
         self.path = str(self.work_dir / "lake")
         self._con = connect(catalog, data_path, threads=threads)
         try:
+            check_version(self._con)
             self._space_dir = _local_data_path(self._con)
             self._writer = self._cursor()
             self._claims = Claims(self._con.cursor(), PG)

@@ -1,8 +1,11 @@
-"""Operating a lake: `balance lake init`, `import`, `maintain` and `check` (docs/lake.md).
+"""Operating a lake: `balance lake init`, `upgrade`, `import`, `maintain` and `check`
+(docs/lake.md).
 
 - `init_lake`: the store's tables in the catalog (lake.lake_schema_sql: schema.sql without
   what DuckLake cannot express), the fence schema, the claims table and its functions
   (lake_claims.py), and safe retention defaults for DuckLake's own cleanup.
+- `upgrade_lake`: a lake made by an earlier version brought to this one (DuckLake's format,
+  missing tables, the steps of UPGRADES, the claims' functions), checked against schema.sql;
 - `import_store`: the games of a store file (its journal loaded first) into the lake, claims
   included, in chunks; a re-run skips what is there; counts checked per table.
 - `maintain`: inlined rows flushed to Parquet, adjacent files merged, old snapshots expired,
@@ -27,12 +30,22 @@ from typing import Any
 import duckdb
 
 from . import rows
-from .lake import FENCES, LAKE, PG, connect, data_path_of, lake_schema_sql, sweep_stale
+from .lake import (
+    FENCES,
+    LAKE,
+    LAKE_SCHEMA_VERSION,
+    PG,
+    LakeError,
+    connect,
+    data_path_of,
+    lake_schema_sql,
+    stored_version,
+    sweep_stale,
+)
 from .lake_claims import STORED, Claims
 
 log = logging.getLogger("ingest.lake")
 
-LAKE_SCHEMA_VERSION = "1"
 MIN_MARGIN_SECONDS = 3600  # orphaned / old files younger than this are never deleted
 TABLES = ("raw_records", *rows.ALL_GAME_TABLES)  # what a game stores; agg_* are the jobs'
 
@@ -59,6 +72,99 @@ def init_lake(catalog: str, data_path: str, inline_rows: int | None = None) -> d
         return describe(con)
     finally:
         con.close()
+
+
+def _install_claims(con: duckdb.DuckDBPyConnection) -> None:
+    Claims(con.cursor(), PG).install()
+
+
+# version -> the step from it to the next one (on a lake connection with the catalog attached)
+UPGRADES: dict[str, Any] = {
+    "1": _install_claims,  # 1 -> 2: the commit gate (balance_gate, balance_claim reads it)
+}
+
+
+def upgrade_lake(catalog: str) -> dict:
+    """Bring a lake made by an earlier version of this code to this one's catalog: DuckLake's
+    own format migrated (AUTOMATIC_MIGRATION), tables that are missing created, the steps of
+    UPGRADES from the lake's version on, the claims' functions installed again; then every
+    table checked column by column (name, type, order) against schema.sql. Run it with the
+    servers and the jobs runner stopped (a table's columns change under their inserts), then
+    start the new version. Idempotent. Raises LakeError, changing nothing more, when a table
+    differs in a way no step covers."""
+    con = connect(catalog, migrate=True)
+    try:
+        before = stored_version(con)
+        con.execute(lake_schema_sql())  # CREATE TABLE IF NOT EXISTS: the missing ones
+        con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+        version = before or "1"
+        steps = []
+        while version != LAKE_SCHEMA_VERSION:
+            step = UPGRADES.get(version)
+            if step is None:
+                raise LakeError(
+                    f"no upgrade from lake schema version {version} to {LAKE_SCHEMA_VERSION}"
+                )
+            step(con)
+            steps.append(version)
+            version = str(int(version) + 1)
+        _install_claims(con)
+        differences = schema_differences(con)
+        if differences:
+            raise LakeError(
+                "the lake's tables differ from this version's and no upgrade step covers it: "
+                + "; ".join(differences)
+            )
+        con.execute("DELETE FROM store_meta WHERE key = 'lake_schema_version'")
+        con.execute(
+            "INSERT INTO store_meta VALUES ('lake_schema_version', ?)", [LAKE_SCHEMA_VERSION]
+        )
+        ((ducklake,),) = con.execute(
+            f"SELECT value FROM {LAKE}.options() WHERE option_name = 'version'"
+        ).fetchall()
+        return {"from": before, "to": LAKE_SCHEMA_VERSION, "steps": steps, "ducklake": ducklake}
+    finally:
+        con.close()
+
+
+def schema_differences(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """How the lake's tables differ from schema.sql's: a missing column, another type, another
+    order (the servers insert by position), a column schema.sql does not have."""
+    want_con = duckdb.connect()
+    try:
+        want_con.execute(lake_schema_sql())
+        ((database,),) = want_con.execute("SELECT current_database()").fetchall()
+        want = _columns(want_con, database)
+    finally:
+        want_con.close()
+    have = _columns(con, LAKE)
+    out = []
+    for table, columns in sorted(want.items()):
+        got = have.get(table, [])
+        if got != columns:
+            missing = [c for c, _ in columns if c not in dict(got)]
+            extra = [c for c, _ in got if c not in dict(columns)]
+            retyped = [
+                f"{c} {dict(got)[c]} (not {t})"
+                for c, t in columns
+                if c in dict(got) and dict(got)[c] != t
+            ]
+            parts = [f"missing {', '.join(missing)}"] if missing else []
+            parts += [f"not in schema.sql {', '.join(extra)}"] if extra else []
+            parts += [f"typed {', '.join(retyped)}"] if retyped else []
+            out.append(f"{table}: {'; '.join(parts) or 'columns in another order'}")
+    return out
+
+
+def _columns(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, list[tuple[str, str]]]:
+    out: dict[str, list[tuple[str, str]]] = {}
+    for table, column, kind in con.execute(
+        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
+        "WHERE database_name = ? AND schema_name = 'main' ORDER BY table_name, column_index",
+        [database],
+    ).fetchall():
+        out.setdefault(table, []).append((column, kind))
+    return out
 
 
 def describe(con: duckdb.DuckDBPyConnection) -> dict:
