@@ -10,7 +10,9 @@ table (`jobs.run(full=True)`, as `balance jobs run --full` runs it), twice each,
 then an incremental run after `--new` games arriving on each. Prints the seconds, the ratio
 lake / file (the issue's target: at most 1.5 at 1,000,000 games, compacted), and the lake's
 bytes per game (its live Parquet files, from the catalog's file list; the catalog's own size
-in PostgreSQL apart). Figures also go to benchmarks/out/lake_jobs.json.
+in PostgreSQL apart). Last, the dashboard's snapshot of each (dashboard/snapshot.py: the
+file checkpointed and copied, the lake's latest version pinned) and a chart-sized query on
+it. Figures also go to benchmarks/out/lake_jobs.json.
 """
 
 from __future__ import annotations
@@ -114,6 +116,45 @@ def remove_new(open_con, new: int) -> None:
         con.close()
 
 
+class _FileStore:
+    """What dashboard.snapshot.Snapshots uses of a server's store, on a stopped store file."""
+
+    def __init__(self, path: Path):
+        import duckdb
+
+        self.con = duckdb.connect(str(path))
+
+    def submit(self, fn, transaction: bool = True):
+        from concurrent.futures import Future
+
+        done: Future = Future()
+        done.set_result(fn(self.con))
+        return done
+
+    def reader(self):
+        return self.con.cursor()
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def dashboard_snapshot(store, directory: Path) -> tuple[float, float]:
+    """Seconds to take the dashboard's snapshot of `store` (a file: checkpoint and copy; a
+    lake: pin its latest version) and to answer a chart-sized query on it."""
+    from dashboard.snapshot import Snapshots
+
+    snaps = Snapshots(store, directory, workers=0, max_age=3600)
+    try:
+        t = time.perf_counter()
+        snaps.refresh()
+        taken = time.perf_counter() - t
+        t = time.perf_counter()
+        snaps.run("SELECT variant, count(DISTINCT game_id) FROM games GROUP BY ALL")
+        return taken, time.perf_counter() - t
+    finally:
+        snaps.close()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=1_000_000)
@@ -159,6 +200,18 @@ def main(argv=None) -> int:
                 s = run_jobs(opener, args.memory_limit)
                 new[name] = (s["seconds"], s.get("mode"), s.get("new_games"))
                 remove_new(opener, args.new)
+            from ingest.storage.lake import LakeStore
+
+            file_store = _FileStore(path)
+            try:
+                snap = {"file": dashboard_snapshot(file_store, Path(tmp) / "snap-file")}
+            finally:
+                file_store.close()
+            lake_store = LakeStore(catalog, work_dir=Path(tmp) / "server")
+            try:
+                snap["lake"] = dashboard_snapshot(lake_store, Path(tmp) / "snap-lake")
+            finally:
+                lake_store.close()
         finally:
             cluster.stop()
     best = {k: min(v) for k, v in full.items()}
@@ -173,6 +226,8 @@ def main(argv=None) -> int:
         "new_file": new["file"],
         "new_lake": new["lake"],
         "lake_parquet_bytes_per_game": live / args.games,
+        "dashboard_snapshot_s": {k: v[0] for k, v in snap.items()},
+        "dashboard_query_s": {k: v[1] for k, v in snap.items()},
         "catalog_bytes": pg,
         "load": os.getloadavg()[0],
     }
@@ -184,6 +239,10 @@ def main(argv=None) -> int:
     for name in ("file", "lake"):
         secs, mode, counted = new[name]
         print(f"after {args.new:,} new games, {name}      {secs:>8.2f} s   ({mode}, {counted:,})")
+    for name in ("file", "lake"):
+        taken, query = snap[name]
+        what = "copy" if name == "file" else "pin "
+        print(f"dashboard snapshot, {name} ({what})     {taken:>8.2f} s   query {query:.2f} s")
     print(f"lake: live Parquet                 {out['lake_parquet_bytes_per_game']:>8.1f} B/game")
     print(f"lake: catalog database             {pg / 2**20:>8.1f} MiB")
     print(f"load average                       {out['load']:>8.2f}")
