@@ -1,16 +1,16 @@
-"""Upload throughput on a lake with 1 and 2 servers, against the embedded DuckDB file in the
+"""Upload throughput on a lake with 1, 2 (or more) servers, against the embedded DuckDB file in the
 same run: real `balance serve` processes, verification and durable commit included (a game
 counts once its 200 `accepted` answer is back).
 
     python benchmarks/lake_ingest.py [--seconds 20] [--servers 1,2] [--single-clients 8]
-        [--no-file] [--pool 1000]
+        [--single-per-server N] [--no-file] [--pool 1000]
 
 It starts its own PostgreSQL cluster (tests/lake_cluster.py; fsync on) and, per setup, a new
 lake (or file). Phases, each for `--seconds`:
 
 1. NDJSON batches of 500 records, 2 client connections per server;
 2. single-record POSTs (application/json) from `--single-clients` connections spread over
-   the servers.
+   the servers (or `--single-per-server` connections to each: the load grows with them).
 
 Per phase: accepted games/s, client latency p50/p99, the servers' commit time p99 (from
 /metrics: the upper bound of the histogram bucket holding the 99th percentile), and the CPU
@@ -129,7 +129,7 @@ def run_setup(name, servers, lines, args) -> list[dict]:
     offset = 0
     for phase, batch, per_server in (
         ("batch500", 500, 2),
-        ("single", 1, max(1, args.single_clients // len(servers))),
+        ("single", 1, args.single_per_server or max(1, args.single_clients // len(servers))),
     ):
         need = 100_000 if batch > 1 else 20_000
         chunk = lines[offset : offset + need]
@@ -160,6 +160,12 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=20.0)
     ap.add_argument("--servers", default="1,2")
     ap.add_argument("--single-clients", type=int, default=8)
+    ap.add_argument(
+        "--single-per-server",
+        type=int,
+        default=0,
+        help="single-record connections per server instead (the load grows with the servers)",
+    )
     ap.add_argument("--no-file", action="store_true", help="skip the embedded-file reference")
     ap.add_argument("--pool", type=int, default=1000, help="simulated records (cached)")
     args = ap.parse_args()
