@@ -32,35 +32,10 @@ from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server,
 SLOW_FIXTURES = {"server", "server_factory", "demo_db", "pg_cluster"}
 # Modules that are `slow` as a whole and carry no mark of their own.
 SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,000 games
-# The longest files (tens of seconds each), handed to the xdist workers first: the workers
-# take a file at a time as they free up, so long files last would leave one worker running
-# them alone at the end (a minute or two of the suite's wall time). Order only, never what
-# runs; `--no-loadscope-reorder` (pyproject.toml) keeps xdist from sorting by test count.
-LONG_FIRST = (
-    "test_lake.py",
-    "test_benchmarks_smoke.py",
-    "test_lake_servers.py",
-    "test_analysis_incremental.py",
-    "test_ingest_disk_full.py",
-    "test_lake_jobs.py",
-    "test_differential.py",
-    "test_ingest_hostile_clients.py",
-    "test_lake_s3.py",
-    "test_demo_dataset.py",
-    "test_analysis_versions.py",
-    "test_public_dataset.py",
-    "test_ingest_crash.py",
-    "test_sql_saved.py",
-)
-
-
 def pytest_collection_modifyitems(items):
     """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
     (`browser`). Other slow tests are marked where they are (subprocesses, long property runs).
-    `browser` tests skip, saying why, where chromium is not installed. The long files first
-    (LONG_FIRST), each file's tests in their order."""
-    rank = {name: i for i, name in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(LONG_FIRST)))  # (stable)
+    `browser` tests skip, saying why, where chromium is not installed."""
     for item in items:
         if item.get_closest_marker("browser") and CHROMIUM is None:
             item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
