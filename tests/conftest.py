@@ -32,6 +32,8 @@ from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server,
 SLOW_FIXTURES = {"server", "server_factory", "demo_db", "pg_cluster"}
 # Modules that are `slow` as a whole and carry no mark of their own.
 SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,000 games
+
+
 def pytest_collection_modifyitems(items):
     """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
     (`browser`). Other slow tests are marked where they are (subprocesses, long property runs).
