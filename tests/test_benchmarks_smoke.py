@@ -89,6 +89,11 @@ RUNS = {
         r'"setup": "lakex1", "phase": "single"',
         [slow],
     ),
+    "lake_writers.py": (
+        "--writers 1,2 --batches 1 --batch 20",
+        r"1 writer\(s\), one lake +CPU ms/game \[[\d.]+\].*2 writer\(s\), a lake each +CPU",
+        [slow],
+    ),
     "verify_slide.py": (
         "--games 5 --seconds 0.05",
         r"2 players: [\d,]+ games/s text->verdict.*6 players: [\d,]+ games/s",
