@@ -20,6 +20,7 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import queue
 import resource
 import sys
 import tempfile
@@ -71,7 +72,16 @@ def run_setup(catalogs: list[str], batches: int, batch: int) -> dict:
     procs = [ctx.Process(target=writer, args=(c, batches, batch, start, results)) for c in catalogs]
     for p in procs:
         p.start()
-    got = [results.get(timeout=1800) for _ in procs]
+    got: list[dict] = []
+    while len(got) < len(procs):  # a writer that died fails the run, never hangs it
+        try:
+            got.append(results.get(timeout=5))
+        except queue.Empty:
+            dead = [p.exitcode for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                for p in procs:
+                    p.kill()
+                raise RuntimeError(f"a writer failed (exit {dead[0]})") from None
     for p in procs:
         p.join()
     games = sum(g["games"] for g in got)
