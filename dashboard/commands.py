@@ -128,22 +128,13 @@ def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool
 
 def _engine(args):
     """The locked engine on --db or --lake; an exit code when it cannot be opened."""
-    from .sqlsafe import Attach, Engine
+    from .sqlsafe import Engine, lake_attach
 
     if args.lake:
-        from ingest.storage.lake import (
-            LakeError,
-            LakeUnavailable,
-            attach_read_only,
-            read_only_config,
-        )
+        from ingest.storage.lake import LakeError, LakeUnavailable
 
         try:
-
-            def attach(con, alias: str) -> list[str]:
-                return [args.lake, attach_read_only(con, args.lake, alias)]
-
-            return Engine("lake", threads=2, attach=Attach(read_only_config(), attach))
+            return Engine("lake", threads=2, attach=lake_attach(args.lake))
         except (LakeError, LakeUnavailable) as exc:
             return _fail(str(exc), 2)
         except Exception as exc:  # the catalog unreachable, ...

@@ -587,17 +587,21 @@ def is_file_source(path: str) -> bool:
     return not path.startswith(LAKE_SOURCE)
 
 
+def lake_attach(catalog: str, version: int | None = None) -> Attach:
+    """The lake in `catalog`, read-only, at snapshot `version` (None: its latest)."""
+    from ingest.storage.lake import attach_read_only, read_only_config
+
+    def attach(con: duckdb.DuckDBPyConnection, alias: str) -> list[str]:
+        return [catalog, attach_read_only(con, catalog, alias, version)]
+
+    return Attach(read_only_config(), attach)
+
+
 def _attach_of(path: str) -> Attach | None:
     if is_file_source(path):
         return None
-    from ingest.storage.lake import attach_read_only, read_only_config
-
     version, catalog = path[len(LAKE_SOURCE) :].split(":", 1)
-
-    def attach(con: duckdb.DuckDBPyConnection, alias: str) -> list[str]:
-        return [catalog, attach_read_only(con, catalog, alias, int(version))]
-
-    return Attach(read_only_config(), attach)
+    return lake_attach(catalog, int(version))
 
 
 class Engine:

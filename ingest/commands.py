@@ -264,6 +264,10 @@ def _reverify_lake(catalog: str, args) -> int:
         print(f"balance reverify: gave up on a batch the uploads kept conflicting with: {exc}; "
               "the batches before it are stored: run it again", file=sys.stderr)  # fmt: skip
         return 1
+    except duckdb.Error as exc:  # the catalog or the data path failing mid-run
+        print(f"balance reverify: the lake failed: {exc}; the batches before it are stored: "
+              "run it again once the lake answers", file=sys.stderr)  # fmt: skip
+        return 1
     finally:
         con.close()
     _print_summary(summary)

@@ -627,8 +627,12 @@ def test_balance_sql_reads_the_lake_read_only_beside_a_writing_server(stores, la
         err = capsys.readouterr().err
         assert err.startswith("balance sql:"), err
         assert data.rstrip("/") not in err and lake not in err, err
-    assert cli.main(["sql", "--lake", "host=127.0.0.1 port=1 dbname=x", "SELECT 1"]) == 2
+    unreachable = "host=127.0.0.1 port=1 dbname=x"
+    assert cli.main(["sql", "--lake", unreachable, "SELECT 1"]) == 2
     assert "balance sql:" in capsys.readouterr().err
+    for command in (["reverify"], ["jobs", "run"], ["load-demo", "-n", "1"]):
+        assert cli.main([*command, "--lake", unreachable]) == 2, command
+        assert "cannot reach the catalog" in capsys.readouterr().err, command
     assert lake_rows(lake, "SELECT count(*) FROM games") == [(6,)]
 
 

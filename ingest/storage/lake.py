@@ -291,7 +291,10 @@ def connect(
         pg = conninfo(catalog)
         if claims or not create:
             ro = ", READ_ONLY" if read_only and not claims else ""
-            con.execute(f"ATTACH {_literal(pg)} AS {PG} (TYPE postgres{ro})")
+            try:
+                con.execute(f"ATTACH {_literal(pg)} AS {PG} (TYPE postgres{ro})")
+            except duckdb.IOException as exc:  # every command says so, with no traceback
+                raise LakeError(f"cannot reach the catalog: {str(exc).splitlines()[0]}") from exc
             if not create and not _has_lake(con):
                 raise LakeError(
                     "no lake in this catalog yet: run `balance lake init --lake CATALOG "
@@ -1228,7 +1231,11 @@ def commits_paused(
     append to (reverify), which DuckLake fails when an insert commits beside it."""
     claims = Claims(con.cursor(), PG)
     holder = f"gate_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    claims.close_gate(holder, seconds)
+    try:
+        claims.close_gate(holder, seconds)
+    except BaseException:
+        claims.con.close()
+        raise
     try:
         deadline = time.monotonic() + drain
         while True:  # (a claim made as the gate closed shows once its transaction commits)
