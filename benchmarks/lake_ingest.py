@@ -3,7 +3,7 @@ same run: real `balance serve` processes, verification and durable commit includ
 counts once its 200 `accepted` answer is back).
 
     python benchmarks/lake_ingest.py [--seconds 20] [--servers 1,2] [--single-clients 8]
-        [--single-per-server N] [--no-file] [--pool 1000]
+        [--single-per-server N] [--no-file] [--pool 1000] [--token on|off|both]
 
 It starts its own PostgreSQL cluster (tests/lake_cluster.py; fsync on) and, per setup, a new
 lake (or file). Phases, each for `--seconds`:
@@ -168,6 +168,13 @@ def main() -> int:
     )
     ap.add_argument("--no-file", action="store_true", help="skip the embedded-file reference")
     ap.add_argument("--pool", type=int, default=1000, help="simulated records (cached)")
+    ap.add_argument(
+        "--token",
+        choices=("on", "off", "both"),
+        default="on",
+        help="the lake servers' commit token (BALANCE_LAKE_COMMIT_TOKEN); both: each lake "
+        "setup with it, then without",
+    )
     args = ap.parse_args()
     ext = Path(tempfile.mkdtemp(prefix="lake-bench-ext-"))
     os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
@@ -184,10 +191,13 @@ def main() -> int:
     try:
         from ingest.storage.lake_admin import init_lake
 
-        setups = [] if args.no_file else [("file", 0)]
-        setups += [("lake", int(n)) for n in args.servers.split(",")]
-        for i, (kind, n) in enumerate(setups):
+        tokens = {"on": ["1"], "off": ["0"], "both": ["1", "0"]}[args.token]
+        setups = [] if args.no_file else [("file", 0, "1")]
+        setups += [("lake", int(n), t) for n in args.servers.split(",") for t in tokens]
+        for i, (kind, n, token) in enumerate(setups):
             servers = []
+            name = f"{kind}x{max(n, 1)}" + ("" if token == "1" else "-notoken")
+            lake_env = dict(env, BALANCE_LAKE_COMMIT_TOKEN=token)
             try:
                 if kind == "file":
                     servers = [LakeServer(work / f"file{i}", None, env=env).start()]
@@ -195,11 +205,11 @@ def main() -> int:
                     catalog = cluster.create_db(f"bench{i}")
                     init_lake(catalog, str(work / f"data{i}"))
                     servers = [
-                        LakeServer(work / f"lake{i}_{k}", catalog, env=env).start()
+                        LakeServer(work / f"lake{i}_{k}", catalog, env=lake_env).start()
                         for k in range(n)
                     ]
                 lines = with_fresh_ids(records, 120_000, seed=time.time_ns() + i)
-                results += run_setup(f"{kind}x{len(servers)}", servers, lines, args)
+                results += run_setup(name, servers, lines, args)
             finally:
                 for s in servers:
                     s.stop()

@@ -41,14 +41,14 @@ def _records(n: int) -> list[bytes]:
     return [orjson.dumps(dict(SLOW6[i % len(SLOW6)], game_id=str(uuid.uuid4()))) for i in range(n)]
 
 
-def writer(catalog: str, batches: int, batch: int, start, results) -> None:
+def writer(catalog: str, token: bool, batches: int, batch: int, start, results) -> None:
     """One writer process: judge its games, wait for the others, store them; its figures."""
     from ingest.pipeline import Judge, utcnow
     from ingest.storage.lake import LakeStore
 
     judge = Judge()
     items = [judge.judge(0, r, utcnow()).pending for r in _records(batches * batch + 10)]
-    store = LakeStore(catalog)
+    store = LakeStore(catalog, commit_token=token)
     try:
         store.ingest(items[-10:])  # warm: the first commit loads the lake's catalog
         start.wait()
@@ -65,11 +65,14 @@ def writer(catalog: str, batches: int, batch: int, start, results) -> None:
     results.put({"games": batches * batch, "cpu_s": cpu, "seconds": seconds})
 
 
-def run_setup(catalogs: list[str], batches: int, batch: int) -> dict:
+def run_setup(catalogs: list[str], token: bool, batches: int, batch: int) -> dict:
     ctx = mp.get_context("spawn")
     start = ctx.Barrier(len(catalogs))
     results = ctx.Queue()
-    procs = [ctx.Process(target=writer, args=(c, batches, batch, start, results)) for c in catalogs]
+    procs = [
+        ctx.Process(target=writer, args=(c, token, batches, batch, start, results))
+        for c in catalogs
+    ]
     for p in procs:
         p.start()
     got: list[dict] = []
@@ -119,19 +122,19 @@ def main(argv=None) -> int:
 
         try:
             for n in counts:  # alternating, so the machine's load falls on both alike
-                shared = new_lake()
-                for kind, catalogs in (
-                    ("one lake", [shared] * n),
-                    ("a lake each", [new_lake() for _ in range(n)]),
+                for kind, catalogs, token in (
+                    ("one lake", [new_lake()] * n, True),
+                    ("one lake, no token", [new_lake()] * n, False),
+                    ("a lake each", [new_lake() for _ in range(n)], True),
                 ):
                     row = {
                         "writers": n,
                         "kind": kind,
-                        **run_setup(catalogs, args.batches, args.batch),
+                        **run_setup(catalogs, token, args.batches, args.batch),
                     }
                     out["setups"].append(row)
                     print(
-                        f"{n} writer(s), {kind:11s}  CPU ms/game {row['cpu_ms_per_game']}  "
+                        f"{n} writer(s), {kind:18s}  CPU ms/game {row['cpu_ms_per_game']}  "
                         f"{row['games_per_s']:,.0f} games/s",
                         flush=True,
                     )

@@ -101,6 +101,7 @@ def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store 
             threads=conf["BALANCE_DB_THREADS"],
             work_dir=conf["BALANCE_LAKE_WORKDIR"] or None,
             lease=conf["BALANCE_LAKE_LEASE"],
+            commit_token=bool(conf["BALANCE_LAKE_COMMIT_TOKEN"]),
         )
     return Store(
         conf["BALANCE_DB"],

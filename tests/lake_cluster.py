@@ -146,11 +146,12 @@ def lake_unavailable(extensions: Path) -> str | None:
     reason = unavailable()
     if reason:
         return reason
+    import duckdb
+
+    # outside the try: a product that fails to import fails the tests, never skips them
+    from ingest.storage.lake import LakeUnavailable, install_extensions
+
     try:
-        import duckdb
-
-        from ingest.storage.lake import LakeUnavailable, install_extensions
-
         directory = install_extensions(extensions)
         con = duckdb.connect(
             config={

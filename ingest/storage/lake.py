@@ -73,6 +73,7 @@ from . import codec, rows
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable
 from .lake_claims import STORED, Claims
+from .lake_token import CommitToken
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 from .store import (
     ACCEPTED,
@@ -529,6 +530,7 @@ class LakeStore:
         commit_retries: int = COMMIT_RETRIES,
         heartbeat: float = 5.0,
         min_free: int | None = None,
+        commit_token: bool = True,
     ):
         self.catalog = catalog
         self.min_free = failures_mod.min_free(min_free)
@@ -544,6 +546,7 @@ class LakeStore:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.path = str(self.work_dir / "lake")
         self._con = connect(catalog, data_path, threads=threads)
+        self._token = CommitToken(conninfo(catalog)) if commit_token else None
         try:
             check_version(self._con)
             self._space_dir = _local_data_path(self._con)
@@ -696,6 +699,8 @@ class LakeStore:
             log.warning("lake store closed uncleanly (claims are taken over later): %s", exc)
         with contextlib.suppress(duckdb.Error):
             self._con.close()
+        if self._token is not None:
+            self._token.close()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
@@ -1039,12 +1044,15 @@ class LakeStore:
     def _commit_once(self, tables: dict[str, pa.Table]) -> None:
         con = self._writer
         self._commits += 1
-        with transaction(con):
+        with self._token_held(), transaction(con):
             insert_tables(con, tables)
             fence = f"{LAKE}.{FENCES}.{self.owner}"
             if self._commits % _FENCE_TRIM == 0:
                 con.execute(f"DELETE FROM {fence}")
             con.execute(f"INSERT INTO {fence} VALUES (?, now()::TIMESTAMP)", [self._commits])
+
+    def _token_held(self) -> contextlib.AbstractContextManager:
+        return self._token.held() if self._token is not None else contextlib.nullcontext()
 
     def _uncertain(self, keys: list[int], owner: str, exc: BaseException) -> None:
         """A commit failed in a way that may have landed. Fence this owner (no commit of it
