@@ -160,7 +160,7 @@ def test_an_unreachable_catalog_costs_one_try_then_nothing(monkeypatch):
 def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
     store = stores()
     assert store._token is not None
-    store._token.wait = 3.0
+    store._token.wait = 5.0
     holder = CommitToken(conninfo(lake))
     try:
         with holder.held():
@@ -169,12 +169,12 @@ def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
             assert thread.is_alive(), "the store committed while another held the token"
         thread.join(10)
         assert result["value"] == ["accepted"] * 3
-        assert result["seconds"] < 3.0, "the store waited past the token's release"
+        assert result["seconds"] < 4.5, "the store waited past the token's release"
         with holder.held():  # held past the store's wait: the commit goes ahead without
             thread, result = _in_thread(lambda: store.ingest(_games(2)))
             thread.join(15)
             assert result["value"] == ["accepted"] * 2
-            assert result["seconds"] >= 2.9
+            assert result["seconds"] >= 4.9
         assert store._token.counters["missed"] == 1
     finally:
         holder.close()
