@@ -83,6 +83,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.wsgi_app = route  # type: ignore[method-assign]
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
     metrics.sources.append(route.uploads.gauges)
+    if isinstance(store, LakeStore):
+        metrics.sources.append(store.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     state.rejections = RejectionTally(store)
     return app

@@ -79,7 +79,9 @@ class Metrics:
         self.commit_seconds = Histogram(LATENCY_BUCKETS)
         self.events = {name: dict.fromkeys(values, 0) for name, (_, _, values) in EVENTS.items()}
         self.gauges: dict[str, tuple[str, float]] = {}  # name -> (help, value), set by the server
-        self.sources: list = []  # callables returning more such gauges, read at exposition
+        # callables returning more such values, read at exposition (a name ending in _total
+        # is a counter)
+        self.sources: list = []
 
     def count_results(self, results: list[dict]) -> None:
         with self._lock:
@@ -159,5 +161,6 @@ class Metrics:
                 out += [f'{name}{{{label}="{v}"}} {n}' for v, n in self.events[name].items()]
             gauges = {**self.gauges, **extra, **(gauges or {})}
         for name, (help_text, value) in gauges.items():
-            out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {_num(value)}"]
+            kind = "counter" if name.endswith("_total") else "gauge"  # Prometheus' naming rule
+            out += [f"# HELP {name} {help_text}", f"# TYPE {name} {kind}", f"{name} {_num(value)}"]
         return "\n".join(out) + "\n"

@@ -197,9 +197,30 @@ def test_two_stores_share_the_token_and_store_every_game(stores):
     assert one._token.counters["held"] >= 4 and two._token.counters["held"] >= 4
     assert one._token.counters["missed"] == two._token.counters["missed"] == 0
     assert _stored(one.catalog) == 400
+    # operators see it in /metrics, as counters
+    from ingest.app import create_app
+
+    text = create_app({"STORE": one}).test_client().get("/metrics").get_data(as_text=True)
+    assert "# TYPE balance_lake_commits_with_token_total counter" in text
+    held = one._token.counters["held"]
+    assert f"\nbalance_lake_commits_with_token_total {held}\n" in text
+    assert "\nbalance_lake_commits_without_token_total 0\n" in text
+    assert "# TYPE balance_stored_records gauge" in text
 
 
-def test_the_token_can_be_turned_off(stores):
-    store = stores(commit_token=False)
-    assert store._token is None
-    assert store.ingest(_games(2)) == ["accepted"] * 2
+def test_the_token_can_be_turned_off(lake):
+    from ingest.app import open_store
+    from ingest.config import load
+
+    store = open_store(load({"BALANCE_LAKE": lake}, environ={"BALANCE_LAKE_COMMIT_TOKEN": "0"}))
+    try:
+        assert isinstance(store, LakeStore) and store._token is None
+        assert store.ingest(_games(2)) == ["accepted"] * 2
+        assert store.gauges()["balance_lake_commits_without_token_total"][1] == 0
+    finally:
+        store.close()
+    on = open_store(load({"BALANCE_LAKE": lake}, environ={}))
+    try:
+        assert isinstance(on, LakeStore) and on._token is not None  # on by default
+    finally:
+        on.close()

@@ -612,6 +612,33 @@ class LakeStore:
             "lake_owner": self.owner,
         }
 
+    def gauges(self) -> dict[str, tuple[str, float]]:
+        """For /metrics (Metrics.sources): the lake's events since this server started."""
+        token = self._token.counters if self._token is not None else {"held": 0, "missed": 0}
+        return {
+            "balance_lake_commits_with_token_total": (
+                "Lake commits made holding the commit token.",
+                token["held"],
+            ),
+            "balance_lake_commits_without_token_total": (
+                "Lake commits made without the commit token because it could not be had "
+                "(held past its wait, or its connection down); 0 while it is turned off.",
+                token["missed"],
+            ),
+            "balance_lake_conflict_retries_total": (
+                "Lake commits this server tried again after DuckLake's own retries failed.",
+                self.counters["conflict_retries"],
+            ),
+            "balance_lake_takeovers_total": (
+                "Stale claims of dead servers this server took over.",
+                self.counters["takeovers"],
+            ),
+            "balance_lake_adopted_total": (
+                "Stale claims whose game was found in the lake, marked stored.",
+                self.counters["adopted"],
+            ),
+        }
+
     def ingest(self, items: list[Pending], timeout: float | None = 60.0) -> list[str]:
         """Store `items` (in order): accepted/quarantined/duplicate/conflict per item, after
         the lake commit that holds them. Raises CommitTimeout when the committer stayed busy
