@@ -8,6 +8,15 @@ through its writer, never in an upload's own commit: counting can neither fail n
 upload. A flush that fails (a full disk) keeps its counts for the next one. The keys are
 bounded (MAX_KEYS distinct ones a day and server: past them, field '(other)'), so a client
 cannot grow the table with made-up field names, however it spreads them over flushes.
+
+A flush appends a row per key, so a steady flood of one malformed record adds 8,640 rows a
+day and server. Once a day (at the first flush, then at the first flush of each new day)
+the rows of past days are rolled up into one per (day, field, problem), in one transaction:
+the sums are read, the rows they sum deleted and the sums inserted. Rows of a flush that
+commits meanwhile are not in the transaction's snapshot and stay as they are (on the file);
+on a lake both hold the commit token, and should one go without it (ingest/storage/
+lake_token.py), one of the two fails on the conflict and is tried again (a flush keeps its
+counts; a roll-up runs again at the next flush).
 """
 
 from __future__ import annotations
@@ -25,6 +34,21 @@ MAX_KEYS = 200
 _INDEX = re.compile(r"\[\d+\]")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\[\]]{0,47}$")
 INSERT = "INSERT INTO rejections (day, field, problem, records) VALUES (?, ?, ?, ?)"
+_SPLIT = (
+    "SELECT day, field, problem, sum(records)::BIGINT FROM rejections WHERE day < ? "
+    "GROUP BY day, field, problem HAVING count(*) > 1"
+)
+_DELETE = "DELETE FROM rejections WHERE day = ? AND field = ? AND problem = ?"
+
+
+def roll_up(con, before: dt.date) -> int:
+    """Make the rows of each (day, field, problem) before `before` one row holding their sum,
+    inside the caller's transaction; returns the keys rolled up."""
+    sums = con.execute(_SPLIT, [before]).fetchall()
+    if sums:
+        con.executemany(_DELETE, [key[:3] for key in sums])
+        con.executemany(INSERT, sums)
+    return len(sums)
 
 
 def problem_of(message: str) -> str:
@@ -48,6 +72,7 @@ class RejectionTally:
         self._seen: set[tuple[dt.date, str, str]] = set()  # today's keys (MAX_KEYS at most)
         self._lock = threading.Lock()
         self._stop = threading.Event()
+        self._rolled: dt.date | None = None  # the day of the last roll-up
         self._thread = threading.Thread(target=self._loop, name="rejections", daemon=True)
         if every > 0:
             self.every = every
@@ -80,13 +105,27 @@ class RejectionTally:
             return 0
         rows = [(day, field, problem, n) for (day, field, problem), n in sorted(counts.items())]
         try:
-            self.store.submit(lambda con: con.executemany(INSERT, rows)).result(timeout)
+            self.store.submit(lambda con: con.executemany(INSERT, rows), token=True).result(timeout)
         except Exception as exc:  # a full disk, a closed store: keep them for the next flush
             log.warning("rejection counts not stored yet: %s: %s", type(exc).__name__, exc)
             with self._lock:
                 self._counts.update(counts)
             return 0
         return sum(counts.values())
+
+    def roll_up(self, timeout: float = 30.0) -> int:
+        """Roll up past days' rows once a day (see the module docstring); the keys rolled up,
+        or 0 if it failed (tried again at the next flush)."""
+        today = dt.datetime.now(dt.UTC).date()
+        if self._rolled == today:
+            return 0
+        try:
+            rolled = self.store.submit(lambda con: roll_up(con, today), token=True).result(timeout)
+        except Exception as exc:  # a full disk, a lake conflict: the next flush tries again
+            log.warning("rejection counts not rolled up yet: %s: %s", type(exc).__name__, exc)
+            return 0
+        self._rolled = today
+        return rolled
 
     def close(self) -> None:
         self._stop.set()
@@ -97,3 +136,4 @@ class RejectionTally:
     def _loop(self) -> None:
         while not self._stop.wait(self.every):
             self.flush()
+            self.roll_up()

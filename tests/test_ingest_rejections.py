@@ -5,6 +5,7 @@ values, keys a client cannot grow, and counts that survive a failing store and a
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import io
 import json
 import uuid
@@ -13,7 +14,7 @@ import pytest
 from support import AppClient, example_lines, fresh_slow6, query
 
 from ingest.demo import load_records
-from ingest.rejections import MAX_KEYS, RejectionTally
+from ingest.rejections import INSERT, MAX_KEYS, RejectionTally
 from ingest.storage import Store
 
 
@@ -135,3 +136,65 @@ def test_the_demo_loader_counts_its_rejected_records(tmp_path):
         counts = load_records(store, example_lines("malformed"), echo=lambda _line: None)
     assert counts["rejected"] > 30
     assert query(db, "SELECT sum(records) FROM rejections") == [(counts["rejected"],)]
+
+
+def _sums(db) -> dict[tuple, int]:
+    rows = query(db, "SELECT day, field, problem, sum(records) FROM rejections GROUP BY ALL")
+    return {tuple(r[:3]): r[3] for r in rows}
+
+
+def test_past_days_are_rolled_up_once_a_day_and_every_count_kept(tmp_path):
+    db = tmp_path / "s.duckdb"
+    today = dt.datetime.now(dt.UTC).date()
+    days = [today - dt.timedelta(days=d) for d in (3, 1, 0)]
+    flushes = [
+        (day, field, problem, n)
+        for n in range(1, 40)  # 39 flushes of a steady flood, and of a second key
+        for day in days
+        for field, problem in (("lineups", "invalid value"), ("line", "not JSON"))
+    ] + [(days[0], "turns[]", "missing field", 7)]  # a key with one row already
+    with Store(db) as store:
+        store.submit(lambda con: con.executemany(INSERT, flushes)).result()
+        tally = RejectionTally(store, every=0)
+        before = query_store(store, "SELECT count(*), sum(records) FROM rejections")
+        assert tally.roll_up() == 4  # two keys on each of the two past days
+        assert tally.roll_up() == 0  # the same day: nothing asked of the store
+        after = query_store(store, "SELECT count(*), sum(records) FROM rejections")
+        per_key = query_store(
+            store, "SELECT day, count(*) FROM rejections GROUP BY day ORDER BY day"
+        )
+    assert before[0][1] == after[0][1]  # every count kept
+    assert after[0][0] == 39 * 2 + 2 * 2 + 1  # today's rows as they were, one row a past key
+    assert dict(per_key) == {days[0]: 3, days[1]: 2, days[2]: 78}
+    assert _sums(db) == {
+        (day, field, problem): sum(
+            n for d, f, p, n in flushes if (d, f, p) == (day, field, problem)
+        )
+        for day, field, problem, _ in flushes
+    }
+
+
+def test_a_roll_up_that_fails_is_tried_again_and_loses_nothing(tmp_path):
+    db = tmp_path / "s.duckdb"
+    yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    store = Store(db)
+    store.submit(
+        lambda con: con.executemany(INSERT, [(yesterday, "lineups", "invalid value", 2)] * 5)
+    ).result()
+    tally = RejectionTally(store, every=0)
+    store.close()  # every write now fails
+    assert tally.roll_up() == 0
+    tally.store = Store(db)
+    try:
+        assert tally.roll_up() == 1
+    finally:
+        tally.store.close()
+    assert query(db, "SELECT records FROM rejections") == [(10,)]
+
+
+def query_store(store, sql: str) -> list[tuple]:
+    cur = store.reader()
+    try:
+        return cur.execute(sql).fetchall()
+    finally:
+        cur.close()

@@ -773,3 +773,45 @@ def test_an_older_lake_is_refused_by_servers_until_upgraded(lake, stores, capsys
         con.close()
     assert cli.main(["lake", "upgrade", "--lake", lake]) == 1
     assert "saved_queries: missing version" in capsys.readouterr().err
+
+
+def test_rejections_roll_up_beside_another_servers_flushes(stores, lake):
+    """One server rolls up past days' rejection rows while another keeps flushing its counts
+    into the same lake table: every count is kept (a transaction that loses to the other's
+    commit fails and is tried again: the flush keeps its counts, the roll-up runs later)."""
+    import datetime as dt
+
+    from ingest.rejections import INSERT, RejectionTally
+
+    one, two = stores(), stores()
+    yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)
+    row = (yesterday, "lineups", "invalid value", 1)
+    one.submit(lambda con: con.executemany(INSERT, [row] * 20)).result(30)
+    roller, flusher = RejectionTally(one, every=0), RejectionTally(two, every=0)
+    stop, counted = threading.Event(), [0]
+
+    def flush_all_along():
+        while not stop.is_set():
+            flusher.count([{"verdict": "rejected", "field": "players", "message": "bad"}] * 3)
+            counted[0] += 3
+            flusher.flush()
+
+    thread = threading.Thread(target=flush_all_along)
+    thread.start()
+    try:
+        time.sleep(0.3)
+        for _ in range(30):
+            roller._rolled = None  # as on the next day's first flush, or a restart
+            roller.roll_up()
+            if lake_rows(lake, "SELECT count(*) FROM rejections WHERE day = ?", [yesterday]) == [
+                (1,)
+            ]:
+                break
+    finally:
+        stop.set()
+        thread.join(30)
+    while flusher.pending():
+        flusher.flush()
+    assert lake_rows(lake, "SELECT records FROM rejections WHERE day = ?", [yesterday]) == [(20,)]
+    today = lake_rows(lake, "SELECT sum(records) FROM rejections WHERE field = 'players'")
+    assert today == [(counted[0],)] and counted[0] > 0

@@ -669,10 +669,18 @@ class LakeStore:
             time.sleep(pause)
             pause = min(0.5, pause * 2)
 
-    def submit(self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction=True):
+    def submit(
+        self,
+        fn: Callable[[duckdb.DuckDBPyConnection], object],
+        *,
+        transaction: bool = True,
+        token: bool = False,
+    ):
         """Run `fn(con)` on the committer thread (this server's uploads wait), on the lake,
-        inside its own transaction unless `transaction` is False; a Future of its result."""
-        call = Call(fn, transaction)
+        inside its own transaction unless `transaction` is False; a Future of its result.
+        `token`: hold the commit token for it, so that it meets no other server's commit
+        (for a short write: every other server's commits wait meanwhile)."""
+        call = Call(fn, transaction, token=token)
         self._enqueue(call)
         return call.future
 
@@ -812,7 +820,8 @@ class LakeStore:
         if not call.future.set_running_or_notify_cancel():
             return
         try:
-            result = call.run(self._writer)
+            with self._token_held() if call.token else contextlib.nullcontext():
+                result = call.run(self._writer)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller
             call.future.set_exception(exc)
         else:

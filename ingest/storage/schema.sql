@@ -172,7 +172,8 @@ CREATE TABLE IF NOT EXISTS saved_queries (
 
 -- Uploaded records the server rejected, counted: nothing of a rejected record is stored (not
 -- its text, not the values at fault), only how many, per day, field and kind of problem. Rows
--- are appended (a flush of each server's tally every few seconds); sum `records` to count.
+-- are appended (a flush of each server's tally every few seconds; past days rolled up to a
+-- row per key once a day); sum `records` to count.
 CREATE TABLE IF NOT EXISTS rejections (
     day         DATE NOT NULL,              -- server clock, UTC, when the records arrived
     field       VARCHAR NOT NULL,           -- the field at fault: 'lineups', 'turns[]', 'line'

@@ -212,6 +212,7 @@ class Call:
     fn: Callable
     transaction: bool = True
     future: Future = field(default_factory=Future)
+    token: bool = False  # on a lake, hold the commit token (LakeStore.submit)
 
     def run(self, con: duckdb.DuckDBPyConnection) -> object:
         """fn(con), in a transaction of its own unless asked otherwise."""
@@ -385,12 +386,17 @@ class Store:
         return task.outcomes
 
     def submit(
-        self, fn: Callable[[duckdb.DuckDBPyConnection], object], *, transaction: bool = True
+        self,
+        fn: Callable[[duckdb.DuckDBPyConnection], object],
+        *,
+        transaction: bool = True,
+        token: bool = False,
     ) -> Future:
         """Run `fn(con)` on the calls thread, holding the commit lock (uploads wait), inside
         its own transaction unless `transaction` is False (for statements DuckDB runs outside
-        one, e.g. ATTACH); the Future holds its result (or exception, after a rollback)."""
-        task = Call(fn, transaction)
+        one, e.g. ATTACH); the Future holds its result (or exception, after a rollback).
+        `token` is for a lake (LakeStore.submit); the file has one writer already."""
+        task = Call(fn, transaction, token=token)
         with self._gate:  # close puts its stop after every call queued before it
             if self._closed:
                 raise RuntimeError("store is closed")
