@@ -90,8 +90,9 @@ RUNS = {
         [slow],
     ),
     "lake_writers.py": (
-        "--writers 1,2 --batches 1 --batch 20",
-        r"1 writer\(s\), one lake +CPU ms/game \[[\d.]+\].*2 writer\(s\), a lake each +CPU",
+        "--writers 2 --batches 1 --batch 20",
+        r"2 writer\(s\), one lake +CPU ms/game \[[\d.]+, [\d.]+\].*"
+        r"2 writer\(s\), one lake, no token +CPU.*2 writer\(s\), a lake each +CPU",
         [slow],
     ),
     "verify_slide.py": (
