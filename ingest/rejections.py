@@ -135,5 +135,7 @@ class RejectionTally:
 
     def _loop(self) -> None:
         while not self._stop.wait(self.every):
+            if self.store.closed:  # closed without this tally (close_app closes it first)
+                return
             self.flush()
             self.roll_up()

@@ -8,6 +8,7 @@ import csv
 import datetime as dt
 import io
 import json
+import time
 import uuid
 
 import pytest
@@ -106,6 +107,23 @@ def test_counts_survive_a_failing_store_and_reach_the_next_flush(tmp_path):
     finally:
         tally.store.close()
     assert query(db, "SELECT sum(records) FROM rejections") == [(4,)]
+
+
+def test_a_tally_left_on_a_closed_store_stops_instead_of_warning_forever(tmp_path, caplog):
+    store = Store(tmp_path / "s.duckdb")
+    tally = RejectionTally(store, every=0.02)
+    tally.count([{"verdict": "rejected", "field": "lineups", "message": "bad"}])
+    deadline = time.monotonic() + 10
+    while tally.pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert tally.pending() == 0  # the loop flushed while the store was open
+    tally.roll_up()  # today's roll-up done (the loop may have done it already)
+    store.close()  # closed by its owner, the tally never told
+    tally._thread.join(timeout=5)
+    assert not tally._thread.is_alive()
+    tally.count([{"verdict": "rejected", "field": "lineups", "message": "bad"}])
+    assert tally.pending() == 1  # kept for whoever flushes it, not lost
+    assert not [r for r in caplog.records if r.name == "ingest.rejections"]
 
 
 def test_stopping_the_server_stores_what_it_counted(app):

@@ -704,6 +704,11 @@ class LakeStore:
         """Games stored in the lake (by every server): refreshed every few seconds."""
         return self._known
 
+    @property
+    def closed(self) -> bool:
+        """Closed: no upload or call is taken any more."""
+        return self._closed
+
     def report(self, exc: BaseException) -> None:
         """A reader saw `exc`: a lake failure makes the committer probe the lake."""
         if lake_error(exc):

@@ -415,6 +415,11 @@ class Store:
     def known_count(self) -> int:
         return len(self._known)
 
+    @property
+    def closed(self) -> bool:
+        """Closed: no upload or call is taken any more."""
+        return self._closed
+
     def flush_rows(self, timeout: float | None = 60.0) -> None:
         """Wait until every derived row handed to the rows thread so far is committed; raises
         StorageUnavailable if it could not be (they stay in the journal, retried)."""
