@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import threading
 import time
 import uuid
 
 import pytest
-from support import examples_dir
+from support import example_lines, examples_dir
 
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import LakeServer  # noqa: E402
@@ -116,6 +117,124 @@ def test_same_game_ids_raced_at_two_servers_are_stored_once(servers, lake):
     result = check(lake)
     assert result["ok"] and result["rows"]["raw_records"] == 150, result
     assert sorted(stored_ids(lake)) == sorted(verdicts)
+
+
+def _post_until_final(server: LakeServer, records: list[dict], deadline: float) -> list[dict]:
+    """One record as application/json, several as NDJSON; again after a 503; the results."""
+    body = line(records[0]) if len(records) == 1 else b"\n".join(map(line, records)) + b"\n"
+    ctype = "application/json" if len(records) == 1 else "application/x-ndjson"
+    while True:
+        reply = server.request("POST", "/v1/games", body, {"Content-Type": ctype})
+        if reply.status == 200:
+            return reply.json()["results"]
+        assert reply.status == 503, (reply.status, reply.body)
+        assert time.monotonic() < deadline, "503 for too long"
+        time.sleep(0.25)
+
+
+def _records_total(server: LakeServer) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for text in server.get("/metrics").body.decode().splitlines():
+        if text.startswith("balance_records_total{"):
+            verdict = text.split('verdict="', 1)[1].split('"', 1)[0]
+            out[verdict] = int(float(text.split()[-1]))
+    return out
+
+
+def test_every_example_gets_its_verdict_at_any_of_three_servers(servers, lake):
+    """The spec's examples (fresh ids), single records and batches spread over three servers
+    at once: every verdict right (quarantine's rule and turn, a rejection's field), every
+    stored game in the lake once with its rule and turn, nothing of a rejected line stored;
+    every retry, at another server, duplicate; /metrics counts what each server answered."""
+    trio = [servers() for _ in range(3)]
+    cases: list[tuple[dict, dict]] = []  # (record, expected)
+    for name in ("slow6-valid", "slide-valid"):
+        cases += [(json.loads(x), {"verdict": "accepted"}) for x in example_lines(name)]
+    for name in ("slow6-invalid", "slide-invalid"):
+        expected = [json.loads(x) for x in example_lines(f"{name}.expected")]
+        records = [json.loads(x) for x in example_lines(name)]
+        cases += [
+            (r, {"verdict": "quarantined", **e}) for r, e in zip(records, expected, strict=True)
+        ]
+    cases = [({**r, "game_id": str(uuid.uuid4())}, e) for r, e in cases]
+    random.Random(19).shuffle(cases)
+    chunks, i = [], 0
+    while i < len(cases):
+        n = (1, 7, 1, 3)[len(chunks) % 4]
+        chunks.append(cases[i : i + n])
+        i += n
+    results: dict[str, dict] = {}
+    lock = threading.Lock()
+    deadline = time.monotonic() + 300
+
+    def client(k: int, shift: int) -> None:
+        for chunk in chunks[k::3]:
+            out = _post_until_final(trio[(k + shift) % 3], [r for r, _ in chunk], deadline)
+            with lock:
+                for (r, _), res in zip(chunk, out, strict=True):
+                    results.setdefault(r["game_id"], {})[shift] = res
+
+    for shift in (0, 1):  # then every chunk again, each at another server than the first time
+        threads = [threading.Thread(target=client, args=(k, shift)) for k in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    quarantined = set()
+    for record, exp in cases:
+        first, again = results[record["game_id"]][0], results[record["game_id"]][1]
+        assert first["verdict"] == exp["verdict"], (exp, first)
+        assert first["game_id"] == record["game_id"]
+        if exp["verdict"] == "quarantined":
+            assert first["rule"] in [exp["rule"], *exp["also_acceptable"]], (exp, first)
+            assert first["turn"] == exp["turn"], (exp, first)
+            quarantined.add((record["game_id"], first["rule"], first["turn"]))
+        assert again["verdict"] == "duplicate", (exp, again)
+
+    malformed = example_lines("malformed")
+    expected = [json.loads(x) for x in example_lines("malformed.expected")]
+    body = ("\n".join(malformed) + "\n").encode()
+    reply = trio[2].request("POST", "/v1/games", body, {"Content-Type": "application/x-ndjson"})
+    assert reply.status == 200, reply.body
+    for res, exp in zip(reply.json()["results"], expected, strict=True):
+        assert res["verdict"] == "rejected" and res["field"] == exp["field"], (exp, res)
+
+    con = connect(lake, claims=False)
+    try:
+        counts = {
+            t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+            for t in ("raw_records", "games", "slide_games", "quarantine")
+        }
+        held = {
+            (g, rule, turn)
+            for g, rule, turn in con.execute(
+                "SELECT game_id::VARCHAR, rule, turn FROM quarantine"
+            ).fetchall()
+        }
+    finally:
+        con.close()
+    accepted = {
+        name: sum(1 for r, e in cases if e["verdict"] == "accepted" and r.get("game") == name)
+        for name in ("slow6", "slide")
+    }
+    assert counts == {
+        "raw_records": len(cases),  # the rejected lines left nothing
+        "games": len(cases) - len(quarantined) - accepted["slide"],
+        "slide_games": accepted["slide"],
+        "quarantine": len(quarantined),
+    }, (counts, accepted)
+    assert held == quarantined
+    assert check(lake)["ok"]
+    totals: dict[str, int] = {}
+    for server in trio:
+        for verdict, n in _records_total(server).items():
+            totals[verdict] = totals.get(verdict, 0) + n
+    assert {v: n for v, n in totals.items() if n} == {
+        "accepted": len(cases) - len(quarantined),
+        "quarantined": len(quarantined),
+        "duplicate": len(cases),
+        "rejected": len(malformed),
+    }, totals
 
 
 def test_kill_9_mid_load_loses_no_acknowledged_game(servers, lake):
