@@ -66,6 +66,7 @@ class Cluster:
         self.directory = directory
         self.port = port
         self.bindir = bindir
+        self._options = ""
 
     @classmethod
     def start(cls, fsync: bool = False) -> Cluster:
@@ -81,20 +82,27 @@ class Cluster:
         cluster = cls(directory, free_port(), bindir)
         data = directory / "data"
         cluster._run([bindir / "initdb", "-D", data, "-A", "trust", "-U", "postgres", "-N"])
-        options = (
+        cluster._options = (
             f"-c listen_addresses=127.0.0.1 -p {cluster.port} "
             f"-c unix_socket_directories={directory} -c max_connections=200 "
             f"-c fsync={'on' if fsync else 'off'}"
         )
         try:
-            cluster._run(
-                [bindir / "pg_ctl", "-D", data, "-l", directory / "server.log", "-w", "-t", "60"]
-                + ["-o", options, "start"]
-            )
+            cluster.resume()
         except Exception:
             shutil.rmtree(directory, ignore_errors=True)
             raise
         return cluster
+
+    def halt(self) -> None:
+        """Stop the server (an outage of the catalog); `resume` starts it again, same data."""
+        self._run([self.bindir / "pg_ctl", "-D", self.directory / "data", "-m", "fast", "stop"])
+
+    def resume(self) -> None:
+        self._run(
+            [self.bindir / "pg_ctl", "-D", self.directory / "data", "-w", "-t", "60"]
+            + ["-l", self.directory / "server.log", "-o", self._options, "start"]
+        )
 
     def _run(self, argv: list) -> str:
         argv = [str(a) for a in argv]

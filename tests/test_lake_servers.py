@@ -16,10 +16,10 @@ import pytest
 from support import example_lines, examples_dir
 
 pytest.register_assert_rewrite("lake_cluster")
-from lake_cluster import LakeServer  # noqa: E402
+from lake_cluster import Cluster, LakeServer  # noqa: E402
 
 from ingest.storage.lake import connect  # noqa: E402
-from ingest.storage.lake_admin import check  # noqa: E402
+from ingest.storage.lake_admin import check, init_lake  # noqa: E402
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow
@@ -328,3 +328,43 @@ def test_every_servers_dashboard_reads_the_tables_the_jobs_runner_published(serv
     assert send_until_final(b, [fresh(i) for i in range(40, 55)], deadline) == ["accepted"] * 15
     assert cli.main(["jobs", "run", "--lake", lake]) == 0
     assert published(a, 2) == published(b, 2) == [2, 55]
+
+
+def test_a_catalog_outage_is_a_503_that_names_no_catalog_and_uploads_resume(
+    lake_extensions, tmp_path
+):
+    """PostgreSQL stopped under a running server: uploads get 503 + Retry-After, and neither
+    that answer nor /healthz shows the catalog's host, port, user, password or the data path
+    (the server's log has the error, the password masked); PostgreSQL back, the same upload
+    is stored."""
+    cluster = Cluster.start()  # its own: this test stops it
+    server = None
+    try:
+        # trust authentication ignores the password; it must reach no client and no log
+        catalog = cluster.create_db("outage") + " password=hunter2secret"
+        data = tmp_path / "lakedata"
+        init_lake(catalog, str(data))
+        server = LakeServer(tmp_path / "server", catalog, env={"BALANCE_WORKERS": "1"}).start()
+        deadline = time.monotonic() + 120
+        assert send_until_final(server, [fresh(0)], deadline) == ["accepted"]
+        cluster.halt()
+        record = fresh(1)
+        reply = server.upload([line(record)])
+        assert reply.status == 503, reply.body
+        assert int(reply.headers["retry-after"]) >= 1
+        health = server.get("/healthz")
+        assert health.status == 503
+        for body in (reply.body.decode(), health.body.decode()):
+            assert "unavailable" in body
+            for secret in ("hunter2", str(cluster.port), "dbname", "user=", str(data)):
+                assert secret not in body, (secret, body)
+        cluster.resume()
+        assert send_until_final(server, [record], deadline) == ["accepted"]
+        assert server.get("/healthz").status == 200
+        log = server.log.read_text()
+        assert "hunter2secret" not in log
+        assert f"port={cluster.port}" in log  # the operator's log names the catalog
+    finally:
+        if server is not None:
+            server.stop()
+        cluster.stop()

@@ -8,8 +8,10 @@ says why and for how long.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import re
 import threading
 import time
 
@@ -24,6 +26,66 @@ def min_free(value: int | None = None) -> int:
         return int(value)
     raw = os.environ.get("BALANCE_MIN_FREE", "")
     return int(raw) if raw.strip() else MIN_FREE
+
+
+# What a storage error's text may hold that must not reach clients (the 503's message, /healthz):
+# SQL echoed back, a libpq connection string or URI (with its password), quoted host names and
+# ports, and server paths (the data path, the journal's files) or object-store URLs.
+_SQL_ECHO = re.compile(r"\s*LINE \d+:.*$", re.S)
+_PG_URI = re.compile(r"postgres(?:ql)?://\S+", re.I)
+_CONNINFO = re.compile(
+    r"\"?(?:\b(?:host|hostaddr|port|user|dbname|password|passfile|sslmode|sslcert|sslkey|"
+    r"sslrootcert|service|options|application_name|connect_timeout|target_session_attrs)"
+    r"\s*=\s*(?:'(?:[^'\\]|\\.)*'|[^\s\"]+)\s*)+\"?",
+    re.I,
+)
+_SERVER_AT = re.compile(r"server at \"[^\"]*\"(?:,? port \d+)?|server on socket \"[^\"]*\"", re.I)
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"]+", re.I)
+_PATH = re.compile(r"(?<![\w.:/])/[^\s'\"]+")
+_PASSWORD = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s\"]+)", re.I)
+_URI_PASSWORD = re.compile(r"(postgres(?:ql)?://[^:/@\s]+:)[^@\s]+@", re.I)
+
+
+def without_passwords(text: str) -> str:
+    """`text` with every password of a connection string or URI masked: for the log."""
+    return _URI_PASSWORD.sub(r"\1***@", _PASSWORD.sub(r"\1***", text))
+
+
+def public_reason(what: str, exc: BaseException) -> str:
+    """Why a write failed, in words fit for clients and /healthz: the error's kind and text,
+    with no SQL, connection string, host, port, password or server path (the log has the
+    text whole, passwords masked: `without_passwords`)."""
+    text = _SQL_ECHO.sub("", " ".join(str(exc).split()))
+    for pattern, stand_in in (
+        (_PG_URI, "<catalog>"),
+        (_CONNINFO, "<catalog> "),
+        (_SERVER_AT, "server at <catalog>"),
+        (_URL, "<path>"),
+        (_PATH, "<path>"),
+    ):
+        text = pattern.sub(stand_in, text)
+    text = re.sub(r"\s+([:;,])", r"\1", " ".join(text.split()))[:300]
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in text.lower():
+        return f"disk full: {what} failed: {text}"
+    return f"{what} failed: {type(exc).__name__}: {text}"
+
+
+_last_detail: dict[tuple[str, str], str] = {}  # (logger, what) -> the detail logged last
+_detail_lock = threading.Lock()
+
+
+def logged_reason(logger: logging.Logger, what: str, exc: BaseException) -> str:
+    """`public_reason`, after logging the error whole (passwords masked) unless it is the
+    same as the last one logged for `what`: a failure retried every few seconds is logged
+    once, not at every retry."""
+    detail = without_passwords(" ".join(str(exc).split()))
+    key = (logger.name, what)
+    with _detail_lock:
+        new = _last_detail.get(key) != detail
+        _last_detail[key] = detail
+    if new:
+        logger.warning("%s failed: %s: %s", what, type(exc).__name__, detail)
+    return public_reason(what, exc)
 
 
 class StorageUnavailable(Exception):

@@ -71,7 +71,7 @@ import pyarrow as pa
 
 from . import codec, rows
 from . import failures as failures_mod
-from .failures import Failures, StorageUnavailable
+from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
 from .lake_claims import STORED, Claims
 from .lake_token import CommitToken
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
@@ -295,7 +295,8 @@ def connect(
             try:
                 con.execute(f"ATTACH {_literal(pg)} AS {PG} (TYPE postgres{ro})")
             except duckdb.IOException as exc:  # every command says so, with no traceback
-                raise LakeError(f"cannot reach the catalog: {str(exc).splitlines()[0]}") from exc
+                first = without_passwords(str(exc).splitlines()[0])
+                raise LakeError(f"cannot reach the catalog: {first}") from exc
             if not create and not _has_lake(con):
                 raise LakeError(
                     "no lake in this catalog yet: run `balance lake init --lake CATALOG "
@@ -315,7 +316,8 @@ def connect(
             con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {LAKE}{opts}")
         except duckdb.Error as exc:
             if "does not match existing data path" in str(exc):
-                raise LakeError(f"--data-path is not this lake's: {exc}") from exc
+                first = str(exc).splitlines()[0]  # (not DuckDB's OVERRIDE_DATA_PATH hint)
+                raise LakeError(f"--data-path is not this lake's: {first}") from exc
             raise
         con.execute(f"USE {LAKE}")
         codec.register_sql(con)
@@ -347,7 +349,7 @@ def attach_read_only(
         con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {alias} (READ_ONLY{pin})")
     except duckdb.Error as exc:
         if "ducklake" in str(exc).lower() and "metadata" in str(exc).lower():
-            raise LakeError(f"no lake in this catalog: {exc}") from exc
+            raise LakeError(f"no lake in this catalog: {without_passwords(str(exc))}") from exc
         raise
     # The lake's Parquet files stay readable once the caller turns external access off (the
     # SQL console does): that directory only, and only through the lake's tables.
@@ -1331,5 +1333,6 @@ def _missing_fence(exc: BaseException, owner: str) -> bool:
 
 
 def _reason(what: str, exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:300]
-    return f"{what} failed: {type(exc).__name__}: {text}"
+    """The failure's reason for clients and /healthz: no catalog string, host, password or
+    path (the log gets it whole, passwords masked)."""
+    return logged_reason(log, what, exc)

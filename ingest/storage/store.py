@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import errno
 import logging
 import os
 import queue
@@ -124,10 +123,8 @@ def _invalidated(exc: BaseException) -> bool:
 
 
 def _reason(what: str, exc: BaseException) -> str:
-    text = " ".join(str(exc).split())[:300]
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC or "no space left" in text.lower():
-        return f"disk full: {what} failed: {text}"
-    return f"{what} failed: {type(exc).__name__}: {text}"
+    """The failure's reason for clients and /healthz (no path); the log gets it whole."""
+    return failures_mod.logged_reason(log, what, exc)
 
 
 @dataclass(slots=True)
