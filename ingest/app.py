@@ -104,6 +104,7 @@ def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store 
             work_dir=conf["BALANCE_LAKE_WORKDIR"] or None,
             lease=conf["BALANCE_LAKE_LEASE"],
             commit_token=bool(conf["BALANCE_LAKE_COMMIT_TOKEN"]),
+            stall_after=conf["BALANCE_LAKE_STALL"],
         )
     return Store(
         conf["BALANCE_DB"],

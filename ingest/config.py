@@ -17,6 +17,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_LAKE_WORKDIR": ("", str),
     "BALANCE_LAKE_LEASE": (60.0, float),  # seconds before a dead server's claims are taken over
     "BALANCE_LAKE_COMMIT_TOKEN": (1, int),  # 1: one server commits at a time (lake_token.py)
+    "BALANCE_LAKE_STALL": (20.0, float),  # seconds a lake call may hang before uploads 503
     "BALANCE_RATE_LIMIT": (20.0, float),  # requests a second per client address; 0 = off
     "BALANCE_RATE_BURST": (0.0, float),  # bucket size; 0 = twice the rate
     "BALANCE_MAX_BODY": (8 * MiB, int),  # bytes in one request body

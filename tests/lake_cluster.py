@@ -20,6 +20,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -97,6 +98,28 @@ class Cluster:
     def halt(self) -> None:
         """Stop the server (an outage of the catalog); `resume` starts it again, same data."""
         self._run([self.bindir / "pg_ctl", "-D", self.directory / "data", "-m", "fast", "stop"])
+
+    def processes(self) -> list[int]:
+        """The postmaster and every process under it (Linux /proc)."""
+        from support import descendants
+
+        postmaster = int((self.directory / "data" / "postmaster.pid").read_text().split()[0])
+        return [postmaster, *descendants(postmaster)]
+
+    def freeze(self) -> list[int]:
+        """SIGSTOP every process of the cluster: a catalog that accepts connections and
+        answers nothing (a frozen VM, a hung disk under it). `thaw(pids)` ends it."""
+        pids = self.processes()
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        return pids
+
+    def thaw(self, pids: list[int]) -> None:
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
 
     def resume(self) -> None:
         self._run(

@@ -368,3 +368,63 @@ def test_a_catalog_outage_is_a_503_that_names_no_catalog_and_uploads_resume(
         if server is not None:
             server.stop()
         cluster.stop()
+
+
+def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_lost(
+    lake_extensions, tmp_path
+):
+    """PostgreSQL frozen (SIGSTOP: connections open, nothing answered) under a server with
+    uploads in flight: /healthz still answers, 503 with the reason, within the stall limit;
+    every upload is answered 503 within seconds instead of hanging; new ones at once. Thawed,
+    every record sent again is stored once (`duplicate` where its stuck commit had landed)."""
+    cluster = Cluster.start()
+    server, frozen = None, []
+    try:
+        catalog = cluster.create_db("frozen")
+        init_lake(catalog, str(tmp_path / "lakedata"))
+        env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "3"}
+        server = LakeServer(tmp_path / "server", catalog, env=env).start()
+        deadline = time.monotonic() + 180
+        assert send_until_final(server, [fresh(0)], deadline) == ["accepted"]
+        frozen = cluster.freeze()
+        sent = [[fresh(i)] for i in range(1, 13)] + [[fresh(100 + i) for i in range(20)]]
+        answers: list[tuple[int, float]] = []
+        lock = threading.Lock()
+
+        def upload(records: list[dict]) -> None:
+            began = time.monotonic()
+            reply = server.upload([line(r) for r in records], timeout=120)
+            with lock:
+                answers.append((reply.status, time.monotonic() - began))
+
+        threads = [threading.Thread(target=upload, args=(chunk,)) for chunk in sent]
+        for t in threads:
+            t.start()
+        time.sleep(4)  # past the stall limit
+        began = time.monotonic()
+        health = server.get("/healthz", timeout=30)
+        assert time.monotonic() - began < 5
+        assert health.status == 503 and "not answering" in health.body.decode(), health.body
+        for t in threads:
+            t.join(60)
+        assert len(answers) == len(sent), "an upload was never answered"
+        assert {status for status, _ in answers} == {503}, answers
+        assert max(seconds for _, seconds in answers) < 15, answers
+        began = time.monotonic()
+        assert server.upload([line(fresh(999))]).status == 503
+        assert time.monotonic() - began < 2
+        cluster.thaw(frozen)
+        frozen = []
+        for chunk in sent:
+            for verdict in send_until_final(server, chunk, deadline):
+                assert verdict in ("accepted", "duplicate"), verdict
+        assert server.get("/healthz").status == 200
+        result = check(catalog)
+        assert result["ok"], result
+        ids = stored_ids(catalog)
+        assert len(ids) == len(set(ids)) == 1 + sum(len(chunk) for chunk in sent)
+    finally:
+        cluster.thaw(frozen)
+        if server is not None:
+            server.stop()
+        cluster.stop()

@@ -58,7 +58,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as CommitTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -126,6 +126,14 @@ COMMIT_RETRIES = 5  # and the application's retries of a commit that still faile
 GATE_SECONDS, DRAIN_WAIT = 30.0, 5.0
 _FENCE_TRIM = 500  # a server empties its fence table every this many commits
 _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
+# A lake call (a group commit, a call, the probe) that has not returned after this long means
+# the catalog or the data path is not answering (a frozen PostgreSQL, a hung mount): uploads
+# are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
+# wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
+STALL_AFTER = 20.0
+# A call (a jobs run's publish, a rejections flush) may be long on a large lake: its own
+# limit (uploads queued behind it still time out at their deadline).
+CALL_STALL_AFTER = 300.0
 
 
 class LakeUnavailable(RuntimeError):
@@ -533,6 +541,7 @@ class LakeStore:
         heartbeat: float = 5.0,
         min_free: int | None = None,
         commit_token: bool = True,
+        stall_after: float = STALL_AFTER,
     ):
         self.catalog = catalog
         self.min_free = failures_mod.min_free(min_free)
@@ -571,6 +580,9 @@ class LakeStore:
         self._failures = Failures("lake", log)
         self._check_space()
         self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
+        self.stall_after = float(stall_after)
+        # the committer's lake call: since when (monotonic), and how long it may take
+        self._busy: tuple[float, float] | None = None
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
         # committed games whose claims the housekeeping thread marks stored (off the commit
@@ -602,10 +614,14 @@ class LakeStore:
 
     @property
     def failure(self) -> str | None:
-        return self._failures.reason
+        return self._failures.reason or self._stalled()
 
     def health(self) -> dict:
         failing = self._failures.health()
+        stalled = self._stalled()
+        busy = self._busy
+        if failing["failure"] is None and stalled is not None and busy is not None:
+            failing = {"failure": stalled, "failing_seconds": round(time.monotonic() - busy[0], 1)}
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
         return {
@@ -650,13 +666,14 @@ class LakeStore:
         if not items:
             return []
         self._failures.check()
+        self._check_stall()
         wait = 1e9 if timeout is None else timeout
         give_up = time.monotonic() + self.in_flight_wait
         pause = 0.02
         while True:
             task = _Task(items, time.monotonic() + wait)
             self._enqueue(task)
-            task.done.wait()
+            self._await(task)
             if task.error is not None:
                 raise task.error
             if not task.retry:
@@ -670,6 +687,40 @@ class LakeStore:
                 )
             time.sleep(pause)
             pause = min(0.5, pause * 2)
+
+    def _await(self, task: _Task) -> None:
+        """Until the committer answered `task`; raises instead when the committer is stuck in
+        a lake call (StorageUnavailable while the task is still queued: withdrawn, nothing of
+        it stored) or the task's deadline passed (CommitTimeout: a task the committer took
+        may still land, and a retry is then answered `duplicate`)."""
+        while not task.done.wait(0.25):
+            stalled = self._stalled()
+            if stalled is None and time.monotonic() < task.deadline:
+                continue
+            with self._cond:
+                queued = task in self._queue
+                if queued:
+                    self._queue.remove(task)
+            if task.done.is_set():
+                return
+            if queued and stalled is not None:
+                raise StorageUnavailable(stalled)
+            raise CommitTimeout()
+
+    def _stalled(self) -> str | None:
+        """Why uploads cannot be stored now if the committer is stuck in a lake call."""
+        busy = self._busy
+        if busy is None:
+            return None
+        waited = time.monotonic() - busy[0]
+        if waited < busy[1]:
+            return None
+        return f"the lake is not answering (a lake call has waited {waited:.0f} s)"
+
+    def _check_stall(self) -> None:
+        stalled = self._stalled()
+        if stalled is not None:
+            raise StorageUnavailable(stalled)
 
     def submit(
         self,
@@ -807,21 +858,33 @@ class LakeStore:
             if work is STOP:
                 return
             if isinstance(work, Call):
-                self._call(work)
-            elif work is not None:
-                try:
-                    self._commit_tasks(work)
-                finally:
-                    for task in work:
-                        if task.outcomes is None and task.error is None and not task.retry:
-                            task.error = RuntimeError(
-                                "the commit was interrupted; nothing was stored"
-                            )
-                        task.done.set()
-            # between groups, busy or idle: the probe while failing, the sweep when due
-            self._probe()
-            if not self._failures and time.monotonic() >= self._sweep_at:
-                self._sweep()
+                with self._busy_for(max(self.stall_after, CALL_STALL_AFTER)):
+                    self._call(work)
+            with self._busy_for(self.stall_after):
+                if work is not None and not isinstance(work, Call):
+                    self._commit_group(work)
+                # between groups, busy or idle: the probe while failing, the sweep when due
+                self._probe()
+                if not self._failures and time.monotonic() >= self._sweep_at:
+                    self._sweep()
+
+    @contextlib.contextmanager
+    def _busy_for(self, limit: float) -> Iterator[None]:
+        """The committer is in a lake call that should return within `limit` seconds."""
+        self._busy = (time.monotonic(), limit)
+        try:
+            yield
+        finally:
+            self._busy = None
+
+    def _commit_group(self, work: list[_Task]) -> None:
+        try:
+            self._commit_tasks(work)
+        finally:
+            for task in work:
+                if task.outcomes is None and task.error is None and not task.retry:
+                    task.error = RuntimeError("the commit was interrupted; nothing was stored")
+                task.done.set()
 
     def _call(self, call: Call) -> None:
         if not call.future.set_running_or_notify_cancel():
