@@ -6,7 +6,8 @@ each also as a BALANCE_<NAME> key or environment variable: BALANCE_HOST (the add
 SQL_TIMEOUT (5 s),
 SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
 (seconds between snapshots of a changing store, 60), DOCS_DIR (where tables.md and
-agg-tables.md are), CACHE_DIR (for the built JavaScript bundle).
+agg-tables.md are), CACHE_DIR (for the built JavaScript bundle), DASHBOARD_SLOTS (requests
+served at once, 6; `balance serve` makes it its threads less two: slots.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
+EXT_SLOTS = "dashboard.slots"
 
 
 def setting(app, name: str, default=None):
@@ -56,6 +58,8 @@ def snapshots(app):
 def init_app(app) -> None:
     from .assets import Bundle
     from .pages import bp as pages_bp
+    from .slots import DEFAULT as DEFAULT_SLOTS
+    from .slots import Slots
     from .sql_routes import bp as sql_bp
 
     bundle = Bundle(setting(app, "CACHE_DIR"))
@@ -63,3 +67,6 @@ def init_app(app) -> None:
     bundle.warm()
     app.register_blueprint(pages_bp)
     app.register_blueprint(sql_bp)
+    slots = Slots(int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)))
+    slots.install(app, frozenset({pages_bp.name, sql_bp.name}))
+    app.extensions[EXT_SLOTS] = slots

@@ -199,6 +199,7 @@ class Snapshots:
         self._signature = None
         self._checked = 0.0
         self._lock = threading.Lock()  # one refresh at a time
+        self._check_lock = threading.Lock()  # one background check at a time
         self._refreshing = False
         for old in self.directory.glob("snapshot-*.duckdb*"):
             old.unlink(missing_ok=True)  # left by an earlier run of the server
@@ -296,26 +297,25 @@ class Snapshots:
                 close()
 
     def maybe_refresh(self) -> None:
-        """Refresh in the background when the store changed and max_age has passed."""
+        """Refresh in the background when the store changed and max_age has passed. The
+        request thread never asks the store itself: a lake whose catalog hangs would hold it,
+        and then every thread of the server, one check at a time; one background thread at a
+        time asks, and pages go on with the current snapshot meanwhile."""
         now = time.monotonic()
-        if self._current is None or self._refreshing or now - self._checked < self.check_every:
-            return
-        self._checked = now
-        if now - self._taken < self.max_age:
-            return
-        try:
-            changed = self._store_signature() != self._signature
-        except Exception:  # the store is busy or closing: try again at the next check
-            log.exception("snapshot signature failed")
-            return
-        if changed:
+        with self._check_lock:
+            if self._current is None or self._refreshing or now - self._checked < self.check_every:
+                return
+            self._checked = now
+            if now - self._taken < self.max_age:
+                return
             self._refreshing = True
-            threading.Thread(target=self._background_refresh, daemon=True).start()
+        threading.Thread(target=self._background_refresh, daemon=True).start()
 
     def _background_refresh(self) -> None:
         try:
-            self.refresh()
-        except Exception:
+            if self._store_signature() != self._signature:
+                self.refresh()
+        except Exception:  # the store is busy or closing: tried again at the next check
             log.exception("background snapshot failed")
         finally:
             self._refreshing = False

@@ -47,6 +47,8 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     from .wsgi import PARENT_ENV
 
     os.environ.update(settings)
+    # dashboard pages waiting on a hung store must leave threads to /healthz and the rest
+    os.environ.setdefault("BALANCE_DASHBOARD_SLOTS", str(max(1, threads - 2)))
     os.environ[PARENT_ENV] = str(os.getpid())
     os.environ[PORT_ENV] = str(port)
     conf = config.load()

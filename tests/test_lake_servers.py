@@ -16,7 +16,7 @@ import pytest
 from support import example_lines, examples_dir
 
 pytest.register_assert_rewrite("lake_cluster")
-from lake_cluster import Cluster, LakeServer  # noqa: E402
+from lake_cluster import Cluster, LakeServer, Reply  # noqa: E402
 
 from ingest.storage.lake import connect  # noqa: E402
 from ingest.storage.lake_admin import check, init_lake  # noqa: E402
@@ -370,22 +370,83 @@ def test_a_catalog_outage_is_a_503_that_names_no_catalog_and_uploads_resume(
         cluster.stop()
 
 
+def _answer_within(server: LakeServer, path: str, seconds: float) -> Reply:
+    began = time.monotonic()
+    reply = server.get(path, timeout=30)
+    assert time.monotonic() - began < seconds, (path, time.monotonic() - began)
+    return reply
+
+
 def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_lost(
     lake_extensions, tmp_path
 ):
-    """PostgreSQL frozen (SIGSTOP: connections open, nothing answered) under a server with
-    uploads in flight: /healthz still answers, 503 with the reason, within the stall limit;
-    every upload is answered 503 within seconds instead of hanging; new ones at once. Thawed,
-    every record sent again is stored once (`duplicate` where its stuck commit had landed)."""
+    """PostgreSQL frozen (SIGSTOP: connections open, nothing answered), twice. First under an
+    idle server with designers' pages and console queries open: /healthz and /metrics answer
+    all along, /healthz turns 503 "the lake is not answering" within seconds, an upload is 503
+    at once, and the pages, stuck on their queries, never hold every thread (past the
+    dashboard's slots they are 503 at once). Then with uploads in flight: each is answered 503
+    within seconds instead of hanging. Thawed, every record sent again is stored once
+    (`duplicate` where its stuck commit had landed)."""
+    from ingest import cli
+
     cluster = Cluster.start()
     server, frozen = None, []
+    pages: list[threading.Thread] = []
     try:
         catalog = cluster.create_db("frozen")
         init_lake(catalog, str(tmp_path / "lakedata"))
-        env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "3"}
+        env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "3", "BALANCE_SNAPSHOT_MAX_AGE": "1"}
         server = LakeServer(tmp_path / "server", catalog, env=env).start()
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 240
+        assert send_until_final(server, [fresh(i) for i in range(500, 530)], deadline)
+        assert cli.main(["jobs", "run", "--lake", catalog]) == 0
+        assert server.get("/dashboard/p/overview").status == 200
         assert send_until_final(server, [fresh(0)], deadline) == ["accepted"]
+        time.sleep(1.5)  # past the snapshot's max age: the next page asks for a new one
+
+        # 1. an idle server, designers and analysts waiting on it
+        frozen = cluster.freeze()
+        page_answers: list[tuple[int, str]] = []
+
+        def ask(method: str, path: str, body: bytes | None = None) -> None:
+            headers = {"Content-Type": "application/json"} if body else {}
+            try:
+                reply = server.request(method, path, body, headers, timeout=200)
+                page_answers.append((reply.status, reply.body.decode(errors="replace")))
+            except OSError as exc:
+                page_answers.append((0, repr(exc)))
+
+        query = json.dumps({"sql": "SELECT count(*) FROM game_turns"}).encode()
+        pages = [
+            threading.Thread(target=ask, args=("GET", "/dashboard/p/overview")) for _ in range(12)
+        ]
+        pages += [threading.Thread(target=ask, args=("POST", "/sql/api", query)) for _ in range(4)]
+        for t in pages:
+            t.start()
+        until = time.monotonic() + 30
+        while True:  # /healthz answers all along, and soon says why
+            health = _answer_within(server, "/healthz", 5)
+            assert _answer_within(server, "/metrics", 5).status == 200
+            if health.status == 503:
+                assert "not answering" in health.body.decode(), health.body
+                break
+            assert time.monotonic() < until, "the frozen catalog never showed in /healthz"
+            time.sleep(0.5)
+        began = time.monotonic()
+        assert server.upload([line(fresh(998))]).status == 503
+        assert time.monotonic() - began < 2
+        cluster.thaw(frozen)
+        frozen = []
+        for t in pages:
+            t.join(200)
+        assert len(page_answers) == len(pages), "a page was never answered"
+        assert any("dashboard is busy" in body for _, body in page_answers), page_answers
+        assert {status for status, _ in page_answers} <= {200, 500, 503}, page_answers
+        while _answer_within(server, "/healthz", 5).status != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+
+        # 2. uploads in flight
         frozen = cluster.freeze()
         sent = [[fresh(i)] for i in range(1, 13)] + [[fresh(100 + i) for i in range(20)]]
         answers: list[tuple[int, float]] = []
@@ -400,31 +461,28 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
         threads = [threading.Thread(target=upload, args=(chunk,)) for chunk in sent]
         for t in threads:
             t.start()
-        time.sleep(4)  # past the stall limit
-        began = time.monotonic()
-        health = server.get("/healthz", timeout=30)
-        assert time.monotonic() - began < 5
-        assert health.status == 503 and "not answering" in health.body.decode(), health.body
         for t in threads:
             t.join(60)
         assert len(answers) == len(sent), "an upload was never answered"
         assert {status for status, _ in answers} == {503}, answers
         assert max(seconds for _, seconds in answers) < 15, answers
-        began = time.monotonic()
-        assert server.upload([line(fresh(999))]).status == 503
-        assert time.monotonic() - began < 2
+        health = _answer_within(server, "/healthz", 5)
+        assert health.status == 503 and "not answering" in health.body.decode(), health.body
         cluster.thaw(frozen)
         frozen = []
         for chunk in sent:
             for verdict in send_until_final(server, chunk, deadline):
                 assert verdict in ("accepted", "duplicate"), verdict
         assert server.get("/healthz").status == 200
+        assert server.get("/dashboard/p/overview").status == 200
         result = check(catalog)
         assert result["ok"], result
         ids = stored_ids(catalog)
-        assert len(ids) == len(set(ids)) == 1 + sum(len(chunk) for chunk in sent)
+        assert len(ids) == len(set(ids)) == 31 + sum(len(chunk) for chunk in sent)
     finally:
         cluster.thaw(frozen)
+        for t in pages:
+            t.join(200)
         if server is not None:
             server.stop()
         cluster.stop()

@@ -583,6 +583,7 @@ class LakeStore:
         self.stall_after = float(stall_after)
         # the committer's lake call: since when (monotonic), and how long it may take
         self._busy: tuple[float, float] | None = None
+        self._house_since: float | None = None  # the housekeeping's lake call, since when
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
         # committed games whose claims the housekeeping thread marks stored (off the commit
@@ -619,9 +620,8 @@ class LakeStore:
     def health(self) -> dict:
         failing = self._failures.health()
         stalled = self._stalled()
-        busy = self._busy
-        if failing["failure"] is None and stalled is not None and busy is not None:
-            failing = {"failure": stalled, "failing_seconds": round(time.monotonic() - busy[0], 1)}
+        if failing["failure"] is None and stalled is not None:
+            failing = {"failure": stalled, "failing_seconds": round(self._stall_seconds(), 1)}
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
         return {
@@ -707,13 +707,24 @@ class LakeStore:
                 raise StorageUnavailable(stalled)
             raise CommitTimeout()
 
-    def _stalled(self) -> str | None:
-        """Why uploads cannot be stored now if the committer is stuck in a lake call."""
+    def _stall_seconds(self) -> float:
+        """How long the oldest lake call past its limit has waited (0: none): the
+        committer's, or the housekeeping's (its heartbeat finds a hung catalog while no
+        upload comes)."""
+        now = time.monotonic()
+        waits = [0.0]
         busy = self._busy
-        if busy is None:
-            return None
-        waited = time.monotonic() - busy[0]
-        if waited < busy[1]:
+        if busy is not None and now - busy[0] >= busy[1]:
+            waits.append(now - busy[0])
+        house = self._house_since
+        if house is not None and now - house >= self.stall_after:
+            waits.append(now - house)
+        return max(waits)
+
+    def _stalled(self) -> str | None:
+        """Why uploads cannot be stored now if a lake call is stuck (see STALL_AFTER)."""
+        waited = self._stall_seconds()
+        if not waited:
             return None
         return f"the lake is not answering (a lake call has waited {waited:.0f} s)"
 
@@ -1272,6 +1283,7 @@ class LakeStore:
                 batch = list(self._unmarked)
                 self._marking = bool(batch)
                 stopping = self._stop_house
+            self._house_since = time.monotonic()
             try:
                 done = 0
                 for keys, owner in _by_owner(batch):
@@ -1291,7 +1303,9 @@ class LakeStore:
                 if now - last_count > 60.0 and not stopping:
                     self._known = self._house_claims.stored_count()
                     last_count = now
+                self._house_since = None
             except Exception as exc:  # noqa: BLE001 - retried; a dead server's are adopted
+                self._house_since = None
                 with self._marks:
                     self._marking = False
                     self._marks.notify_all()
