@@ -765,7 +765,7 @@ class LakeStore:
                 self._marks.wait(min(left, 0.5))
 
     def known_count(self) -> int:
-        """Games stored in the lake (by every server): refreshed every few seconds."""
+        """Games stored in the lake: this server's at once, every server's within a minute."""
         return self._known
 
     @property
