@@ -18,7 +18,6 @@ from pathlib import Path
 
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
-EXT_SLOTS = "dashboard.slots"
 
 
 def setting(app, name: str, default=None):
@@ -69,4 +68,3 @@ def init_app(app) -> None:
     app.register_blueprint(sql_bp)
     slots = Slots(int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)))
     slots.install(app, frozenset({pages_bp.name, sql_bp.name}))
-    app.extensions[EXT_SLOTS] = slots

@@ -20,19 +20,15 @@ MESSAGE = "The dashboard is busy answering other requests; try again in a few se
 
 class Slots:
     def __init__(self, slots: int):
-        self.slots = max(1, int(slots))
-        self._free = threading.BoundedSemaphore(self.slots)
-        self.refused = 0
+        self._free = threading.BoundedSemaphore(max(1, int(slots)))
 
     def install(self, app: Flask, blueprints: frozenset[str]) -> None:
         @app.before_request
         def _take_slot():
-            if request.blueprint not in blueprints or request.endpoint in (None, "static"):
-                return None
-            if (request.endpoint or "").endswith(".static"):
+            endpoint = request.endpoint or ""
+            if request.blueprint not in blueprints or endpoint.endswith("static"):
                 return None
             if not self._free.acquire(blocking=False):
-                self.refused += 1
                 return _busy()
             g.dashboard_slot = self
             return None

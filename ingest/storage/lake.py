@@ -619,9 +619,9 @@ class LakeStore:
 
     def health(self) -> dict:
         failing = self._failures.health()
-        stalled = self._stalled()
-        if failing["failure"] is None and stalled is not None:
-            failing = {"failure": stalled, "failing_seconds": round(self._stall_seconds(), 1)}
+        waited = self._stall_seconds()
+        if failing["failure"] is None and waited:
+            failing = {"failure": _stall_reason(waited), "failing_seconds": round(waited, 1)}
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
         return {
@@ -666,7 +666,9 @@ class LakeStore:
         if not items:
             return []
         self._failures.check()
-        self._check_stall()
+        stalled = self._stalled()
+        if stalled is not None:
+            raise StorageUnavailable(stalled)
         wait = 1e9 if timeout is None else timeout
         give_up = time.monotonic() + self.in_flight_wait
         pause = 0.02
@@ -724,14 +726,7 @@ class LakeStore:
     def _stalled(self) -> str | None:
         """Why uploads cannot be stored now if a lake call is stuck (see STALL_AFTER)."""
         waited = self._stall_seconds()
-        if not waited:
-            return None
-        return f"the lake is not answering (a lake call has waited {waited:.0f} s)"
-
-    def _check_stall(self) -> None:
-        stalled = self._stalled()
-        if stalled is not None:
-            raise StorageUnavailable(stalled)
+        return _stall_reason(waited) if waited else None
 
     def submit(
         self,
@@ -1407,6 +1402,10 @@ def lake_hashes(con: duckdb.DuckDBPyConnection, keys: list[int]) -> dict[int, in
 def _missing_fence(exc: BaseException, owner: str) -> bool:
     text = str(exc)
     return owner in text and "does not exist" in text
+
+
+def _stall_reason(waited: float) -> str:
+    return f"the lake is not answering (a lake call has waited {waited:.0f} s)"
 
 
 def _reason(what: str, exc: BaseException) -> str:
