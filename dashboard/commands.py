@@ -128,13 +128,16 @@ def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool
 
 def _engine(args):
     """The locked engine on --db or --lake; an exit code when it cannot be opened."""
+    from .sqlfuncs import register
     from .sqlsafe import Engine, lake_attach
 
+    # `setup=register`: the same trusted `raw_json(record, codec)` as the server's console, so a
+    # query saved there runs here too (docs/dashboard.md promises it)
     if args.lake:
         from ingest.storage.lake import LakeError, LakeUnavailable
 
         try:
-            return Engine("lake", threads=2, attach=lake_attach(args.lake))
+            return Engine("lake", threads=2, attach=lake_attach(args.lake), setup=register)
         except (LakeError, LakeUnavailable) as exc:
             return _fail(str(exc), 2)
         except Exception as exc:  # the catalog unreachable, ...
@@ -142,7 +145,7 @@ def _engine(args):
     if not os.path.isfile(args.db):
         return _fail(f"no such database file: {args.db}", 2)
     try:
-        return Engine(args.db, threads=2)
+        return Engine(args.db, threads=2, setup=register)
     except Exception as exc:  # locked by a running server, not a DuckDB file, ...
         return _fail(f"cannot open {args.db} read-only: {exc}", 2)
 

@@ -84,7 +84,9 @@ def _db(args) -> str:
 def run_serve(args) -> int:
     from .serve import configure_logging, run
 
-    catalog = lake_commands.catalog_of(args)
+    # --db wins over $BALANCE_LAKE, as in every other command (only --lake or the variable
+    # alone serve the lake)
+    catalog = lake_commands.catalog_of(args) if not args.db else None
     if catalog:  # on a lake, not the file (docs/lake.md)
         if args.demo:  # into the lake first, through the upload path; servers may share it
             code = _demo_on_lake(catalog, args.data_path, lambda store: _serve_demo(store, args))
@@ -102,7 +104,8 @@ def run_serve(args) -> int:
 
         with Store(db) as store:
             _serve_demo(store, args)
-    settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host}
+    # BALANCE_LAKE emptied: the worker (ingest/app.py) would open the lake the variable names
+    settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host, "BALANCE_LAKE": ""}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
 

@@ -41,6 +41,18 @@ def test_a_second_server_on_a_busy_port_refuses_to_start(running, tmp_path):
     assert server.get("/healthz").status == 200
 
 
+def test_db_wins_over_the_lake_variable_as_in_every_other_command(tmp_path):
+    """`balance serve --db F` with $BALANCE_LAKE set serves the file F, as every other command
+    lets --db win (it took the lake, and failed on this unreachable catalog)."""
+    server = Server(tmp_path, env={"BALANCE_LAKE": "postgresql://127.0.0.1:1/nowhere"})
+    try:
+        server.start(timeout=60)
+        assert server.db.exists()
+        assert server.upload([fresh(SLOW6[0])]).status == 200
+    finally:
+        server.stop()
+
+
 def test_a_second_server_on_the_same_store_refuses_to_start(running):
     server = running
     second = serve(server, server.db, free_port())

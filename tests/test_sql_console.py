@@ -208,6 +208,11 @@ def test_balance_sql_on_a_file_read_only(demo_db, tmp_path):  # noqa: F811
     assert r.returncode == 1 and "refused" in r.stderr
     r = balance_sql("--db", str(db), "SELECT count(*) FROM games")
     assert r.returncode == 0
+    # the same trusted raw_json() as the server's console: a saved query runs here too
+    sql = "SELECT raw_json(record, codec)::JSON->>'$.game' AS g FROM raw_records LIMIT 1"
+    r = balance_sql("--db", str(db), "--csv", sql)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[1] in ("slow6", "slide")
 
 
 @pytest.mark.slow
