@@ -21,7 +21,7 @@ EXT_BUNDLE = "dashboard.bundle"
 
 
 def setting(app, name: str, default=None):
-    """app.config[NAME] / [name] / [BALANCE_<NAME>], else the environment variable BALANCE_<NAME>."""
+    """app.config[NAME] / [name] / [BALANCE_<NAME>], else the variable BALANCE_<NAME>."""
     for key in (name, name.lower(), f"BALANCE_{name}"):
         if app.config.get(key) not in (None, ""):
             return app.config[key]
