@@ -1,4 +1,4 @@
-"""The default cut is the live game (issue 20): the newest release with enough verified human
+"""The default cut is the live game: the newest release with enough verified human
 games. A handful of games on a newer build, computer games or a pre-release, never takes the
 rate tables over; the run says which version it chose and why."""
 

@@ -160,7 +160,7 @@ def test_without_effects_nothing_is_flagged_beyond_the_fdr(seed):
 
 
 def test_one_strong_power_is_found_and_the_other_nine_are_its_shadow_not_flagged():
-    # issue 21: one power planted at +0.043 (score, picked - not picked): the other nine must
+    # one power planted at +0.043 (score, picked - not picked): the other nine must
     # not be flagged as weak. The adjusted effects are contrasts against the average power, so
     # their truth is -1/10 of the strong one's (in log-odds), which their intervals must cover
     seeds = (41, 42, 43, 44)

@@ -1,4 +1,4 @@
-"""The models' charts (issue 21), drawn from the jobs' tables: on the Powers page each power's
+"""The models' charts, drawn from the jobs' tables: on the Powers page each power's
 effect from agg_adjusted, against the average power, beside the raw difference of the same games;
 on the Setups page the lineup model's strongest and weakest lineups and its rank x file map."""
 

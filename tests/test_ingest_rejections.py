@@ -1,4 +1,4 @@
-"""Rejected uploads are counted, never stored (issue 20: the Data quality page shows the
+"""Rejected uploads are counted, never stored (the Data quality page shows the
 rejected counts): per day, field and kind of problem, with nothing of the record's text or
 values, keys a client cannot grow, and counts that survive a failing store and a shutdown."""
 

@@ -322,15 +322,6 @@ class Store:
             # the blocks it frees stay in the file (about 70 bytes a game at the 16 MB
             # default).
             con.execute(f"SET checkpoint_threshold = '{self._checkpoint_threshold}'")
-            # A transaction that fills a row group has DuckDB write it to the file before the
-            # commit ("optimistic write"); the next checkpoint then merges the partial row
-            # groups such transactions leave and frees their blocks, holes in the middle of
-            # the file: 503-653 bytes a game at 100,000 games (rows batches of 1-5 s) instead
-            # of 482 (benchmarks/ingest_size.py). Kept in memory until the commit instead, a
-            # transaction's rows are written once, compressed, at a checkpoint. (DuckDB 1.5.6
-            # has the setting, 1.5.5 not: there the file keeps the holes.)
-            with contextlib.suppress(duckdb.CatalogException):
-                con.execute("SET GLOBAL enable_optimistic_write = false")
             if self._threads > 0:
                 # The writer's statements are tiny (a few rows): with more than one DuckDB
                 # thread each INSERT/COMMIT also wakes and syncs the pool, ~1.5x their cost

@@ -7,7 +7,7 @@ alternate, so "its owner's next K turns" are plies g+1, g+3, ... when they start
 side's turn, and g+2, ... (plus the rest of turn g) when they start on the owner's own turn.
 
 Every mutating method validates first and raises `RuleBroken(rule, message)` naming the rule of
-`../shared/spec/slow6-rules.md` as R10 says; nothing is changed when it raises.
+`slow6-rules.md` as R10 says; nothing is changed when it raises.
 """
 
 from __future__ import annotations
