@@ -32,7 +32,6 @@ import hashlib
 import io
 import os
 import re
-import shutil
 import sys
 import urllib.error
 import urllib.parse
@@ -47,6 +46,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analysis import export_dir
 from analysis.sql import sql_literal
 from replays.vocabulary import POWERS
 
@@ -434,49 +434,57 @@ def export(
     docs_dir: str | None = None,
     echo: Callable[[str], None] = lambda line: None,
 ) -> dict:
-    """Write the public dataset into `out` (an empty or absent directory, or an earlier export,
-    which it replaces); returns the manifest."""
+    """Write the public dataset into `out` (an empty or absent folder, or an earlier export,
+    which it replaces: export_dir.py); returns the manifest. ExportError (one line for a
+    person) when `out` holds anything else or cannot be written."""
     if fmt not in FORMATS:
         raise ExportError(f"--format is parquet or csv, not {fmt}", 2)
     if date_from and date_to and date_to < date_from:
         raise ExportError("--to is before --from", 2)
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        raise ExportError(f"{out} holds other files (no manifest.json): give an empty directory", 2)
+    try:
+        old_files = export_dir.check_out(out)
+    except export_dir.Refused as exc:
+        raise ExportError(str(exc), 2) from None
+    except OSError as exc:  # unreadable: no permission
+        raise ExportError(f"cannot read {exc.filename or out}: {exc.strerror or exc}", 2) from None
     lo = date_from or date(1970, 1, 1)
     hi = (date_to + timedelta(days=1)) if date_to else date(9999, 1, 1)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    for attempt in range(3):
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            manifest = _write_all(source, tmp, lo, hi, fmt, echo)
-            break
-        except SnapshotChanged:
-            source.snapshot_at = None
-            echo("the server took a new snapshot meanwhile: starting again")
-            if attempt == 2:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise ExportError("the server's snapshot kept changing; try again") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    manifest.update(
-        {
-            "from": date_from.isoformat() if date_from else None,
-            "to": date_to.isoformat() if date_to else None,
-        }
-    )
-    docs = column_docs(docs_dir)
-    (tmp / "README.md").write_text(readme(manifest, docs), encoding="utf-8")
-    (tmp / "manifest.json").write_bytes(
-        orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    )
-    sums = [f"{f['sha256']}  {f['path']}" for t in manifest["tables"].values() for f in t["files"]]
-    (tmp / "SHA256SUMS").write_text("\n".join(sums) + ("\n" if sums else ""), encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    tmp = export_dir.partial(out)
+    try:
+        for attempt in range(3):
+            try:
+                manifest = _write_all(source, tmp, lo, hi, fmt, echo)
+                break
+            except SnapshotChanged:
+                source.snapshot_at = None
+                echo("the server took a new snapshot meanwhile: starting again")
+                if attempt == 2:
+                    raise ExportError("the server's snapshot kept changing; try again") from None
+                export_dir.discard(tmp)
+                tmp.mkdir()
+        manifest.update(
+            {
+                "from": date_from.isoformat() if date_from else None,
+                "to": date_to.isoformat() if date_to else None,
+            }
+        )
+        docs = column_docs(docs_dir)
+        (tmp / "README.md").write_text(readme(manifest, docs), encoding="utf-8")
+        (tmp / "manifest.json").write_bytes(
+            orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+        )
+        files = [f for t in manifest["tables"].values() for f in t["files"]]
+        sums = [f"{f['sha256']}  {f['path']}" for f in files]
+        (tmp / "SHA256SUMS").write_text("\n".join(sums) + ("\n" if sums else ""), encoding="utf-8")
+        export_dir.put_in_place(tmp, out, old_files)
+    except OSError as exc:  # a full disk, a file or folder in the way: nothing left behind
+        export_dir.discard(tmp)
+        where = exc.filename or out
+        raise ExportError(f"cannot write {where}: {exc.strerror or exc}; nothing written") from None
+    except BaseException:
+        export_dir.discard(tmp)
+        raise
     return manifest
 
 
@@ -523,7 +531,8 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
         }
         echo(f"{ds.name}: {total:,} rows in {len(files)} files")
     return {
-        "dataset": "balance public games",
+        "dataset": export_dir.DATASET,
+        "written_by": export_dir.WRITTEN_BY,  # how the next export knows it may replace this
         "format_version": FORMAT_VERSION,
         "format": fmt,
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
