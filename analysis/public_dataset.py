@@ -46,7 +46,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import export_dir
+from analysis import csvsafe, export_dir
 from analysis.sql import sql_literal
 from replays.vocabulary import POWERS
 
@@ -375,7 +375,7 @@ class _Part:
             import polars as pl
 
             buf = io.BytesIO()
-            pl.DataFrame(table).write_csv(buf, include_header=self.rows == 0)
+            csvsafe.write_csv(pl.DataFrame(table), buf, include_header=self.rows == 0)
             self._file.write(buf.getvalue())
             self.rows += table.num_rows
             return
@@ -652,6 +652,17 @@ def readme(manifest: dict, docs: dict[str, dict[str, str]]) -> str:
         "turn. Quarantined records (games that broke a rule) are not in it; nothing personal "
         "is (clients send none), nor anything of the server's.",
         "",
+        *(
+            [
+                "CSV cells: a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage "
+                "return is written with a leading `'` (so no spreadsheet reads it as a formula: "
+                "uploads are anonymous); drop that `'` to get the stored text. Numbers are "
+                "written as they are.",
+                "",
+            ]
+            if manifest["format"] == "csv"
+            else []
+        ),
         "Layout: `<table>/week=<Monday>/part-0.<format>` (Hive-style partitions: DuckDB, "
         "Polars, pandas and Spark read the directory as one table with its `week`). "
         "`manifest.json` has every file's rows, bytes and SHA-256; `sha256sum -c SHA256SUMS` "
