@@ -180,8 +180,30 @@ def weeks_sql(lo: str, hi: str) -> str:
     return f"SELECT week FROM ({union}) ORDER BY week"
 
 
-def _ts(d: date) -> str:
+def _ts(d: date | None) -> str:
+    """The bound as a TIMESTAMP literal; None: no upper bound (a game may say it ended on
+    9999-12-31, past the end of any Python date's week)."""
+    if d is None:
+        return "TIMESTAMP 'infinity'"
     return f"TIMESTAMP {sql_literal(d.isoformat() + ' 00:00:00')}"
+
+
+def _next_day(d: date) -> date | None:
+    try:
+        return d + timedelta(days=1)
+    except OverflowError:  # 9999-12-31
+        return None
+
+
+def _week_end(week: date, hi: date | None) -> date | None:
+    """The end of `week` within the export's bound `hi` (None: unbounded)."""
+    try:
+        end: date | None = week + timedelta(days=7)
+    except OverflowError:  # the last week of 9999
+        end = None
+    if hi is None:
+        return end
+    return hi if end is None else min(end, hi)
 
 
 # -- where the rows come from ---------------------------------------------------------------------
@@ -206,8 +228,9 @@ class Source:
     snapshot_at: str | None = None
     snapshot_id: int | None = None  # a lake's snapshot: its number
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
-        """The result of `sql` (a Dataset's, for ended_at in [lo, hi)) as one or more tables."""
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
+        """The result of `sql` (a Dataset's, for ended_at in [lo, hi); hi None: no upper
+        bound) as one or more tables."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -219,7 +242,7 @@ class _DuckDBConnection(Source):
 
     con: duckdb.DuckDBPyConnection
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
         query = sql.format(lo=_ts(lo), hi=_ts(hi))
         reader = self.con.execute(query).to_arrow_reader(64 * 1024)
         for batch in reader:
@@ -320,10 +343,11 @@ class ServerSource(Source):
                 f"cannot reach {self.base}: {getattr(exc, 'reason', exc)}", 2
             ) from None
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
         status, headers, body = self._get(sql.format(lo=_ts(lo), hi=_ts(hi)))
-        if status == 413 and (hi - lo).days > 1:  # over the download limit: by halves
-            mid = lo + timedelta(days=(hi - lo).days // 2)
+        span = ((hi or date.max) - lo).days + (hi is None)
+        if status == 413 and span > 1:  # over the download limit: by halves
+            mid = lo + timedelta(days=span // 2)
             yield from self.tables(sql, lo, mid)
             yield from self.tables(sql, mid, hi)
             return
@@ -448,8 +472,9 @@ def export(
         raise ExportError(str(exc), 2) from None
     except OSError as exc:  # unreadable: no permission
         raise ExportError(f"cannot read {exc.filename or out}: {exc.strerror or exc}", 2) from None
-    lo = date_from or date(1970, 1, 1)
-    hi = (date_to + timedelta(days=1)) if date_to else date(9999, 1, 1)
+    # every verified game when no bound is given: the client's clock may say 0001 or 9999
+    lo = date_from or date.min
+    hi = _next_day(date_to) if date_to else None
     tmp = export_dir.partial(out)
     try:
         for attempt in range(3):
@@ -488,7 +513,7 @@ def export(
     return manifest
 
 
-def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) -> dict:
+def _write_all(source: Source, tmp: Path, lo: date, hi: date | None, fmt: str, echo) -> dict:
     weeks = []
     for table in source.tables(weeks_sql("{lo}", "{hi}"), lo, hi):
         weeks += table.column("week").to_pylist()
@@ -497,7 +522,7 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
     for ds in DATASETS:
         files, total, schema = [], 0, None
         for week in weeks:
-            start, end = max(week, lo), min(week + timedelta(days=7), hi)
+            start, end = max(week, lo), _week_end(week, hi)
             folder = tmp / ds.name / f"week={week.isoformat()}"
             folder.mkdir(parents=True, exist_ok=True)
             part = _Part(folder / f"part-0.{fmt}", fmt)
