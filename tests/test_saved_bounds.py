@@ -1,13 +1,16 @@
-"""Saved queries are bounded: their count, the size of one, their bytes in all and the rate of
-saves from one client; the list comes in pages without the queries' texts. A real server with
-small bounds (BALANCE_SAVED_*)."""
+"""The console's bounds and hardening on a real server (small bounds, BALANCE_SAVED_*): saved
+queries are bounded (their count, the size of one, their bytes in all, the rate of saves from one
+client) and listed in pages without their texts; every answer carries the anti-framing and
+no-sniffing headers on the wire; an error from a Python function of the console carries no
+traceback or install path."""
 
 from __future__ import annotations
 
 import json
+import urllib.parse
 
 import pytest
-from support import Server
+from support import REPO, SLOW6, Server, fresh
 
 pytestmark = pytest.mark.slow  # a real server
 
@@ -96,3 +99,42 @@ def test_saves_from_one_client_are_rate_limited(server):
     assert len(answers) <= 21  # the bucket holds a minute's worth (20), some used above
     version = server.get("/sql/saved/small-2").json()["version"]
     assert version == 1 + len(answers) - 1  # every accepted change, and no refused one
+
+
+HEADERS = {
+    "x-frame-options": "DENY",
+    "content-security-policy": "frame-ancestors 'none'",
+    "x-content-type-options": "nosniff",
+}
+
+
+def test_every_answer_carries_the_security_headers(server):
+    q = urllib.parse.urlencode({"q": "SELECT 1 AS one"})
+    answers = [
+        server.get("/healthz"),
+        server.get("/"),
+        server.get("/metrics"),
+        server.get("/nowhere"),
+        server.upload([fresh(SLOW6[0])]),
+        server.post("/v1/games", b"{}", "text/plain"),  # 415 from the upload route
+        server.post("/v1/games", b"x" * (70 * 1024), "application/json"),  # 413
+        server.get("/dashboard/"),
+        server.get("/sql"),
+        server.get("/sql/download.csv?" + q),
+        server.get("/sql/saved"),
+        server.get("/dashboard/static/style.css"),
+    ]
+    statuses = [a.status for a in answers]
+    assert {200, 404, 413, 415} <= set(statuses)
+    for a in answers:
+        assert {k: a.headers.get(k) for k in HEADERS} == HEADERS, (a.status, a.headers)
+
+
+def test_a_python_function_error_reaches_the_console_without_a_traceback(server):
+    for sql in ("SELECT raw_json('x'::BLOB, 77)", "SELECT raw_json('\\xff\\xfe'::BLOB, 0)"):
+        r = server.post("/sql/api", json.dumps({"sql": sql}), "application/json")
+        assert r.status == 400
+        message = r.json()["message"]
+        assert "raw_json: " in message and "\n" not in message, message
+        for leak in ("At:", ".py", "Traceback", str(REPO), "site-packages"):
+            assert leak not in message, message
