@@ -42,7 +42,11 @@ def neutralise(frame: pl.DataFrame) -> pl.DataFrame:
     formula prefixed with `'` (other columns untouched)."""
     import polars as pl
 
-    strings = [name for name, dtype in frame.schema.items() if dtype in (pl.String, pl.Categorical)]
+    strings = [
+        name
+        for name, dtype in frame.schema.items()
+        if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum))
+    ]
     if strings:
         frame = frame.with_columns(
             pl.when(pl.col(c).cast(pl.String).str.contains(_FORMULA))

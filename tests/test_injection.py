@@ -163,6 +163,11 @@ def test_the_helper_prefixes_only_strings_that_start_a_formula():
     text = csvsafe.write_csv(frame)
     assert text.splitlines() == ["'=a,n,d", "'=1,-1,1.5", "x,0,1.5", ",1,1.5", "'-x,2,1.5"]
     assert csvsafe.terminal("a\x1b[2Jb\u2028") == "a\\x1b[2Jb\u2028"
+    # categorical and enum text columns (DuckDB's ENUMs arrive as either) too
+    frame = pl.DataFrame({"a": ["@x", "y"]}).with_columns(
+        b=pl.col("a").cast(pl.Categorical), c=pl.col("a").cast(pl.Enum(["@x", "y"]))
+    )
+    assert csvsafe.write_csv(frame).splitlines()[1] == "'@x,'@x,'@x"
 
 
 def test_every_csv_writer_goes_through_the_helper():
