@@ -6,7 +6,8 @@ this run alone), then put in place by renames. What may be at `--out` before:
 - nothing, or an empty folder: the export takes its place;
 - an earlier export: recognised by its manifest's content (`written_by` and `dataset`, and the
   list of its files with their sizes and SHA-256), and only if the folder holds nothing else
-  and every listed file still has the bytes the manifest names. It is moved aside, the new
+  and every file still has the bytes the manifest names (README.md: `readme_sha256`;
+  SHA256SUMS: the manifest's list). It is moved aside, the new
   export renamed in, and then only the files it lists (and the folders they emptied) are
   removed;
 - anything else (other files, a manifest that is not an export's or names files that changed,
@@ -106,11 +107,23 @@ def check_out(out: Path) -> list[str] | None:
     for rel, f in files.items():
         path = out / rel
         if rel not in entries or path.stat().st_size != f["bytes"] or _sha256(path) != f["sha256"]:
-            raise Refused(
-                f"{out}/{rel} is missing or changed since the export that listed it: nothing "
-                "replaced (move the folder away to export there)"
-            )
+            raise _changed(out, rel)
+    readme_sum = manifest.get("readme_sha256")  # exports before it: the README is taken as is
+    readme = out / "README.md"
+    if "README.md" in entries and readme_sum is not None and _sha256(readme) != readme_sum:
+        raise _changed(out, "README.md")
+    if "SHA256SUMS" in entries:
+        lines = set((out / "SHA256SUMS").read_text(encoding="utf-8", errors="replace").splitlines())
+        if lines != {f"{f['sha256']}  {rel}" for rel, f in files.items()}:
+            raise _changed(out, "SHA256SUMS")
     return sorted(set(files) | (set(OWN_FILES) & set(entries)))
+
+
+def _changed(out: Path, rel: str) -> Refused:
+    return Refused(
+        f"{out}/{rel} is missing or changed since the export that wrote it: nothing replaced "
+        "(move the folder away to export there)"
+    )
 
 
 def _walk(top: Path) -> list[str]:

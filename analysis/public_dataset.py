@@ -495,7 +495,10 @@ def export(
             }
         )
         docs = column_docs(docs_dir)
-        (tmp / "README.md").write_text(readme(manifest, docs), encoding="utf-8")
+        text = readme(manifest, docs).encode()
+        (tmp / "README.md").write_bytes(text)
+        # so that a later export knows the README is still the one it wrote (export_dir.py)
+        manifest["readme_sha256"] = hashlib.sha256(text).hexdigest()
         (tmp / "manifest.json").write_bytes(
             orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
         )

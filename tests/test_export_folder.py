@@ -69,6 +69,17 @@ def test_a_folder_it_did_not_write_is_refused_and_left_as_it_was(tmp_path, store
     (out / first).write_bytes((out / first).read_bytes() + b"x")
     r = export(store, out)
     assert r.returncode == 2 and "changed since the export" in one_line(r)
+    # its own README and SHA256SUMS are checked too (someone's notes added to the README)
+    fresh = tmp_path / "fresh"
+    assert export(store, fresh).returncode == 0
+    for name in ("README.md", "SHA256SUMS"):
+        before = (fresh / name).read_bytes()
+        (fresh / name).write_bytes(before + b"my notes\n")
+        r = export(store, fresh)
+        assert r.returncode == 2 and f"{name} is missing or changed" in one_line(r)
+        assert (fresh / name).read_bytes() == before + b"my notes\n"
+        (fresh / name).write_bytes(before)
+    assert export(store, fresh).returncode == 0
     assert leftovers(tmp_path) == []
 
 
