@@ -475,7 +475,10 @@ def export(
     # every verified game when no bound is given: the client's clock may say 0001 or 9999
     lo = date_from or date.min
     hi = _next_day(date_to) if date_to else None
-    tmp = export_dir.partial(out)
+    try:
+        tmp = export_dir.partial(out)
+    except OSError as exc:  # the parent folder not writable, no room for a folder
+        raise ExportError(f"cannot write in {out.parent}: {exc.strerror or exc}", 1) from None
     try:
         for attempt in range(3):
             try:
