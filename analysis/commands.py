@@ -182,6 +182,11 @@ def _connect(db: str | None, catalog: str | None):
     try:
         return duckdb.connect(db)
     except duckdb.IOException as exc:
+        if "lock" in str(exc).lower():
+            raise OSError(
+                f"{db} is open in another process (a running `balance serve`? it runs the jobs "
+                "itself every BALANCE_JOBS_INTERVAL seconds): stop it first"
+            ) from exc
         raise OSError(f"cannot open {db}: {exc}") from exc
 
 

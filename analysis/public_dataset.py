@@ -32,7 +32,6 @@ import hashlib
 import io
 import os
 import re
-import shutil
 import sys
 import urllib.error
 import urllib.parse
@@ -47,6 +46,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from analysis import csvsafe, export_dir
 from analysis.sql import sql_literal
 from replays.vocabulary import POWERS
 
@@ -180,8 +180,30 @@ def weeks_sql(lo: str, hi: str) -> str:
     return f"SELECT week FROM ({union}) ORDER BY week"
 
 
-def _ts(d: date) -> str:
+def _ts(d: date | None) -> str:
+    """The bound as a TIMESTAMP literal; None: no upper bound (a game may say it ended on
+    9999-12-31, past the end of any Python date's week)."""
+    if d is None:
+        return "TIMESTAMP 'infinity'"
     return f"TIMESTAMP {sql_literal(d.isoformat() + ' 00:00:00')}"
+
+
+def _next_day(d: date) -> date | None:
+    try:
+        return d + timedelta(days=1)
+    except OverflowError:  # 9999-12-31
+        return None
+
+
+def _week_end(week: date, hi: date | None) -> date | None:
+    """The end of `week` within the export's bound `hi` (None: unbounded)."""
+    try:
+        end: date | None = week + timedelta(days=7)
+    except OverflowError:  # the last week of 9999
+        end = None
+    if hi is None:
+        return end
+    return hi if end is None else min(end, hi)
 
 
 # -- where the rows come from ---------------------------------------------------------------------
@@ -206,8 +228,9 @@ class Source:
     snapshot_at: str | None = None
     snapshot_id: int | None = None  # a lake's snapshot: its number
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
-        """The result of `sql` (a Dataset's, for ended_at in [lo, hi)) as one or more tables."""
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
+        """The result of `sql` (a Dataset's, for ended_at in [lo, hi); hi None: no upper
+        bound) as one or more tables."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -219,7 +242,7 @@ class _DuckDBConnection(Source):
 
     con: duckdb.DuckDBPyConnection
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
         query = sql.format(lo=_ts(lo), hi=_ts(hi))
         reader = self.con.execute(query).to_arrow_reader(64 * 1024)
         for batch in reader:
@@ -320,10 +343,11 @@ class ServerSource(Source):
                 f"cannot reach {self.base}: {getattr(exc, 'reason', exc)}", 2
             ) from None
 
-    def tables(self, sql: str, lo: date, hi: date) -> Iterator[pa.Table]:
+    def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
         status, headers, body = self._get(sql.format(lo=_ts(lo), hi=_ts(hi)))
-        if status == 413 and (hi - lo).days > 1:  # over the download limit: by halves
-            mid = lo + timedelta(days=(hi - lo).days // 2)
+        span = ((hi or date.max) - lo).days + (hi is None)
+        if status == 413 and span > 1:  # over the download limit: by halves
+            mid = lo + timedelta(days=span // 2)
             yield from self.tables(sql, lo, mid)
             yield from self.tables(sql, mid, hi)
             return
@@ -375,7 +399,7 @@ class _Part:
             import polars as pl
 
             buf = io.BytesIO()
-            pl.DataFrame(table).write_csv(buf, include_header=self.rows == 0)
+            csvsafe.write_csv(pl.DataFrame(table), buf, include_header=self.rows == 0)
             self._file.write(buf.getvalue())
             self.rows += table.num_rows
             return
@@ -434,53 +458,68 @@ def export(
     docs_dir: str | None = None,
     echo: Callable[[str], None] = lambda line: None,
 ) -> dict:
-    """Write the public dataset into `out` (an empty or absent directory, or an earlier export,
-    which it replaces); returns the manifest."""
+    """Write the public dataset into `out` (an empty or absent folder, or an earlier export,
+    which it replaces: export_dir.py); returns the manifest. ExportError (one line for a
+    person) when `out` holds anything else or cannot be written."""
     if fmt not in FORMATS:
         raise ExportError(f"--format is parquet or csv, not {fmt}", 2)
     if date_from and date_to and date_to < date_from:
         raise ExportError("--to is before --from", 2)
     out = Path(out)
-    if out.exists() and any(out.iterdir()) and not (out / "manifest.json").is_file():
-        raise ExportError(f"{out} holds other files (no manifest.json): give an empty directory", 2)
-    lo = date_from or date(1970, 1, 1)
-    hi = (date_to + timedelta(days=1)) if date_to else date(9999, 1, 1)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    for attempt in range(3):
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        try:
-            manifest = _write_all(source, tmp, lo, hi, fmt, echo)
-            break
-        except SnapshotChanged:
-            source.snapshot_at = None
-            echo("the server took a new snapshot meanwhile: starting again")
-            if attempt == 2:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise ExportError("the server's snapshot kept changing; try again") from None
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-    manifest.update(
-        {
-            "from": date_from.isoformat() if date_from else None,
-            "to": date_to.isoformat() if date_to else None,
-        }
-    )
-    docs = column_docs(docs_dir)
-    (tmp / "README.md").write_text(readme(manifest, docs), encoding="utf-8")
-    (tmp / "manifest.json").write_bytes(
-        orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    )
-    sums = [f"{f['sha256']}  {f['path']}" for t in manifest["tables"].values() for f in t["files"]]
-    (tmp / "SHA256SUMS").write_text("\n".join(sums) + ("\n" if sums else ""), encoding="utf-8")
-    if out.exists():
-        shutil.rmtree(out)
-    tmp.rename(out)
+    try:
+        old_files = export_dir.check_out(out)
+    except export_dir.Refused as exc:
+        raise ExportError(str(exc), 2) from None
+    except OSError as exc:  # unreadable: no permission
+        raise ExportError(f"cannot read {exc.filename or out}: {exc.strerror or exc}", 2) from None
+    # every verified game when no bound is given: the client's clock may say 0001 or 9999
+    lo = date_from or date.min
+    hi = _next_day(date_to) if date_to else None
+    try:
+        tmp = export_dir.partial(out)
+    except OSError as exc:  # the parent folder not writable, no room for a folder
+        raise ExportError(f"cannot write in {out.parent}: {exc.strerror or exc}", 1) from None
+    try:
+        for attempt in range(3):
+            try:
+                manifest = _write_all(source, tmp, lo, hi, fmt, echo)
+                break
+            except SnapshotChanged:
+                source.snapshot_at = None
+                echo("the server took a new snapshot meanwhile: starting again")
+                if attempt == 2:
+                    raise ExportError("the server's snapshot kept changing; try again") from None
+                export_dir.discard(tmp)
+                tmp.mkdir()
+        manifest.update(
+            {
+                "from": date_from.isoformat() if date_from else None,
+                "to": date_to.isoformat() if date_to else None,
+            }
+        )
+        docs = column_docs(docs_dir)
+        text = readme(manifest, docs).encode()
+        (tmp / "README.md").write_bytes(text)
+        # so that a later export knows the README is still the one it wrote (export_dir.py)
+        manifest["readme_sha256"] = hashlib.sha256(text).hexdigest()
+        (tmp / "manifest.json").write_bytes(
+            orjson.dumps(manifest, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+        )
+        files = [f for t in manifest["tables"].values() for f in t["files"]]
+        sums = [f"{f['sha256']}  {f['path']}" for f in files]
+        (tmp / "SHA256SUMS").write_text("\n".join(sums) + ("\n" if sums else ""), encoding="utf-8")
+        export_dir.put_in_place(tmp, out, old_files)
+    except OSError as exc:  # a full disk, a file or folder in the way: nothing left behind
+        export_dir.discard(tmp)
+        where = exc.filename or out
+        raise ExportError(f"cannot write {where}: {exc.strerror or exc}; nothing written") from None
+    except BaseException:
+        export_dir.discard(tmp)
+        raise
     return manifest
 
 
-def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) -> dict:
+def _write_all(source: Source, tmp: Path, lo: date, hi: date | None, fmt: str, echo) -> dict:
     weeks = []
     for table in source.tables(weeks_sql("{lo}", "{hi}"), lo, hi):
         weeks += table.column("week").to_pylist()
@@ -489,7 +528,7 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
     for ds in DATASETS:
         files, total, schema = [], 0, None
         for week in weeks:
-            start, end = max(week, lo), min(week + timedelta(days=7), hi)
+            start, end = max(week, lo), _week_end(week, hi)
             folder = tmp / ds.name / f"week={week.isoformat()}"
             folder.mkdir(parents=True, exist_ok=True)
             part = _Part(folder / f"part-0.{fmt}", fmt)
@@ -523,7 +562,8 @@ def _write_all(source: Source, tmp: Path, lo: date, hi: date, fmt: str, echo) ->
         }
         echo(f"{ds.name}: {total:,} rows in {len(files)} files")
     return {
-        "dataset": "balance public games",
+        "dataset": export_dir.DATASET,
+        "written_by": export_dir.WRITTEN_BY,  # how the next export knows it may replace this
         "format_version": FORMAT_VERSION,
         "format": fmt,
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -643,6 +683,17 @@ def readme(manifest: dict, docs: dict[str, dict[str, str]]) -> str:
         "turn. Quarantined records (games that broke a rule) are not in it; nothing personal "
         "is (clients send none), nor anything of the server's.",
         "",
+        *(
+            [
+                "CSV cells: a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage "
+                "return is written with a leading `'` (so no spreadsheet reads it as a formula: "
+                "uploads are anonymous); drop that `'` to get the stored text. Numbers are "
+                "written as they are.",
+                "",
+            ]
+            if manifest["format"] == "csv"
+            else []
+        ),
         "Layout: `<table>/week=<Monday>/part-0.<format>` (Hive-style partitions: DuckDB, "
         "Polars, pandas and Spark read the directory as one table with its `week`). "
         "`manifest.json` has every file's rows, bytes and SHA-256; `sha256sum -c SHA256SUMS` "

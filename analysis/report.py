@@ -13,11 +13,14 @@ import argparse
 import html
 import json
 import os
+import stat
 import sys
+import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from urllib.parse import urlencode
 
 import polars as pl
@@ -25,6 +28,9 @@ import polars as pl
 from . import findings as fi
 
 DEFAULT_URL = "http://127.0.0.1:8000"  # as `balance sql`
+
+
+GENERATOR = "balance report"  # in the HTML head: what a later run may replace
 
 
 class ReportError(Exception):
@@ -136,7 +142,8 @@ def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> st
         else "<p id='findings'>Nothing flagged.</p>"
     )
     return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Balance findings</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{GENERATOR}">
+<title>Balance findings</title>
 <style>{STYLE}</style></head><body>
 <h1>Balance findings</h1>
 <p class="meta">From {e(source)}, {e(generated)}. The rate tables are on the default balance cut
@@ -150,6 +157,39 @@ what the finding names; strongest evidence first (q-value, then the size of the 
 {fams}</table>
 </body></html>
 """
+
+
+def write_report(out: Path, text: str) -> None:
+    """Write the report to `out` whole or not at all (a file beside, renamed over it). It
+    replaces only an earlier report (its generator tag), never another file, and never writes
+    through a symbolic link; ReportError (one line) when it cannot."""
+    try:
+        st = os.lstat(out)
+    except (FileNotFoundError, NotADirectoryError):
+        st = None
+    if st is not None:
+        if stat.S_ISLNK(st.st_mode):
+            raise ReportError(f"{out} is a symbolic link: give the file itself", 2)
+        if stat.S_ISDIR(st.st_mode):
+            raise ReportError(f"{out} is a folder: give a file name, e.g. {out}/report.html", 2)
+        with open(out, "rb") as f:
+            head = f.read(512)
+        if not stat.S_ISREG(st.st_mode) or GENERATOR.encode() not in head:
+            raise ReportError(f"{out} exists and is not a balance report: nothing replaced", 2)
+    if not out.parent.is_dir():
+        raise ReportError(f"{out.parent} is not a folder: make it first", 2)
+    tmp = None
+    try:
+        fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        tmp.rename(out)
+    except OSError as exc:
+        if tmp is not None:
+            tmp.unlink(missing_ok=True)
+        raise ReportError(f"cannot write {out}: {exc.strerror or exc}; nothing written") from None
 
 
 def _n(v) -> str:
@@ -183,8 +223,11 @@ def run(args: argparse.Namespace) -> int:
     )
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     text = render(found, link_base=base, source=source, generated=generated)
-    with open(args.out, "w", encoding="utf-8") as out:
-        out.write(text)
+    try:
+        write_report(Path(args.out), text)
+    except ReportError as exc:
+        print(f"balance report: {exc}", file=sys.stderr)
+        return exc.code
     fams = found.families
     with_flag = int((fams["flagged"] > 0).sum()) if fams.height else 0
     print(

@@ -7,6 +7,8 @@ synthesizer; reuses its cached benchmarks/out/analysis_<N>.duckdb when present),
 analysis jobs write the agg_* tables. A real `balance serve` subprocess serves it on a free
 loopback port; the script measures, over HTTP:
   - the first snapshot of the store (what the console and the pages read), and a refresh;
+    and the copy of the store file itself, shutil.copyfile (what the snapshot used, which
+    dropped DuckDB's lock) against ingest.storage.livefile.copy (what it uses);
   - per page: server time (median and max of --repeat requests after one warm-up; loopback
     round-trip included) and HTML bytes (uncompressed, data of every chart inlined);
   - the JavaScript bundle, plain and gzip (served once per browser: immutable cache).
@@ -63,6 +65,26 @@ def build(path: Path, games: int) -> None:
     )
 
 
+def copy_times(db: Path, work: Path, rounds: int = 3) -> None:
+    """Median seconds to copy the store file, the two ways in turn (the page cache warm)."""
+    from ingest.storage import livefile
+
+    took: dict[str, list[float]] = {"shutil.copyfile": [], "livefile.copy": []}
+    for _ in range(rounds):
+        for name, copy in (("shutil.copyfile", shutil.copyfile), ("livefile.copy", livefile.copy)):
+            out = work / "copy.duckdb"
+            t = time.perf_counter()
+            copy(str(db), str(out))
+            took[name].append(time.perf_counter() - t)
+            out.unlink()
+    size = db.stat().st_size / 1e6
+    print(
+        f"store file copy ({size:,.0f} MB, median of {rounds}): "
+        + ", ".join(f"{k} {statistics.median(v):.3f} s" for k, v in took.items()),
+        flush=True,
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -99,6 +121,7 @@ def main(argv=None) -> int:
     work.mkdir()
     served = work / "store.duckdb"
     shutil.copy(db, served)
+    copy_times(served, work)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
     env.update({"BALANCE_RATE_LIMIT": "0", "BALANCE_JOBS_INTERVAL": "0",
@@ -118,9 +141,9 @@ def main(argv=None) -> int:
             except OSError:
                 time.sleep(0.2)
         status, body, ms, _ = request(port, "POST", "/sql/snapshot", body=b"")
-        print(f"first snapshot of the store: {ms / 1000:.1f} s ({status})")
+        print(f"first snapshot of the store: {ms / 1000:.2f} s ({status})")
         status, body, ms, _ = request(port, "POST", "/sql/snapshot", body=b"")
-        print(f"snapshot refresh:            {ms / 1000:.1f} s ({status})")
+        print(f"snapshot refresh:            {ms / 1000:.2f} s ({status})")
         print(f"\n{'page':<52} {'median ms':>10} {'max ms':>8} {'bytes':>9}  status")
         worst = 0.0
         for page in PAGES:

@@ -7,7 +7,8 @@ SQL_TIMEOUT (5 s),
 SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
 (seconds between snapshots of a changing store, 60), DOCS_DIR (where tables.md and
 agg-tables.md are), CACHE_DIR (for the built JavaScript bundle), DASHBOARD_SLOTS (requests
-served at once, 6; `balance serve` makes it its threads less two: slots.py).
+served at once, 6; `balance serve` makes it its threads less two: slots.py), SAVED_MAX,
+SAVED_MAX_BYTES, SAVED_TOTAL_BYTES, SAVED_RATE (the saved queries' bounds: saved.py).
 """
 
 from __future__ import annotations

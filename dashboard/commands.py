@@ -58,7 +58,10 @@ def register(subparsers) -> None:
 
 
 def _fail(message: str, code: int = 1) -> int:
-    print(f"balance sql: {message}", file=sys.stderr)
+    from analysis.csvsafe import terminal
+
+    # an error may quote a stored value (a failed cast): no escape sequence runs
+    print(f"balance sql: {terminal(message)}", file=sys.stderr)
     return code
 
 
@@ -159,8 +162,12 @@ def _text(value) -> str:
 
 
 def print_table(columns: list[str], rows: list[list], out=None) -> None:
+    from analysis import csvsafe
+
     out = sys.stdout if out is None else out  # the stream at call time (a test redirects it)
-    cells = [[_text(v) for v in r] for r in rows]
+    # what uploads put in the store reaches the analyst's terminal: no escape sequence runs
+    columns = [csvsafe.terminal(c) for c in columns]
+    cells = [[csvsafe.terminal(_text(v)) for v in r] for r in rows]
     widths = [max([len(c)] + [len(r[i]) for r in cells]) for i, c in enumerate(columns)]
     out.write("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=False)).rstrip() + "\n")
     out.write("  ".join("-" * w for w in widths) + "\n")
@@ -171,12 +178,17 @@ def print_table(columns: list[str], rows: list[list], out=None) -> None:
 def print_csv(columns: list[str], rows: list[list], out=None) -> None:
     import polars as pl
 
+    from analysis import csvsafe
+
     out = sys.stdout if out is None else out
 
     data = {c: [_text(r[i]) if isinstance(r[i], (list, dict)) else r[i] for r in rows]
             for i, c in enumerate(columns)}  # fmt: skip
     frame = pl.DataFrame(data, strict=False) if rows else pl.DataFrame({c: [] for c in columns})
-    out.write(frame.write_csv())
+    text = csvsafe.write_csv(frame) or ""
+    if out.isatty():  # for a person: no escape sequence runs (a pipe gets the data as stored)
+        text = csvsafe.terminal(text, keep_lines=True)
+    out.write(text)
 
 
 def run(args) -> int:

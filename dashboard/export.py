@@ -1,5 +1,5 @@
 """Tables out: CSV, JSON, JSON lines and Parquet via the Polars/pyarrow/DuckDB writers;
-JSON-safe rows.
+JSON-safe rows. Every CSV cell goes through analysis/csvsafe.py (no spreadsheet formulas).
 
 `encode` is what the console's SQL engine sends back (in its worker process): the file, the JSON
 API's answer, or Arrow IPC for the dashboard's own queries; `decode_arrow` reads the last.
@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
+from analysis import csvsafe
 from analysis.sql import sql_identifier
 
 # "api": the JSON answer of POST /sql/api; "arrow": Arrow IPC stream (the dashboard's queries)
@@ -71,7 +72,7 @@ def to_bytes(table: pa.Table, fmt: str) -> bytes:
     if fmt == "parquet":
         pq.write_table(table, buf)
     elif fmt == "csv":
-        pl.DataFrame(_flat(table)).write_csv(buf)
+        csvsafe.write_csv(pl.DataFrame(_flat(table)), buf)
     elif fmt == "json":
         pl.DataFrame(table).write_json(buf)  # an array of one object per row
     elif fmt == "jsonl":
@@ -129,7 +130,7 @@ class StreamWriter:
         if self.fmt == "csv":
             if self._nested:
                 table = _flatten(self._con, table, self._nested)
-            pl.DataFrame(table).write_csv(buf, include_header=not self._started)
+            csvsafe.write_csv(pl.DataFrame(table), buf, include_header=not self._started)
             self._started = True
             self._put(buf.getvalue())
         elif self.fmt == "jsonl":
@@ -154,7 +155,7 @@ class StreamWriter:
             if self._nested:
                 empty = _flatten(self._con, empty, self._nested)
             buf = io.BytesIO()
-            pl.DataFrame(empty).write_csv(buf)
+            csvsafe.write_csv(pl.DataFrame(empty), buf)
             self._put(buf.getvalue())
             self._started = True
         elif self.fmt == "json":

@@ -17,6 +17,14 @@ console's allow-list when it is saved (a refused text is never stored) and again
 runs, through the same engine as a typed query; its parameters are values DuckDB binds
 (sqlparams.py), never text in the query.
 
+Bounded, so that no client can fill the store or the server's memory with them: at most
+SAVED_MAX queries a store (1,000), SAVED_MAX_BYTES a query (64 KiB of title, description,
+text, parameters and chart), SAVED_TOTAL_BYTES in all (16 MiB), and SAVED_RATE saves (creates
+and changes) a minute from one client address (30); past these a save is refused (409, 413,
+429) and nothing is written. The list (`GET /sql/saved`) comes in pages of at most
+LIST_MAX_PAGE (500; LIST_PAGE, 100, by default) without the queries' texts, so a list costs
+the same whatever the store holds.
+
 The dashboard's own chart queries are listed too, read-only, as `dashboard-<chart id>`: their
 parameters are the page's filters (checked against the filters' vocabularies, as on the page),
 and their text is the chart's SQL for those filters, generated the way the page generates it.
@@ -25,6 +33,8 @@ and their text is the chart's SQL for those filters, generated the way the page 
 from __future__ import annotations
 
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -43,6 +53,75 @@ FIRST = (
     "(SELECT * FROM saved_queries QUALIFY row_number() OVER (PARTITION BY slug ORDER BY rowid) = 1)"
 )
 _RACES = 5  # slugs tried by one create that keeps losing the race for them
+# what a list page shows of each (no text: a text may be 64 KiB, a page 500 queries)
+SUMMARY = "slug, title, description, params, chart, created_at, updated_at, version"
+# bytes a row takes, as the size limits count them
+ROW_BYTES = (
+    "strlen(title) + strlen(description) + strlen(sql) + strlen(params) "
+    "+ coalesce(strlen(chart), 0)"
+)
+LIST_PAGE = 100
+LIST_MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds of the saved queries (settings SAVED_MAX, SAVED_MAX_BYTES, SAVED_TOTAL_BYTES,
+    SAVED_RATE)."""
+
+    count: int = 1000
+    size: int = 64 * 1024
+    total: int = 16 * 1024 * 1024
+    rate: int = 30  # saves a minute from one client address
+
+
+class Full(QueryError):
+    """The store holds as many saved queries (or bytes of them) as it may."""
+
+    kind = "full"
+
+
+class TooLarge(QueryError):
+    kind = "too_big"
+
+
+class RateLimited(QueryError):
+    kind = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class SaveRate:
+    """At most `per_minute` saves a minute from one client address (a token bucket each; the
+    table of addresses is pruned of full buckets, so it stays as small as the busy ones)."""
+
+    def __init__(self, per_minute: int):
+        self.per_minute = per_minute
+        self._buckets: dict[str, tuple[float, float]] = {}  # address -> (tokens, at)
+        self._lock = threading.Lock()
+
+    def take(self, address: str) -> None:
+        if self.per_minute <= 0:
+            return
+        rate = self.per_minute / 60.0
+        now = time.monotonic()
+        with self._lock:
+            tokens, at = self._buckets.get(address, (float(self.per_minute), now))
+            tokens = min(float(self.per_minute), tokens + (now - at) * rate)
+            if tokens < 1.0:
+                self._buckets[address] = (tokens, now)
+                wait = (1.0 - tokens) / rate
+                raise RateLimited(
+                    f"At most {self.per_minute} saves a minute from one client: try again in "
+                    f"{wait:.0f} s.",
+                    wait,
+                )
+            self._buckets[address] = (tokens - 1.0, now)
+            if len(self._buckets) > 10_000:
+                full = now - 60.0
+                self._buckets = {a: v for a, v in self._buckets.items() if v[1] > full}
 
 
 class NotFound(QueryError):
@@ -82,12 +161,13 @@ class Saved:
     def url(self) -> str:
         return f"/sql/q/{self.slug}"
 
-    def as_json(self) -> dict:
+    def as_json(self, text: bool = True) -> dict:
+        """Everything; without `text`, all but the query's text (a list's entry)."""
         return {
             "slug": self.slug,
             "title": self.title,
             "description": self.description,
-            "sql": self.sql,
+            **({"sql": self.sql} if text else {}),
             "params": [p.as_json() for p in self.params],
             "chart": self.chart,
             "created_at": self.created_at,
@@ -157,6 +237,11 @@ def from_body(body, check_sql) -> dict:
     }
 
 
+def _summary(row) -> Saved:
+    slug, title, description, params, chart, created, updated, version = row
+    return _row((slug, title, description, "", params, chart, created, updated, version))
+
+
 def _row(row) -> Saved:
     slug, title, description, sql, params, chart, created, updated, version = row
     return Saved(
@@ -179,8 +264,9 @@ def _iso(value) -> str | None:
 class SavedQueries:
     """The saved_queries table of the server's store (ingest.storage.Store)."""
 
-    def __init__(self, store):
+    def __init__(self, store, limits: Limits | None = None):
         self.store = store
+        self.limits = limits or Limits()
 
     def _read(self, sql: str, params=()) -> list[tuple]:
         try:
@@ -204,9 +290,48 @@ class SavedQueries:
         except Exception as exc:
             raise Unavailable(f"The query could not be saved now: {exc}") from None
 
-    def list(self) -> list[Saved]:
-        rows = self._read(f"SELECT {COLUMNS} FROM {FIRST} ORDER BY lower(title), slug")
-        return [_row(r) for r in rows]
+    def list(self, limit: int = LIST_PAGE, offset: int = 0) -> tuple[list[Saved], int]:
+        """A page of the saved queries (by title), without their texts, and how many there
+        are in all."""
+        limit = max(0, min(int(limit), LIST_MAX_PAGE))
+        rows = self._read(
+            f"SELECT {SUMMARY} FROM {FIRST} ORDER BY lower(title), slug LIMIT ? OFFSET ?",
+            [limit, max(0, int(offset))],
+        )
+        total = self._read("SELECT count(DISTINCT slug) FROM saved_queries")
+        return [_summary(r) for r in rows], int(total[0][0]) if total else 0
+
+    def _size(self, fields: dict) -> int:
+        size = sum(len(v.encode()) for v in _values(fields) if v)
+        if size > self.limits.size:
+            raise TooLarge(
+                f"A saved query is at most {self.limits.size:,} bytes (title, description, "
+                f"text, parameters and chart); this one is {size:,}."
+            )
+        return size
+
+    def _room(self, con, size: int, replacing: str | None = None) -> None:
+        """Full unless the store has room for one more query of `size` bytes (or for
+        `replacing`'s new version): runs in the writing transaction, so saves never race."""
+        count, total = con.execute(
+            f"SELECT count(DISTINCT slug), coalesce(sum({ROW_BYTES}), 0) FROM saved_queries"
+        ).fetchone()
+        if replacing is None and count >= self.limits.count:
+            raise Full(
+                f"The store holds {count:,} saved queries, the most it may "
+                f"({self.limits.count:,}): delete some first."
+            )
+        if replacing is not None:
+            (old,) = con.execute(
+                f"SELECT coalesce(sum({ROW_BYTES}), 0) FROM saved_queries WHERE slug = ?",
+                [replacing],
+            ).fetchone()
+            total -= old
+        if total + size > self.limits.total:
+            raise Full(
+                f"The saved queries would take {total + size:,} bytes, more than the "
+                f"{self.limits.total:,} the store keeps for them: delete some first."
+            )
 
     def get(self, slug: str) -> Saved | None:
         rows = self._read(f"SELECT {COLUMNS} FROM {FIRST} WHERE slug = ?", [slug])
@@ -223,8 +348,10 @@ class SavedQueries:
         explicit = slug is not None
         base = check_slug(slug) if explicit else check_slug(slug_of(fields["title"]))
         lost: set[str] = set()  # slugs another server took meanwhile (a lake)
+        size = self._size(fields)
 
         def write(con) -> tuple[str, datetime]:
+            self._room(con, size)
             taken = lost | {
                 s
                 for (s,) in con.execute(
@@ -260,11 +387,13 @@ class SavedQueries:
 
     def update(self, slug: str, fields: dict, version: int | None = None) -> Saved:
         check_slug(slug)
+        size = self._size(fields)
 
         def write(con) -> None:
             row = con.execute("SELECT version FROM saved_queries WHERE slug = ?", [slug]).fetchone()
             if row is None:
                 raise NotFound(f"No saved query {slug}.")
+            self._room(con, size, replacing=slug)
             if version is not None and int(row[0]) != version:
                 raise Conflict(
                     f"{slug} was changed meanwhile (version {row[0]}, not {version}): "

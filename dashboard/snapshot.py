@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from analysis.sql import sql_identifier, sql_literal
+from ingest.storage import livefile
 from ingest.storage.lake import LakeStore, latest_snapshot
 
 from . import export
@@ -61,8 +62,10 @@ def write_snapshot(con, path: str) -> None:
     """A consistent copy of the connection's database at `path`. Runs on the writer thread.
 
     A store in a file is checkpointed (everything committed goes into the file, the WAL empties)
-    and the file is copied: no commit can happen meanwhile since this runs on the only writer,
-    and it takes about a second per 300 MB (a million games) where `COPY FROM DATABASE` took 40 s.
+    and the file is copied (livefile.copy: through a descriptor never closed, since closing one
+    would drop DuckDB's lock on the store): no commit can happen meanwhile since this runs on
+    the only writer, and it takes about a second per 300 MB (a million games) where
+    `COPY FROM DATABASE` took 40 s.
     Otherwise (an in-memory store, or a WAL the checkpoint could not empty) every table and view
     is copied with `COPY FROM DATABASE`.
     """
@@ -74,7 +77,7 @@ def write_snapshot(con, path: str) -> None:
         con.execute("CHECKPOINT")
         wal = file + ".wal"
         if not os.path.exists(wal) or os.path.getsize(wal) == 0:
-            shutil.copyfile(file, path)
+            livefile.copy(file, path)  # never closes a descriptor of the store: its lock stays
             return
     alias = f"dash_snap_{os.getpid()}_{threading.get_ident()}"
     # ATTACH takes no parameter: the path goes in as a literal

@@ -36,8 +36,12 @@ from . import facets as facets_mod
 from .auth import require_token
 from .guard import cross_site_reason, same_origin
 from .saved import (
+    LIST_MAX_PAGE,
+    LIST_PAGE,
+    Limits,
     Saved,
     SavedQueries,
+    SaveRate,
     builtin,
     builtin_sql,
     builtins,
@@ -68,6 +72,8 @@ STATUS = {
     "not_found": 404,
     "conflict": 409,
     "read_only": 403,
+    "full": 409,
+    "rate_limited": 429,
 }
 PAGE_MAX_BYTES = 8 * 1024 * 1024  # what the console page shows at most (downloads: their own)
 DEFAULT_DOWNLOAD_MAX_BYTES = "64MiB"
@@ -158,8 +164,32 @@ def run_encoded(sql: str, fmt: str, limit: int | None = None, params=None):
     )
 
 
+def saved_limits() -> Limits:
+    """The saved queries' bounds: settings SAVED_MAX, SAVED_MAX_BYTES, SAVED_TOTAL_BYTES,
+    SAVED_RATE (dashboard/saved.py)."""
+    from .sqlpool import parse_size
+
+    d = Limits()
+    return Limits(
+        count=int(setting(current_app, "SAVED_MAX", d.count)),
+        size=parse_size(setting(current_app, "SAVED_MAX_BYTES", d.size)),
+        total=parse_size(setting(current_app, "SAVED_TOTAL_BYTES", d.total)),
+        rate=int(setting(current_app, "SAVED_RATE", d.rate)),
+    )
+
+
 def saved_queries() -> SavedQueries:
-    return SavedQueries(current_app.extensions["store"])
+    return SavedQueries(current_app.extensions["store"], saved_limits())
+
+
+def _take_save() -> None:
+    """RateLimited past SAVED_RATE saves a minute from this client's address."""
+    rate = current_app.extensions.get("dashboard.save_rate")
+    if rate is None:
+        rate = current_app.extensions.setdefault(
+            "dashboard.save_rate", SaveRate(saved_limits().rate)
+        )
+    rate.take(request.remote_addr or "?")
 
 
 # -- what runs: the text, its bound values, the facet filters ----------------------------------
@@ -283,6 +313,8 @@ def _error(exc: QueryError, run: Run | None = None) -> Response:
     resp = _json(_error_body(exc, run), STATUS.get(exc.kind, 400))
     if exc.kind in ("busy", "replaced"):
         resp.headers["Retry-After"] = "2"
+    elif exc.kind == "rate_limited":
+        resp.headers["Retry-After"] = str(max(1, round(getattr(exc, "retry_after", 2))))
     return resp
 
 
@@ -485,11 +517,31 @@ def _check_sql(text: str) -> None:
 
 @bp.get("/saved")
 def saved_list():
+    """A page of the saved queries (`limit`, LIST_PAGE by default, at most LIST_MAX_PAGE;
+    `offset`), without their texts (GET /sql/saved/<slug> has it); `next` is the next page."""
     try:
-        mine = [s.as_json() for s in saved_queries().list()]
+        limit = int(request.args.get("limit", LIST_PAGE))
+        offset = int(request.args.get("offset", 0))
+        if limit < 1 or offset < 0:
+            raise ValueError
+    except ValueError:
+        return _json({"error": "error", "message": "limit is a number from 1, offset from 0."}, 400)
+    limit = min(limit, LIST_MAX_PAGE)
+    try:
+        page, total = saved_queries().list(limit, offset)
     except QueryError as exc:
         return _error(exc)
-    return _json({"saved": mine, "dashboard": [s.as_json() for s in builtins()]})
+    more = offset + len(page) < total
+    return _json(
+        {
+            "saved": [s.as_json(text=False) for s in page],
+            "total": total,
+            "limit": limit,
+            "offset": offset,
+            "next": url_for("sql.saved_list", limit=limit, offset=offset + limit) if more else None,
+            "dashboard": [s.as_json() for s in builtins()],
+        }
+    )
 
 
 @bp.post("/saved")
@@ -501,6 +553,7 @@ def saved_create():
             {"error": "error", "message": "Send JSON (Content-Type: application/json)."}, 415
         )
     try:
+        _take_save()
         fields = from_body(body, _check_sql)
         slug = body.get("slug") or None
         created = saved_queries().create(fields, slug)
@@ -529,6 +582,7 @@ def saved_update(slug: str):
         )
     try:
         check_slug(slug)
+        _take_save()
         version = body.get("version")
         if version is not None and (not isinstance(version, int) or isinstance(version, bool)):
             raise Refused("version is the number the query had when you read it.")
@@ -657,11 +711,12 @@ def _links(run: Run | None, saved: Saved | None, chart: dict | None) -> dict:
     return links
 
 
-def _saved_lists() -> tuple[list[Saved], list[Saved], str | None]:
+def _saved_lists() -> tuple[tuple[list[Saved], int], list[Saved], str | None]:
+    """(the first page of saved queries, how many in all), the dashboard's, an error."""
     try:
-        return saved_queries().list(), builtins(), None
+        return saved_queries().list(LIST_PAGE), builtins(), None
     except QueryError as exc:
-        return [], builtins(), exc.message
+        return ([], 0), builtins(), exc.message
 
 
 def _page(
@@ -706,7 +761,7 @@ def _page(
         at = run.position(error)
         if at is not None:
             where = locate(run.sql, at)
-    mine, dashboard_queries, saved_error = _saved_lists()
+    (mine, mine_total), dashboard_queries, saved_error = _saved_lists()
     if saved is not None:
         values = dict(run.shown) if run is not None and saved.builtin else {}
         for p in saved.params:
@@ -746,6 +801,7 @@ def _page(
         tables=schema_tables(),
         examples=EXAMPLES,
         mine=mine,
+        mine_total=mine_total,
         dashboard_queries=dashboard_queries,
         saved_error=saved_error,
         max_rows=max_rows,

@@ -68,6 +68,33 @@ def _field(name: str) -> str:
     return re.sub(r"([.\[\]\\])", r"\\\1", name)
 
 
+# Names Vega would misread as a field: a leading quote starts a quoted path, and a name goes
+# into Vega's expressions (tooltips, sorting) as a string literal, where U+2028/U+2029 and
+# control characters end it (vega-util escapes only a first U+2028)
+_UNSAFE_NAME = re.compile("[\"'\\\u2028\u2029\x00-\x1f\x7f-\x9f]")
+
+
+def _keys(columns: list[str]) -> dict[str, str]:
+    """Column -> the field its values go under in the chart's data: the name itself, or
+    `col_<i>` for a name Vega could misread (its title still shows the name)."""
+    keys: dict[str, str] = {}
+    taken = set(columns)
+    for i, name in enumerate(columns):
+        key = name
+        if _UNSAFE_NAME.search(name):
+            key = f"col_{i}"
+            while key in taken:  # a column of that name already
+                key += "_"
+            taken.add(key)
+        keys[name] = key
+    return keys
+
+
+def _title(name: str) -> str:
+    """A column name as a chart title (text only): line and control characters as spaces."""
+    return _UNSAFE_NAME.sub(lambda m: m.group() if m.group() in "\"'\\" else " ", name)
+
+
 def _kind(dtype: str) -> str:
     if NUMERIC.match(dtype):
         return "quantitative"
@@ -89,9 +116,12 @@ def spec(chart: dict, columns: list[str], types: list[str], rows: list[dict]) ->
             )
     mark, x, y = chart["mark"], chart["x"], chart["y"]
     color, facet = chart.get("color"), chart.get("facet")
+    keys = _keys(columns)
+    if any(k != c for c, k in keys.items()):
+        rows = [{keys.get(k, k): v for k, v in r.items()} for r in rows]
 
     def channel(cls, name: str, kind: str, **kw):
-        return cls(field=_field(name), type=kind, title=name, **kw)
+        return cls(field=_field(keys[name]), type=kind, title=_title(name), **kw)
 
     x_kind, y_kind = kinds[x], kinds[y]
     if mark == "heatmap":

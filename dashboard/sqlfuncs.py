@@ -52,7 +52,20 @@ def register(con) -> None:
         return
 
     def raw_json(data: bytes, codec_id: int) -> str:
-        return decode_bounded(codec_id, data).decode("utf-8")
+        # one clean line for the analyst whatever went wrong (the engine also cuts DuckDB's
+        # traceback off: sqlsafe.scrub)
+        try:
+            return decode_bounded(codec_id, data).decode("utf-8")
+        except RecordTooLarge:
+            raise
+        except KeyError:
+            raise ValueError(f"raw_json: no codec {codec_id} (see raw_records.codec)") from None
+        except UnicodeDecodeError:
+            raise ValueError("raw_json: this record does not decode to UTF-8 text") from None
+        except Exception as exc:  # zlib.error, ...: not a record this codec wrote
+            raise ValueError(
+                f"raw_json: not a record of codec {codec_id} ({type(exc).__name__})"
+            ) from None
 
     try:
         con.create_function("raw_json", raw_json, ["BLOB", "UTINYINT"], "VARCHAR")

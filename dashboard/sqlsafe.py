@@ -884,8 +884,18 @@ def _described(rel) -> tuple[list[str], list[str]]:
     return [d[0] for d in rel.description or []], [str(d[1]) for d in rel.description or []]
 
 
+# DuckDB appends a Python UDF's traceback ("\n\nAt:\n  /path/file.py(55): fn ...") to its
+# error: the server's install paths and code, for no analyst's use
+_UDF_TRACE = re.compile(r"\s*\n\s*At:\n.*", re.DOTALL)
+_UDF_PREFIX = "Python exception occurred while executing the UDF: "
+_PY_PATH = re.compile(r"(?:/[\w.+-]+)+/[\w.+-]+\.py\b(?:\(\d+\))?")
+
+
 def scrub(message: str, path) -> str:
-    """An error message that does not name the snapshot's path (or its directory) on the server."""
+    """An error message that does not name the snapshot's path (or its directory) on the server,
+    nor carry a Python traceback or a source file's path (a UDF's error)."""
+    message = _UDF_TRACE.sub("", message).replace(_UDF_PREFIX, "")
+    message = _PY_PATH.sub("<server code>", message)
     path = str(path or "")
     if path and path != ":memory:":
         message = message.replace(path, ALIAS)

@@ -16,6 +16,7 @@ from . import admin, api, ops
 from . import config as settings
 from .gather import Gatherer
 from .guard import GuardedUploadRoute
+from .headers import SecurityHeaders
 from .jobs import JobScheduler
 from .metrics import OTHER, Metrics, method_label
 from .pipeline import Judge
@@ -80,7 +81,8 @@ def create_app(config: dict | None = None) -> Flask:
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     route = GuardedUploadRoute(app.wsgi_app, state)
     # (Flask's documented way to wrap the app in middleware; its types declare a method)
-    app.wsgi_app = route  # type: ignore[method-assign]
+    # outside it, the headers every answer carries (headers.py)
+    app.wsgi_app = SecurityHeaders(route)  # type: ignore[method-assign]
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
     metrics.sources.append(route.uploads.gauges)
     if isinstance(store, LakeStore):

@@ -98,6 +98,9 @@ def run_serve(args) -> int:
     if problem:
         print(f"balance serve: {problem}", file=sys.stderr)
         return 2
+    short = _short_of_space(db)
+    if short:  # served anyway (pages, the console), but an operator must hear it at once
+        print(f"balance serve: {short}", file=sys.stderr, flush=True)
     configure_logging(access_log=not args.quiet)
     if args.demo:  # before the server opens the file (one process at a time may)
         from .storage import Store
@@ -108,6 +111,23 @@ def run_serve(args) -> int:
     settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host, "BALANCE_LAKE": ""}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
+
+
+def _short_of_space(db: str) -> str | None:
+    """Why uploads will be refused from the start for want of space (BALANCE_MIN_FREE), or
+    None: said on the terminal, not only in the log, since /healthz would merely turn 503."""
+    from .storage.failures import min_free, space_reason
+
+    reserve = min_free()
+    try:
+        st = os.statvfs(os.path.dirname(os.path.abspath(db)))
+    except OSError:
+        return None
+    free = st.f_bavail * st.f_frsize
+    if reserve <= 0 or free >= reserve:
+        return None
+    why = space_reason(free, st.f_blocks * st.f_frsize, reserve)
+    return f"uploads will be refused (503): {why}"
 
 
 def _cannot_serve(db: str, host: str, port: int) -> str | None:

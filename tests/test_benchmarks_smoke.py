@@ -67,6 +67,12 @@ RUNS = {
         r"5x5 powers, random +: +[\d.]+ games/s.*7x7 powers, level 1 +: +[\d.]+ games/s",
         [],
     ),
+    "saved_queries.py": (
+        "--saves 3 --lists 2",
+        r"saves: 3 of 64 KiB .* 0 refused; one over the size limit: 413.*"
+        r"server memory: \d+ MB before the saves",
+        [slow],
+    ),
     "simulate_slide.py": ("--games 2", r"\n +2 +[\d,]+ +[\d,]+ +[\d,]+\n.*greedy vs", []),
     "soak.py": (
         "--seconds 2 --uploaders 1 --silent 1 --trickle 1 --idle 2 --pool 10",

@@ -161,3 +161,21 @@ def test_a_write_saved_from_the_page_is_refused_there(browser, app):
         assert browser.evaluate("location.pathname") == "/sql"
     assert "sneaky" not in json.dumps(app.get("/sql/saved").json()["saved"])
     assert count(app, "SELECT count(*) FROM games") == before
+
+
+@pytest.mark.parametrize(
+    "name", ["it's", 'say "hi"', "line\u2028sep\u2028arator", "'quoted'"], ids=str.encode
+)
+def test_a_chart_draws_whatever_its_column_names_hold(browser, app, name):
+    """Quotes start a quoted path in a Vega field and U+2028 ends a string in Vega's
+    expressions: such a column is charted under a plain field, its name kept as the title."""
+    quoted = '"' + name.replace('"', '""') + '"'
+    sql = f"SELECT variant AS {quoted}, count(*) AS games FROM games GROUP BY ALL"
+    args = {"q": sql, "chart.mark": "bar", "chart.x": name, "chart.y": "games",
+            "chart.color": name}  # fmt: skip
+    browser.open(app.url + "/sql?" + urlencode(args), "document.body.dataset.ready")
+    browser.wait_for("document.body.dataset.rendered === '1'")
+    assert svg_marks(browser) > 0
+    assert browser.problems() == [], browser.problems()
+    title = name.replace("\u2028", " ")
+    assert title in browser.evaluate("document.querySelector('#sql-chart svg').textContent")

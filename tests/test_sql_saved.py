@@ -28,7 +28,9 @@ BIG = "SELECT t.*, c.range AS copy FROM game_turns t, range(2) c"  # more than 1
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, demo_db):
     work = tmp_path_factory.mktemp("sql-saved")
-    a = AppClient(work, env={"SQL_WORKERS": 1}, db=demo_copy(demo_db, work)).start()
+    # no rate of saves: this module saves dozens in a second (test_saved_bounds.py has it)
+    env = {"SQL_WORKERS": 1, "SAVED_RATE": 0}
+    a = AppClient(work, env=env, db=demo_copy(demo_db, work)).start()
     yield a
     a.stop()
 

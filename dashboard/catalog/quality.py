@@ -116,8 +116,64 @@ q_rejected = Chart(
     empty="No upload was rejected (under these dates).",
 )
 
+# -- clock skew: verified games whose ended_at (the client's clock) is far from their receipt --
+
+
+def skew_sql(ctx: Ctx) -> str:
+    """Per game and client version: verified games, and those whose client clock was more than
+    a day ahead of the server's at receipt, more than a year behind it, or outside 1970-9999."""
+    branches = []
+    for game, table in (("slow6", "games"), ("slide", "slide_games")):
+        # every mode: a clock is the client's whatever was played (the page's default cut is
+        # human games); the dates filter the receipt
+        where, skipped = ctx.filters.where(frozenset(ctx.columns(table)) - {"mode"}, "received_at")
+        ctx.params.setdefault("_skipped", set()).update(skipped)
+        branches.append(
+            f"SELECT '{game}' AS game, client_version, ended_at, received_at FROM {table}"
+            + (f" {where}" if where else "")
+        )
+    union = "\n  UNION ALL\n  ".join(branches)
+    return f"""WITH g AS (
+  {union}
+), counted AS (
+  SELECT game, client_version, count(*) AS games,
+    count(*) FILTER (WHERE ended_at > received_at + INTERVAL 1 DAY) AS ahead_over_a_day,
+    count(*) FILTER (WHERE ended_at < received_at - INTERVAL 365 DAY) AS behind_over_a_year,
+    count(*) FILTER (WHERE ended_at < TIMESTAMP '1970-01-01'
+                        OR ended_at >= TIMESTAMP '9999-01-01') AS outside_1970_9999
+  FROM g GROUP BY ALL
+)
+SELECT * FROM counted WHERE ahead_over_a_day + behind_over_a_year > 0
+ORDER BY ahead_over_a_day + behind_over_a_year DESC, game, client_version"""
+
+
+def _skew_summary(df: pl.DataFrame, ctx: Ctx) -> str:
+    if not df.height:
+        return "No verified game has a clock-skewed end time (under these filters)."
+    ahead, behind = int(df["ahead_over_a_day"].sum()), int(df["behind_over_a_year"].sum())
+    outside = int(df["outside_1970_9999"].sum())
+    return (
+        f"{ahead + behind:,} verified games have a clock-skewed end time: {ahead:,} more than a "
+        f"day ahead of their receipt, {behind:,} more than a year behind it ({outside:,} of "
+        "them outside 1970-9999)."
+    )
+
+
+q_skew = Chart(
+    "clock-skew",
+    "Verified games with a clock-skewed end time, per client version",
+    "games",
+    skew_sql,
+    table_rows=30,
+    summary=_skew_summary,
+    note="`ended_at` is the client's clock, `received_at` the server's. Every verified game is "
+    "kept and exported whatever its clock said (balance export); the pages bucket games by "
+    "`ended_at`, so these games count in the week their client claimed. Here the dates "
+    "filter the receipt, and every mode is counted.",
+)
+
 PAGE = Page(
     "Data quality",
-    [q_by_rule, q_share, q_platform, q_examples, q_rejected],
+    [q_by_rule, q_share, q_platform, q_examples, q_rejected, q_skew],
     coverage_table="",
 )

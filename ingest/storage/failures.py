@@ -176,12 +176,21 @@ def check_space(failures: Failures, directory: str, reserve: int) -> bool:
         return True
     free = st.f_bavail * st.f_frsize
     if free < reserve:
-        failures.fail(
-            "space",
-            # no path: the reason reaches clients (503) and /healthz
-            f"disk nearly full: {free // 1024} KiB free, uploads resume at "
-            f"{reserve // 1024} KiB (BALANCE_MIN_FREE)",
-        )
+        failures.fail("space", space_reason(free, st.f_blocks * st.f_frsize, reserve))
         return False
     failures.clear("space")
     return True
+
+
+def space_reason(free: int, size: int, reserve: int) -> str:
+    """Why uploads stop for want of space (no path: it reaches clients and /healthz)."""
+    if size < reserve:  # no file removed could ever make room
+        return (  # the same opening as below: what monitors match on
+            f"disk nearly full: the disk holds {size // 1024} KiB in all, less than the "
+            f"free-space reserve of {reserve // 1024} KiB (BALANCE_MIN_FREE): no upload is "
+            "stored until the reserve is set lower or the store moves to a larger disk"
+        )
+    return (
+        f"disk nearly full: {free // 1024} KiB free, uploads resume at {reserve // 1024} KiB "
+        "(BALANCE_MIN_FREE)"
+    )
