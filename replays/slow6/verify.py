@@ -80,9 +80,10 @@ def setup(record: Record, ruleset: Ruleset = _STANDARD) -> Position:
     lineups = record["lineups"]
     challenge = record["challenge"]
     if challenge is not None:
-        check_position(challenge["position"], n, record["first"])
-        return Position.from_challenge(n, lineups, challenge["position"], picks)
-    return Position.start_position(n, lineups, record["first"], picks)
+        limit = cast(int, params[f"turn_limit_{n}"])
+        check_position(challenge["position"], n, record["first"], limit)
+        return Position.from_challenge(n, lineups, challenge["position"], picks, ruleset)
+    return Position.start_position(n, lineups, record["first"], picks, ruleset)
 
 
 def _check_picks(picks: list[list[str]], count: int, offered: tuple[str, ...]) -> None:
@@ -102,8 +103,9 @@ def _check_picks(picks: list[list[str]], count: int, offered: tuple[str, ...]) -
                 )
 
 
-def check_position(position: Record, n: int, first: int) -> None:
-    """R9.2: a set position must be consistent, or the record breaks R9.1."""
+def check_position(position: Record, n: int, first: int, limit: int | None = None) -> None:
+    """R9.2: a set position must be consistent, or the record breaks R9.1. `limit`: T of the
+    record's ruleset (RS7.7; None: standard's)."""
 
     def fault(msg: str) -> NoReturn:
         raise RecordFault("R9.1", f"challenge position: {msg}")
@@ -134,7 +136,8 @@ def check_position(position: Record, n: int, first: int) -> None:
             fault(f"{pc['square']} is wounded or stunned but not a crown")
     if sides != {0, 1}:
         fault("each side must have pieces")
-    limit = TURN_LIMIT[n]
+    if limit is None:
+        limit = TURN_LIMIT[n]
     taken = position["turns_taken"]
     if max(taken) > limit or taken[0] == taken[1] == limit:
         fault(f"turns_taken {taken} is past the turn limit {limit}")
