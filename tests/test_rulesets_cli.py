@@ -23,7 +23,12 @@ def test_verify_judges_records_under_the_given_ruleset_files():
     assert len(got) == len(DIR.joinpath("rulesets-valid.ndjson").read_text().splitlines())
     assert all(v["verdict"] == "valid" for v in got)
     assert {v["ruleset"] for v in got} == {
-        "standard", "few-powers", "freeze-1", "long-5", "reach-3", "slide-groups-3"
+        "standard",
+        "few-powers",
+        "freeze-1",
+        "long-5",
+        "reach-3",
+        "slide-groups-3",
     }
     # without the files: standard only, the rest RS5.1 (and the exit code says so)
     ran = balance("verify", VALID)
@@ -39,7 +44,9 @@ def test_ruleset_files_may_be_based_on_each_other_in_any_order(tmp_path):
     base = tmp_path / "base.rules"  # (any name, given with --rules once per file)
     base.write_text('name = "base"\ngame = "slow6"\n[params]\nreach = 3\ndash_reach = 4\n')
     child = tmp_path / "child.toml"
-    child.write_text('name = "child"\ngame = "slow6"\nbased_on = "base"\n[params]\nfreeze_turns = 1\n')
+    child.write_text(
+        'name = "child"\ngame = "slow6"\nbased_on = "base"\n[params]\nfreeze_turns = 1\n'
+    )
     out = tmp_path / "games.ndjson"
     ran = balance("simulate", "--games", "6", "--powers", "--max-level", "1",
                   "--rules", str(child), str(base), "--out", str(out))  # fmt: skip
