@@ -19,9 +19,11 @@ Which field an error names (the notation of the examples' malformed.expected.ndj
   `rules` name themselves; the small fixed objects `client`, `ai`, `match`, `result`, a turn
   `turns[i]`, a piece `challenge.position.pieces[i]`, a slide `rounds[i].slides[j]` and a reveal
   `rounds[i].reveals[j]` are named whole; so are the per-side lists `lineups`, `powers`,
-  `rounds[i].takes`, `challenge.position.turns_taken` and a grid `grids[i]`. A container of the
-  wrong kind or length names itself (`turns`, `grids`, `rounds[i].reveals`). A length limit
-  names the limited field, as the format's Limits line does (`client.version`, `match.id`).
+  `rounds[i].takes`, `challenge.position.turns_taken` and a grid `grids[i]`; but one side's picks
+  that are not a list of 1 to 5 name that side (`powers[1]`, as the rulesets examples do). A
+  container of the wrong kind or length names itself (`turns`, `grids`, `rounds[i].reveals`).
+  A length limit names the limited field, as the format's Limits line does (`client.version`,
+  `match.id`).
 * fields that disagree: the object holding both (`rules` for hidden + powers, `turns[i]` for a
   target without power, `result` for points: null with reason points); a mode mismatch names
   the field that should (not) be there (`ai`, `challenge`).
@@ -45,7 +47,9 @@ from replays._wf_common import (
     MAX_VERSION,
     MISSING,
     MODES,
+    OPTIONAL_KEYS,
     PLATFORMS,
+    RULESET_RE,
     UUID_RE,
     Malformed,
     check_keys,
@@ -124,7 +128,7 @@ def _check(record: Record) -> int | None:
             raise Malformed("game", "missing field: which game, slow6 or slide")
         raise Malformed("game", f"game is slow6 or slide, got {show(game)}")
     if record.keys() != rules.KEYS:  # (inline: this is the hot path)
-        check_keys(record, rules.KEYS, rules.ORDER, "")
+        check_keys(record, rules.KEYS, rules.ORDER, "", OPTIONAL_KEYS)
     _check_common(record)
     return rules.check(record)
 
@@ -166,4 +170,13 @@ def _check_common(record: Record) -> None:
         raise Malformed(
             "ended_at",
             f"ended_at is YYYY-MM-DDTHH:MM:SS[.fraction] then Z or +00:00, got {show(ended_at)}",
+        )
+    ruleset = record.get("ruleset", MISSING)
+    if ruleset is not MISSING and (
+        type(ruleset) is not str or RULESET_RE.fullmatch(ruleset) is None
+    ):
+        raise Malformed(
+            "ruleset",
+            "ruleset is a name of 1 to 64 characters of a-z, 0-9, '.', '_', '-' starting with a "
+            f"letter or digit (rulesets.md RS1.1, RS2.1), got {show(ruleset)}",
         )

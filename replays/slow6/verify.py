@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress, count, repeat
 from operator import itemgetter
 from typing import Any, NoReturn, cast
 
+from ..rulesets import STANDARD, Ruleset
 from ..verdict import Record, Verdict, invalid, valid
 from ..vocabulary import BOARDS
 from .board import TURN_LIMIT, back_row, parse_square, square_name
@@ -25,17 +27,24 @@ class RecordFault(Exception):
         self.message = message
 
 
-def verify(record: Record) -> Verdict:
-    return replay(record)[0]
+_STANDARD = STANDARD["slow6"]
 
 
-def replay(record: Record, collect: bool = False) -> tuple[Verdict, Slow6Facts | None]:
-    """Replay every turn; with `collect`, also return the facts storage needs (valid games)."""
+def verify(record: Record, ruleset: Ruleset = _STANDARD) -> Verdict:
+    return replay(record, False, ruleset)[0]
+
+
+def replay(
+    record: Record, collect: bool = False, ruleset: Ruleset = _STANDARD
+) -> tuple[Verdict, Slow6Facts | None]:
+    """Replay every turn under `ruleset` (the caller, usually `replays.verifier`, resolved the
+    record's ruleset name); with `collect`, also return the facts storage needs (valid games)."""
     gid = record.get("game_id")
+    name = ruleset.name
     try:
-        pos = setup(record)
+        pos = setup(record, ruleset)
     except RecordFault as e:
-        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})", None, name), None
     turns = record["turns"]
     counters = None
     if collect:  # facts for storage, counted per turn; the plain verifier does not need them
@@ -44,16 +53,16 @@ def replay(record: Record, collect: bool = False) -> tuple[Verdict, Slow6Facts |
         pos.play_log(turns, play_turn)
     except RuleBroken as e:
         i = pos.ply  # the turn that broke
-        return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})", None, name), None
     try:
         judge_result(pos, record["result"])
     except RecordFault as e:
-        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})", None, name), None
     facts = _facts(pos, record, counters) if counters is not None else None
-    return valid(gid), facts
+    return valid(gid, name), facts
 
 
-def setup(record: Record) -> Position:
+def setup(record: Record, ruleset: Ruleset = _STANDARD) -> Position:
     rules = record["rules"]
     n = rules["board"]
     picks = record["powers"]
@@ -64,19 +73,40 @@ def setup(record: Record) -> Position:
         if len(sets[0]) != len(picks[0]) or len(sets[1]) != len(picks[1]):
             s = 0 if len(sets[0]) != len(picks[0]) else 1
             raise RecordFault("R8.1", f"side {s} picked the same power twice: {picks[s]}")
+        # R8.1 (RS7.3): standard's 3 of all ten, or the ruleset's picks of its powers
+        if ruleset is not _STANDARD or len(picks[0]) != 3 or len(picks[1]) != 3:
+            _check_picks(picks, ruleset.params)
         picks = sets
     elif picks is not None:
         raise RecordFault("R8.1", "powers picked in a game without powers")
     lineups = record["lineups"]
     challenge = record["challenge"]
     if challenge is not None:
-        check_position(challenge["position"], n, record["first"])
-        return Position.from_challenge(n, lineups, challenge["position"], picks)
-    return Position.start_position(n, lineups, record["first"], picks)
+        limit = cast(int, ruleset.params[f"turn_limit_{n}"])
+        check_position(challenge["position"], n, record["first"], limit)
+        return Position.from_challenge(n, lineups, challenge["position"], picks, ruleset)
+    return Position.start_position(n, lineups, record["first"], picks, ruleset)
 
 
-def check_position(position: Record, n: int, first: int) -> None:
-    """R9.2: a set position must be consistent, or the record breaks R9.1."""
+def _check_picks(picks: list[list[str]], params: Mapping[str, object]) -> None:
+    """R8.1 under the ruleset (RS7.3): each side picks exactly `picks` ids of `powers`."""
+    count = cast(int, params["picks"])
+    offered = cast("tuple[str, ...]", params["powers"])
+    for s, side_picks in enumerate(picks):
+        if len(side_picks) != count:
+            raise RecordFault(
+                "R8.1", f"side {s} picked {len(side_picks)} powers; each side picks {count}"
+            )
+        for power in side_picks:
+            if power not in offered:
+                raise RecordFault(
+                    "R8.1", f"side {s} picked {power}, which this ruleset does not offer"
+                )
+
+
+def check_position(position: Record, n: int, first: int, limit: int | None = None) -> None:
+    """R9.2: a set position must be consistent, or the record breaks R9.1. `limit`: T of the
+    record's ruleset (RS7.7; None: standard's)."""
 
     def fault(msg: str) -> NoReturn:
         raise RecordFault("R9.1", f"challenge position: {msg}")
@@ -107,7 +137,8 @@ def check_position(position: Record, n: int, first: int) -> None:
             fault(f"{pc['square']} is wounded or stunned but not a crown")
     if sides != {0, 1}:
         fault("each side must have pieces")
-    limit = TURN_LIMIT[n]
+    if limit is None:
+        limit = TURN_LIMIT[n]
     taken = position["turns_taken"]
     if max(taken) > limit or taken[0] == taken[1] == limit:
         fault(f"turns_taken {taken} is past the turn limit {limit}")
@@ -230,8 +261,8 @@ def _piece_columns(pos: Position, c: Counters) -> PieceColumns:
     )  # fmt: skip
 
 
-def frames(record: Record) -> dict[str, Any]:
-    """The game turn by turn for a viewer (see `replays.slow6.frames`)."""
+def frames(record: Record, ruleset: Ruleset | None = None) -> dict[str, Any]:
+    """The game turn by turn for a viewer (see `replays.slow6.frames`), under `ruleset`."""
     from .frames import frames as _frames
 
-    return _frames(record)
+    return _frames(record, ruleset)
