@@ -170,6 +170,7 @@ def _outcome(judged, gid: str, text: bytes, received):
         str(record.get("mode")),
         _time(record.get("ended_at"), received),
         received,
+        rows.ruleset_of(record),
     )
     return QUARANTINED, {"quarantine": [row]}, verdict
 

@@ -43,6 +43,7 @@ from .lake import (
     sweep_stale,
 )
 from .lake_claims import STORED, Claims
+from .store import missing_columns
 
 log = logging.getLogger("ingest.lake")
 
@@ -78,9 +79,18 @@ def _install_claims(con: duckdb.DuckDBPyConnection) -> None:
     Claims(con.cursor(), PG).install()
 
 
+def _add_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """The columns added to schema.sql since (store.ADDED_COLUMNS: the games' `ruleset`), each
+    with its default for the games stored before, then NOT NULL."""
+    for table, column, definition in missing_columns(con, LAKE):
+        con.execute(f"ALTER TABLE {LAKE}.main.{table} ADD COLUMN {column} {definition}")
+        con.execute(f"ALTER TABLE {LAKE}.main.{table} ALTER COLUMN {column} SET NOT NULL")
+
+
 # version -> the step from it to the next one (on a lake connection with the catalog attached)
 UPGRADES: dict[str, Any] = {
     "1": _install_claims,  # 1 -> 2: the commit gate (balance_gate, balance_claim reads it)
+    "2": _add_columns,  # 2 -> 3: rulesets (the `rulesets` table is made by lake_schema_sql)
 }
 
 
