@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from . import rows
+from . import registry, rows
 from .lake import (
     FENCES,
     LAKE,
@@ -37,6 +37,7 @@ from .lake import (
     PG,
     LakeError,
     connect,
+    conninfo,
     data_path_of,
     lake_schema_sql,
     stored_version,
@@ -224,6 +225,12 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
     summary: dict[str, Any] = {"imported": 0, "already": 0, "conflicts": 0, "tables": {}}
     try:
         con.execute(f"ATTACH {_lit(db)} AS src (READ_ONLY)")
+        # the file's rulesets first (its games were judged under them): a name the lake has
+        # with other parameters stops the import, nothing of it copied (RS1.3)
+        with registry.lake_lock(conninfo(catalog)):
+            summary["rulesets"] = registry.register_in_transaction(
+                con, registry.load(con, "src.main.rulesets")
+            )
         ((total,),) = con.execute("SELECT count(*) FROM src.raw_records").fetchall()
         ids = con.cursor()  # streamed, next to the statements on `con`
         ids.execute("SELECT game_id::VARCHAR, content_hash FROM src.raw_records")

@@ -59,10 +59,11 @@ def _from_row(game: str, name: str, params, description: str | None) -> R.Rulese
     )
 
 
-def load(con: duckdb.DuckDBPyConnection) -> list[R.Ruleset]:
-    """Every registered ruleset (never `standard`), by game and name."""
+def load(con: duckdb.DuckDBPyConnection, table: str = "rulesets") -> list[R.Ruleset]:
+    """Every registered ruleset (never `standard`), by game and name (`table`: another
+    database's, e.g. 'src.main.rulesets')."""
     found = con.execute(
-        "SELECT game, name, params::VARCHAR, description FROM rulesets ORDER BY game, name"
+        f"SELECT game, name, params::VARCHAR, description FROM {table} ORDER BY game, name"
     ).fetchall()
     return [_from_row(*row) for row in found]
 
