@@ -85,7 +85,10 @@ def _add_columns(con: duckdb.DuckDBPyConnection) -> None:
     with its default for the games stored before, then NOT NULL."""
     for table, column, definition in missing_columns(con, LAKE):
         con.execute(f"ALTER TABLE {LAKE}.main.{table} ADD COLUMN {column} {definition}")
-        con.execute(f"ALTER TABLE {LAKE}.main.{table} ALTER COLUMN {column} SET NOT NULL")
+        try:
+            con.execute(f"ALTER TABLE {LAKE}.main.{table} ALTER COLUMN {column} SET NOT NULL")
+        except duckdb.Error as exc:  # DuckLake cannot on a table without stats (never written)
+            log.info("%s.%s stays nullable (every writer gives it a value): %s", table, column, exc)
 
 
 # version -> the step from it to the next one (on a lake connection with the catalog attached)
