@@ -185,8 +185,8 @@ def parse_files(
             parsed[key] = ruleset
             source_of[key] = source
         if len(deferred) == len(waiting):  # no progress: the bases are nowhere
-            source, exc = errors[0]
-            raise _invalid(source, exc) from exc
+            where, fault = errors[0]
+            raise _invalid(where, fault) from fault
         waiting = deferred
     return list(parsed.values())
 
