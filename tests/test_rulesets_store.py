@@ -11,7 +11,7 @@ import duckdb
 import pytest
 from support import example_records, query, spec_dir
 
-from ingest.pipeline import Judge
+from ingest.pipeline import Judge, recheck_unknown
 from ingest.storage import Store, open_db, registry
 from replays import rulesets as R
 
@@ -169,3 +169,20 @@ def test_registry_state_travels_to_a_judge_process_and_refresh_reads_once():
     assert worker.snapshot.version == reg.snapshot.version
     exclusive = registry.Registry(load, exclusive=True)
     assert exclusive.refresh(1e18) is False and len(loads) == 1
+
+
+def test_an_unreadable_registry_leaves_rs51_standing():
+    """A lake server that cannot read the registry again (the catalog down) answers RS5.1 as
+    judged, rather than failing the upload: the record is stored, reverify recovers it."""
+
+    def load():
+        raise OSError("catalog unreachable")
+
+    judge = Judge(registry=registry.Registry(load))
+    rec = next(r for r in example_records("rulesets/rulesets-valid") if r.get("ruleset"))
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    lines = [(0, json.dumps(rec).encode())]
+    judged = [judge.judge(0, lines[0][1], now)]
+    assert judged[0].result["rule"] == "RS5.1"
+    again = recheck_unknown(judge, judged, lines, [now])
+    assert again[0].result["rule"] == "RS5.1" and again[0].pending is not None
