@@ -186,3 +186,31 @@ def test_an_unreadable_registry_leaves_rs51_standing():
     assert judged[0].result["rule"] == "RS5.1"
     again = recheck_unknown(judge, judged, lines, [now])
     assert again[0].result["rule"] == "RS5.1" and again[0].pending is not None
+
+
+def test_refresh_reads_the_rulesets_only_when_the_counter_moved():
+    """A lake server checks the registry's counter (cheap) before it reads the rulesets (tens
+    of milliseconds on a lake): a flood of unknown-ruleset uploads costs counter checks."""
+    loads, counter = [], [0]
+    rulesets: list = []
+
+    def load():
+        loads.append(1)
+        return list(rulesets)
+
+    reg = registry.Registry(load, version=lambda: counter[0])
+    reg.reload()
+    assert len(loads) == 1
+    for _ in range(5):
+        assert reg.refresh(1e18) is False
+    assert len(loads) == 1  # the counter did not move
+    rulesets.extend(parsed("freeze-1"))
+    counter[0] += 1
+    assert reg.refresh(1e18) is True and len(loads) == 2
+    assert reg.lookup("slow6", "freeze-1") is not None
+
+    def broken():
+        raise OSError("down")
+
+    flaky = registry.Registry(load, version=broken)
+    assert flaky.refresh(1e18) is True and len(loads) == 3  # unreadable counter: read them
