@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 
 import duckdb
 import pytest
@@ -214,3 +215,35 @@ def test_refresh_reads_the_rulesets_only_when_the_counter_moved():
 
     flaky = registry.Registry(load, version=broken)
     assert flaky.refresh(1e18) is True and len(loads) == 3  # unreadable counter: read them
+
+
+def test_journaled_games_are_judged_by_the_registry_after_a_crash(tmp_path):
+    """Games acknowledged (journaled) but not yet in DuckDB when the server dies are judged
+    again at the next start: by the store's rulesets, read before the journal, so a game of
+    a registered ruleset stays verified (it would be RS5.1 judged by `standard` alone)."""
+    live = tmp_path / "live"
+    live.mkdir()
+    db = live / "s.duckdb"
+    rec = next(
+        r for r in example_records("rulesets/rulesets-valid") if r.get("ruleset") == "long-5"
+    )
+    store = Store(db, rows_interval=3600)  # the rows thread waits: the game stays journaled
+    try:
+        store.submit(lambda con: registry.register(con, parsed("long-5"))).result()
+        store.registry.reload()
+        judge = Judge(registry=store.registry)
+        now = dt.datetime(2026, 11, 3)
+        pending = judge.judge(0, json.dumps(rec).encode(), now).pending
+        assert store.ingest([pending]) == ["accepted"]
+        crashed = tmp_path / "crashed"  # the files as a kill -9 would leave them
+        shutil.copytree(live, crashed)
+    finally:
+        store.close()
+    copy = crashed / "s.duckdb"
+    assert query(copy, "SELECT count(*) FROM games") == [(0,)]
+    assert [p.name for p in crashed.iterdir() if ".journal." in p.name]
+    with Store(copy) as again:
+        assert again.journaled == 1
+    assert query(copy, "SELECT ruleset FROM games") == [("long-5",)]
+    assert query(copy, "SELECT status FROM raw_records") == [("verified",)]
+    assert query(copy, "SELECT count(*) FROM quarantine") == [(0,)]
