@@ -42,6 +42,7 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
         ("lineup_0", STR), ("lineup_1", STR), ("powers_0", pa.list_(STR)),
         ("powers_1", pa.list_(STR)), ("winner", U8), ("reason", STR), ("points_0", U16),
         ("points_1", U16), ("turns", U16), ("ended_at", TS), ("received_at", TS),
+        ("ruleset", STR),
     ),
     "game_turns": (
         ("game_id", UUID), ("turn", U16), ("side", U8), ("power", STR), ("move_1", STR),
@@ -57,13 +58,13 @@ COLUMNS: dict[str, tuple[tuple[str, pa.DataType], ...]] = {
     "quarantine": (
         ("game_id", UUID), ("game", STR), ("rule", STR), ("turn", U16), ("seat", U8),
         ("message", STR), ("platform", STR), ("client_version", STR), ("mode", STR),
-        ("ended_at", TS), ("received_at", TS),
+        ("ended_at", TS), ("received_at", TS), ("ruleset", STR),
     ),
     "slide_games": (
         ("game_id", UUID), ("players", U8), ("first", U8), ("match_id", STR),
         ("match_game", U16), ("mode", STR), ("platform", STR), ("client_version", STR),
         ("winners", pa.list_(U8)), ("shared", BOOL), ("best_score", U16), ("rounds", U8),
-        ("ended_at", TS), ("received_at", TS),
+        ("ended_at", TS), ("received_at", TS), ("ruleset", STR),
     ),
     "slide_seats": (
         ("game_id", UUID), ("players", U8), ("seat", U8), ("seat_from_first", U8),
@@ -127,7 +128,7 @@ def slow6_game_row(gid: bytes | str, record: dict, facts: Slow6Facts, received) 
         record["first"], lineups[0], lineups[1],
         picks[0] if picks else None, picks[1] if picks else None,
         facts.winner, facts.reason, facts.points[0], facts.points[1], len(record["turns"]),
-        parse_time(record["ended_at"]), received,
+        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
     )  # fmt: skip
 
 
@@ -166,7 +167,7 @@ def slide_rows(gid: bytes | str, record: dict, facts: SlideFacts, received: dt.d
         gid, players, facts.first, match["id"] if match else None,
         match["game"] if match else None, record["mode"], client["platform"], client["version"],
         winners, len(winners) > 1, best, len(record["rounds"]),
-        parse_time(record["ended_at"]), received,
+        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
     )  # fmt: skip
     won = set(winners)
     seats = [
@@ -194,7 +195,7 @@ def quarantine_row(gid: bytes | str, record: dict, verdict, received: dt.datetim
     row = (
         gid, record["game"], verdict.rule or "format", verdict.turn, verdict.seat,
         verdict.message or "", client["platform"], client["version"], record["mode"],
-        parse_time(record["ended_at"]), received,
+        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
     )  # fmt: skip
     return {"quarantine": [row]}
 

@@ -52,7 +52,8 @@ CREATE TABLE IF NOT EXISTS games (
     points_1       USMALLINT NOT NULL,
     turns          USMALLINT NOT NULL,      -- turns in the log
     ended_at       TIMESTAMP NOT NULL,      -- client clock, UTC
-    received_at    TIMESTAMP NOT NULL       -- server clock, UTC
+    received_at    TIMESTAMP NOT NULL,      -- server clock, UTC
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
 );
 
 -- One row per turn of a verified Slow6 game; unique per (game_id, turn).
@@ -105,7 +106,8 @@ CREATE TABLE IF NOT EXISTS quarantine (
     client_version VARCHAR NOT NULL,
     mode           VARCHAR NOT NULL,
     ended_at       TIMESTAMP NOT NULL,
-    received_at    TIMESTAMP NOT NULL
+    received_at    TIMESTAMP NOT NULL,
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
 );
 
 -- One row per verified Slide game.
@@ -123,7 +125,8 @@ CREATE TABLE IF NOT EXISTS slide_games (
     best_score     USMALLINT NOT NULL,      -- the winning score
     rounds         UTINYINT NOT NULL,       -- rounds in the log (16)
     ended_at       TIMESTAMP NOT NULL,
-    received_at    TIMESTAMP NOT NULL
+    received_at    TIMESTAMP NOT NULL,
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
 );
 
 -- One row per seat of a verified Slide game; unique per (game_id, seat).
@@ -180,3 +183,4 @@ CREATE TABLE IF NOT EXISTS rejections (
     problem     VARCHAR NOT NULL,           -- not JSON | unknown field | missing field | invalid value
     records     BIGINT NOT NULL
 );
+
