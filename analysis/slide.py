@@ -2,7 +2,7 @@
 value is taken when there is a choice, and match results (S3.4, with the consistency checks
 S4.4 leaves to analysis).
 
-Cut dimensions of the Slide tables: players, mode, platform, client_version, week.
+Cut dimensions of the Slide tables: players, mode, platform, client_version, ruleset, week.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from .games_sql import SLIDE_DIMS as DIMS
 from .games_sql import Selection, slide_games
 from .tables import Cube
 
-SLIDE_DIMS = ("players", "mode", "platform", "client_version", "week")
+SLIDE_DIMS = ("players", "mode", "platform", "client_version", "ruleset", "week")
 # seats carry `players` too: a join names the game's
 SG_DIMS = ", ".join(f"sg.{d}" for d in SLIDE_DIMS)
 MATCH_TARGET = 100  # S3.4: a match ends after the game in which a running total reaches 100
