@@ -150,6 +150,9 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
             "platform": list(PLATFORMS),
         },
         "versions": versions,
+        "rulesets": list(_catalog().rulesets(ctx, page))
+        if page is None or page.version_select
+        else [],
         "defaulted": ctx.filters.defaulted,
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
@@ -165,6 +168,8 @@ def render_page(name: str):
         abort(404)
     ctx = _ctx(page=page)
     views = [build(chart, ctx) for chart in page.charts]
+    for v in views:  # each chart says which ruleset(s) it covers (rulesets.md RS6.1)
+        v.covers = ctx.params.get("covers") or catalog.covers(ctx, page, v.chart.table)
     coverage, partial = _coverage(ctx, page, views)
     html = render_template(
         "page.html",

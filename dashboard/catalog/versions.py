@@ -61,6 +61,7 @@ def prepare(ctx: Ctx, args: Mapping[str, str]) -> None:
     """Versions A and B from the query (checked like every filter), else the defaults; the
     page's other filters apply as on every page, the client version filter does not."""
     ctx.filters.values.pop("client_version", None)
+    ctx.filters.values.pop("ruleset", None)  # each side has its own (its version's)
     if "versions" not in ctx.params:  # a page request has them; a saved query's run not
         from . import client_versions
 
