@@ -58,6 +58,7 @@ MOVES = frozenset(a + "-" + b for a in SQUARES for b in SQUARES)
 
 SQUARE_PATTERN = "^[a-g][1-7]$"
 MOVE_PATTERN = "^[a-g][1-7]-[a-g][1-7]$"
+RULESET_PATTERN = "^[a-z0-9][a-z0-9._-]{0,63}$"  # rulesets.md RS1.1 (= rulesets.NAME_PATTERN)
 UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 # Days 01-28 in any month, 29-30 in all but February, 31 in the long months, February 29 in
 # leap years (divisible by 4 and not by 100, or by 400); there is no year 0000.
@@ -78,6 +79,9 @@ def _whole(pattern: str) -> re.Pattern[str]:
 
 UUID_RE = _whole(UUID_PATTERN)
 ENDED_AT_RE = _whole(ENDED_AT_PATTERN)
+RULESET_RE = _whole(RULESET_PATTERN)
+OPTIONAL_KEYS = frozenset({"ruleset"})  # top-level fields a record may leave out (RS2.1)
+MIN_PICKS, MAX_PICKS = 1, 5  # a side's picks: how many is a rule (R8.1, RS7.3), this is form
 ENDED_AT_SHAPE_RE = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?(?:Z|\+00:00)"
 )

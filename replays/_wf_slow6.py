@@ -21,7 +21,9 @@ from replays._wf_common import (
     CLIENT_KEYS,
     ENDED_AT_PATTERN,
     MAX_ID,
+    MAX_PICKS,
     MAX_VERSION,
+    MIN_PICKS,
     MISSING,
     MODES,
     MOVES,
@@ -29,6 +31,7 @@ from replays._wf_common import (
     PLATFORMS,
     POWERS,
     REASONS,
+    RULESET_PATTERN,
     SQUARES,
     UUID_PATTERN,
     Malformed,
@@ -135,7 +138,7 @@ def _record_pattern() -> re.Pattern[bytes]:
     integer = "-?(?:0|[1-9][0-9]*)"
     points = rf"\[{integer},{integer}\]"
     power = f'"{one_of(POWERS)}"'
-    picks = rf"\[{power},{power},{power}\]"
+    picks = rf"\[{power}(?:,{power}){{{MIN_PICKS - 1},{MAX_PICKS - 1}}}\]"
     lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
     # the most common turn first, on its own: one move, no power (the rest: any turn)
     turn = rf'\{{(?:"moves":\[{_MOVE}\]\}}|(?:{_TURN_BODY_RE.pattern.decode()})\}})'
@@ -155,6 +158,7 @@ def _record_pattern() -> re.Pattern[bytes]:
         rf'"version":"{ascii_}{{0,{MAX_VERSION}}}"\}},'
         rf'"mode":"(?P<mode>{one_of(MODES)})",'
         rf'"ended_at":"{ENDED_AT_PATTERN[1:-1]}",'
+        rf'(?:"ruleset":"{RULESET_PATTERN[1:-1]}",)?'
         r'"rules":\{"board":(?P<board>[57]),'
         r'"powers":(?:true,"hidden":false|false,"hidden":(?:true|false))\},'
         r'"ai":(?P<ai>null|\{"side":[01],"level":[1-4]\}),'
@@ -256,7 +260,9 @@ def colons(record: Record, turns_text: bytes) -> int:
     """The colons `orjson.dumps(record)` writes for a well-formed record, from the text of its
     turns (a turn's strings hold no colon, so those are its keys): every key once, and the
     colons inside the only strings that may hold them (version, ended_at, challenge id)."""
-    keys: int = len(KEYS) + len(CLIENT_KEYS) + len(_RULES) + len(record["result"])
+    keys: int = (
+        len(KEYS) + ("ruleset" in record) + len(CLIENT_KEYS) + len(_RULES) + len(record["result"])
+    )
     keys += turns_text.count(b":")
     if record["ai"] is not None:
         keys += len(_AI)
@@ -354,24 +360,36 @@ def _check_powers(powers: object) -> None:
         return
     if type(powers) is not list or len(powers) != 2:
         raise Malformed(
-            "powers", f"powers are null or two lists of 3 power ids, got {show(powers)}"
+            "powers",
+            f"powers are null or two lists of {MIN_PICKS} to {MAX_PICKS} power ids, "
+            f"got {show(powers)}",
         )
     for side, picks in enumerate(powers):
-        if type(picks) is not list or len(picks) != 3:
-            raise Malformed("powers", f"side {side} picks 3 power ids, got {show(picks)}")
+        # (how many a side must pick is a rule, R8.1 under the record's ruleset: RS7.3)
+        if type(picks) is not list or not MIN_PICKS <= len(picks) <= MAX_PICKS:
+            raise Malformed(
+                f"powers[{side}]",
+                f"side {side} picks a list of {MIN_PICKS} to {MAX_PICKS} power ids, "
+                f"got {show(picks)}",
+            )
         for pick in picks:
             if type(pick) is not str or pick not in POWERS:
                 raise Malformed("powers", f"{show(pick)} is not a power id (R8.2)")
 
 
 def _powers_fast_ok(powers: object) -> bool:
-    """Whether `powers` is two lists of three power ids, in one set test per side (False: look
+    """Whether `powers` is two lists of 1-5 power ids, in one set test per side (False: look
     closer). Only these strings equal a power id among JSON values; a list or dict among them
     is unhashable, which also means look closer."""
     if type(powers) is not list or len(powers) != 2:
         return False
     a, b = powers
-    if not (type(a) is list and type(b) is list and len(a) == 3 and len(b) == 3):
+    if not (
+        type(a) is list
+        and type(b) is list
+        and MIN_PICKS <= len(a) <= MAX_PICKS
+        and MIN_PICKS <= len(b) <= MAX_PICKS
+    ):
         return False
     try:
         return POWERS.issuperset(a) and POWERS.issuperset(b)

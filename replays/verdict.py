@@ -24,6 +24,9 @@ class Verdict(NamedTuple):
     message: str | None = None
     field: str | None = None  # for malformed: the offending field, "turns[7].moves"
     seat: int | None = None  # Slide only: the seat that broke the rule
+    # the ruleset judged under (RS5.3); for RS5.1, the unknown name the record asked for;
+    # None only for a malformed record
+    ruleset: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -37,20 +40,26 @@ class Verdict(NamedTuple):
             "turn": self.turn,
             "message": self.message,
             "field": self.field,
+            "ruleset": self.ruleset,
         }
         if self.seat is not None:
             out["seat"] = self.seat
         return out
 
 
-def valid(game_id: str | None) -> Verdict:
-    return Verdict(VALID, game_id)
+def valid(game_id: str | None, ruleset: str | None = None) -> Verdict:
+    return Verdict(VALID, game_id, None, None, None, None, None, ruleset)
 
 
 def invalid(
-    game_id: str | None, rule: str, turn: int | None, message: str, seat: int | None = None
+    game_id: str | None,
+    rule: str,
+    turn: int | None,
+    message: str,
+    seat: int | None = None,
+    ruleset: str | None = None,
 ) -> Verdict:
-    return Verdict(INVALID, game_id, rule, turn, message, None, seat)
+    return Verdict(INVALID, game_id, rule, turn, message, None, seat, ruleset)
 
 
 def malformed(game_id: str | None, field: str, message: str) -> Verdict:

@@ -1,11 +1,17 @@
-"""One interface for every game: text or record in, verdict (and replay facts) out."""
+"""One interface for every game: text or record in, verdict (and replay facts) out.
+
+Each record is judged under the ruleset it names (rulesets.md): `rulesets`, a lookup
+(game, name) -> Ruleset, says which rulesets exist besides the built-in `standard` (None: only
+`standard`). Order of judgement (RS7.2): well-formedness, then RS5.1 (an unknown ruleset), then
+every other rule under the ruleset's parameters (RS5.2)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
 from . import wellformed
-from .verdict import Record, Verdict, malformed
+from .rulesets import STANDARD, STANDARD_NAME, Ruleset, RulesetLookup
+from .verdict import Record, Verdict, invalid, malformed
 
 if TYPE_CHECKING:
     from .slide.facts import SlideFacts
@@ -15,10 +21,10 @@ if TYPE_CHECKING:
 class _Engine(Protocol):
     """What a game's verify module gives (`replays.slow6.verify`, `replays.slide.verify`)."""
 
-    def verify(self, record: Record) -> Verdict: ...
+    def verify(self, record: Record, ruleset: Ruleset = ...) -> Verdict: ...
 
     def replay(
-        self, record: Record, collect: bool = ...
+        self, record: Record, collect: bool = ..., ruleset: Ruleset = ...
     ) -> tuple[Verdict, Slow6Facts | SlideFacts | None]: ...
 
 
@@ -40,17 +46,47 @@ def _engine(game: str) -> _Engine:
     return engine
 
 
-def verify_record(record: Record) -> Verdict:
-    """Judge a well-formed record: valid, or the first rule it breaks."""
-    return _engine(record["game"]).verify(record)
+def ruleset_of(record: Record, rulesets: RulesetLookup | None = None) -> Ruleset | Verdict:
+    """The ruleset a well-formed record is judged under, or its RS5.1 verdict when that ruleset
+    is not known for the record's game."""
+    game = record["game"]
+    name = record.get("ruleset", STANDARD_NAME)
+    if name == STANDARD_NAME:
+        return STANDARD[game]
+    found = rulesets(game, name) if rulesets is not None else None
+    if found is None or found.game != game:
+        return invalid(
+            record.get("game_id"),
+            "RS5.1",
+            None,
+            f"ruleset {name!r} is not known for {game} (RS5.1): the record is kept, and judged "
+            "again once that ruleset is registered",
+            ruleset=name,
+        )
+    return found
 
 
-def replay_record(record: Record) -> tuple[Verdict, Slow6Facts | SlideFacts | None]:
+def verify_record(record: Record, rulesets: RulesetLookup | None = None) -> Verdict:
+    """Judge a well-formed record: valid, or the first rule it breaks (RS5.1 first)."""
+    ruleset = ruleset_of(record, rulesets)
+    if isinstance(ruleset, Verdict):
+        return ruleset
+    return _engine(record["game"]).verify(record, ruleset)
+
+
+def replay_record(
+    record: Record, rulesets: RulesetLookup | None = None
+) -> tuple[Verdict, Slow6Facts | SlideFacts | None]:
     """Judge a well-formed record and, when valid, return what the replay found (facts)."""
-    return _engine(record["game"]).replay(record, collect=True)
+    ruleset = ruleset_of(record, rulesets)
+    if isinstance(ruleset, Verdict):
+        return ruleset, None
+    return _engine(record["game"]).replay(record, True, ruleset)
 
 
-def check_text(text: str | bytes) -> tuple[Record | None, Verdict]:
+def check_text(
+    text: str | bytes, rulesets: RulesetLookup | None = None
+) -> tuple[Record | None, Verdict]:
     """Parse, check well-formedness, then replay: the whole path of one upload record."""
     try:
         record = wellformed.load(text)
@@ -58,4 +94,4 @@ def check_text(text: str | bytes) -> tuple[Record | None, Verdict]:
         shape = e.record
         gid = shape.get("game_id") if shape is not None else None
         return shape, malformed(gid if isinstance(gid, str) else None, e.field, e.message)
-    return record, verify_record(record)
+    return record, verify_record(record, rulesets)

@@ -45,7 +45,9 @@ from replays._wf_common import (
     MAX_VERSION,
     MISSING,
     MODES,
+    OPTIONAL_KEYS,
     PLATFORMS,
+    RULESET_RE,
     UUID_RE,
     Malformed,
     check_keys,
@@ -124,7 +126,7 @@ def _check(record: Record) -> int | None:
             raise Malformed("game", "missing field: which game, slow6 or slide")
         raise Malformed("game", f"game is slow6 or slide, got {show(game)}")
     if record.keys() != rules.KEYS:  # (inline: this is the hot path)
-        check_keys(record, rules.KEYS, rules.ORDER, "")
+        check_keys(record, rules.KEYS, rules.ORDER, "", OPTIONAL_KEYS)
     _check_common(record)
     return rules.check(record)
 
@@ -166,4 +168,13 @@ def _check_common(record: Record) -> None:
         raise Malformed(
             "ended_at",
             f"ended_at is YYYY-MM-DDTHH:MM:SS[.fraction] then Z or +00:00, got {show(ended_at)}",
+        )
+    ruleset = record.get("ruleset", MISSING)
+    if ruleset is not MISSING and (
+        type(ruleset) is not str or RULESET_RE.fullmatch(ruleset) is None
+    ):
+        raise Malformed(
+            "ruleset",
+            "ruleset is a name of 1 to 64 characters of a-z, 0-9, '.', '_', '-' starting with a "
+            f"letter or digit (rulesets.md RS1.1, RS2.1), got {show(ruleset)}",
         )

@@ -211,26 +211,29 @@ def crown(side: int, square: str, start: str, wounded=False, stunned=False, boar
 # --- verdicts --------------------------------------------------------------------------------
 
 
-def verify(record: dict):
+def verify(record: dict, rulesets=None):
+    """`rulesets`: the verifier's lookup, for a record that names a ruleset (rulesets.md)."""
     # Imported here so a missing engine fails each test, not the collection of the module.
     from replays.verifier import verify_record
 
-    return verify_record(record)
+    return verify_record(record, rulesets)
 
 
 def _describe(v) -> str:
     return f"got verdict={v.verdict!r} rule={v.rule!r} turn={v.turn!r} message={v.message!r}"
 
 
-def assert_valid(record: dict):
-    v = verify(record)
+def assert_valid(record: dict, rulesets=None):
+    v = verify(record, rulesets)
     assert v.verdict == "valid", _describe(v)
     return v
 
 
-def assert_invalid(record: dict, rule: str, turn: int | None, also: tuple[str, ...] = ()):
+def assert_invalid(
+    record: dict, rule: str, turn: int | None, also: tuple[str, ...] = (), rulesets=None
+):
     """The record breaks `rule` at `turn` (R10); `also` lists rules the spec lets it name too."""
-    v = verify(record)
+    v = verify(record, rulesets)
     assert v.verdict == "invalid", _describe(v)
     assert v.rule == rule or v.rule in also, f"expected rule {rule} (or {also}); " + _describe(v)
     assert v.turn == turn, f"expected turn {turn}; " + _describe(v)

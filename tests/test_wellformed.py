@@ -493,9 +493,16 @@ def test_lineups_are_two_permutations_of_1_to_n():
     assert fault(edit(big, "lineups", [[7, 6, 5, 4, 3, 2, 1], [1, 2, 3, 4, 5, 6, 7]])) is None
 
 
-def test_powers_are_null_or_two_lists_of_three_ids():
+def test_powers_are_null_or_two_lists_of_one_to_five_ids():
     assert fault(edit(SLOW6, "powers", [["dash", "shield", "swap"]])) == "powers"
-    assert fault(edit(SLOW6, "powers[0]", ["dash", "shield"])) == "powers"
+    # how many a side picks is a rule (R8.1 under its ruleset, RS7.3), not form
+    assert fault(edit(SLOW6, "powers[0]", ["dash", "shield"])) is None
+    assert fault(edit(SLOW6, "powers[0]", ["dash"])) is None
+    five = ["dash", "shield", "swap", "leap", "trap"]
+    assert fault(edit(SLOW6, "powers[0]", five)) is None
+    assert fault(edit(SLOW6, "powers[0]", [])) == "powers[0]"
+    assert fault(edit(SLOW6, "powers[0]", [*five, "surge"])) == "powers[0]"
+    assert fault(edit(SLOW6, "powers[1]", "dash")) == "powers[1]"
     assert fault(edit(SLOW6, "powers[1][2]", "jump")) == "powers"
     # duplicate picks and picks in a game without powers are R8.1 questions
     assert fault(edit(SLOW6, "powers[1]", ["trap", "trap", "trap"])) is None

@@ -125,15 +125,50 @@ def push(values: list[int], down: list[bool], gap: int, side: str, card: int) ->
     shift(down, gap, side, False)
 
 
-def score_grid(values: Sequence[int]) -> tuple[int, int]:
-    """S3.2-S3.3 on a final (all face-up) grid: (score, cards left). A card is removed iff it
-    shares a side with an equal card: then its group has two or more cards and goes whole."""
-    gone = {k for i, j in PAIRS if values[i] == values[j] for k in (i, j)}
+MIN_GROUP = 2  # S3.2 under `standard`: a group of two or more cards cancels
+
+
+def score_grid(values: Sequence[int], min_group: int = MIN_GROUP) -> tuple[int, int]:
+    """S3.2-S3.3 on a final (all face-up) grid: (score, cards left). Under `standard` a card
+    is removed iff it shares a side with an equal card (its group then has two or more cards
+    and goes whole); a ruleset's larger `min_group` removes only groups that large."""
+    if min_group == MIN_GROUP:
+        gone = {k for i, j in PAIRS if values[i] == values[j] for k in (i, j)}
+    else:
+        gone = {k for cells in _group_cells(values) if len(cells) >= min_group for k in cells}
     return sum(values) - sum([values[k] for k in gone]), CELLS - len(gone)
 
 
-def groups(values: Sequence[int]) -> list[tuple[int, int]]:
-    """The groups S3.2 removes, as (value, size) pairs sorted by value then size."""
+def _group_cells(values: Sequence[int]) -> list[list[int]]:
+    """The cells of every group of two or more touching equal cards (S3.2)."""
+    paired = [False] * CELLS
+    for i, j in PAIRS:
+        if values[i] == values[j]:
+            paired[i] = paired[j] = True
+    found = []
+    for start in range(CELLS):
+        if not paired[start]:
+            continue
+        v = values[start]
+        paired[start] = False
+        stack, cells = [start], []
+        while stack:
+            i = stack.pop()
+            cells.append(i)
+            for j in NEIGHBOURS[i]:
+                if paired[j] and values[j] == v:
+                    paired[j] = False
+                    stack.append(j)
+        found.append(cells)
+    return found
+
+
+def groups(values: Sequence[int], min_group: int = MIN_GROUP) -> list[tuple[int, int]]:
+    """The groups S3.2 removes (at least `min_group` cards), as (value, size) pairs sorted by
+    value then size."""
+    if min_group != MIN_GROUP:
+        sized = [(values[cells[0]], len(cells)) for cells in _group_cells(values)]
+        return sorted(g for g in sized if g[1] >= min_group)
     paired = [False] * CELLS
     for i, j in PAIRS:
         if values[i] == values[j]:
@@ -175,9 +210,14 @@ class Table:
     set, a claimed result by `check_result` (S3.1, S3.3).
     """
 
-    __slots__ = ("players", "first", "values", "down", "round", "gaps", "middle", "took")
+    __slots__ = (
+        "players", "first", "values", "down", "round", "gaps", "middle", "took", "min_group",
+    )  # fmt: skip
 
-    def __init__(self, grids: Sequence[Sequence[int]], first: int) -> None:
+    def __init__(
+        self, grids: Sequence[Sequence[int]], first: int, min_group: int = MIN_GROUP
+    ) -> None:
+        """`min_group`: S3.2's smallest cancelling group, from the record's ruleset."""
         for seat, grid in enumerate(grids):
             for cell, v in enumerate(grid):
                 if not MIN_VALUE <= v <= MAX_VALUE:
@@ -186,6 +226,7 @@ class Table:
                     raise RuleBroken("S1.3", f"seat {seat}: {why}", round=None, seat=seat)
         self.players = len(grids)
         self.first = first
+        self.min_group = min_group
         self.values = [list(g) for g in grids]
         self.down = [[True] * CELLS for _ in grids]
         self.round = 0
@@ -293,7 +334,7 @@ class Table:
 
     def result(self) -> dict[str, list[int]]:
         """S3.2-S3.3 on the final grids: `scores`, `cards_left` and `winners` by seat."""
-        scored = [score_grid(v) for v in self.values]
+        scored = [score_grid(v, self.min_group) for v in self.values]
         scores = [s for s, _ in scored]
         left = [n for _, n in scored]
         return {"scores": scores, "cards_left": left, "winners": winners(scores, left)}

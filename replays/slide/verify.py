@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from operator import neg
-from typing import Any, TypeGuard
+from typing import Any, TypeGuard, cast
 
+from replays.rulesets import STANDARD, Ruleset
 from replays.slide.engine import (
     CELLS,
     MAX_VALUE,
@@ -41,30 +42,35 @@ from replays.verdict import Record, Verdict, invalid, malformed, valid
 
 _SIDES = frozenset(SIDES)
 # players -> first -> taking orders: round i's is at index i % players (S2.1, S2.3)
+_STANDARD = STANDARD["slide"]
 _TAKING_ORDERS = {
     p: [[tuple(taking_order(first, i, p)) for i in range(p)] for first in range(p)]
     for p in range(2, 7)
 }
 
 
-def verify(record: Record) -> Verdict:
-    """The verdict for one well-formed Slide record (valid, invalid with rule/turn/seat, or
-    malformed for a shape the schema cannot check)."""
-    return _replay(record, collect=False)[0]
+def verify(record: Record, ruleset: Ruleset = _STANDARD) -> Verdict:
+    """The verdict for one well-formed Slide record under `ruleset` (the caller, usually
+    `replays.verifier`, resolved the record's ruleset name): valid, invalid with rule/turn/seat,
+    or malformed for a shape the schema cannot check. `match_target` (S3.4) is not checked on a
+    single record (RS7.9)."""
+    return _replay(record, False, ruleset)[0]
 
 
-def replay(record: Record, collect: bool = True) -> tuple[Verdict, SlideFacts | None]:
+def replay(
+    record: Record, collect: bool = True, ruleset: Ruleset = _STANDARD
+) -> tuple[Verdict, SlideFacts | None]:
     """Like `verify`, plus the facts of the game when it is valid (None otherwise, and without
     `collect`)."""
-    return _replay(record, collect)
+    return _replay(record, collect, ruleset)
 
 
-def verify_plainly(record: Record) -> Verdict:
+def verify_plainly(record: Record, ruleset: Ruleset = _STANDARD) -> Verdict:
     """The verdict of the rules engine alone, the record played step by step on a `Table`:
     what `verify` gives for every record its fast path does not accept, and the same verdict as
     `verify` on every record `wellformed.check` accepted. Slower."""
     bad = _shape(record, deep=False)
-    return bad if bad is not None else _play_on_table(record)
+    return bad if bad is not None else _play_on_table(record, ruleset)
 
 
 def _is_int(x: object) -> TypeGuard[int]:
@@ -192,39 +198,42 @@ def _round_facts(
     return now
 
 
-def _replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | None]:
+def _replay(record: Record, collect: bool, ruleset: Ruleset) -> tuple[Verdict, SlideFacts | None]:
     bad = _shape(record, deep=False)
     if bad is not None:
         return bad, None
     try:
-        done = _fast_replay(record, collect)
+        done = _fast_replay(record, collect, ruleset)
     except (TypeError, KeyError, IndexError, ValueError, AttributeError):
         done = None  # not well-formed after all: `_play_on_table` checks the shape first
     if done is not None:
         return done
-    return _play_on_table(record), None
+    return _play_on_table(record, ruleset), None
 
 
-def _play_on_table(record: Record) -> Verdict:
+def _play_on_table(record: Record, ruleset: Ruleset) -> Verdict:
     """The shape entry by entry, then the record played on a `Table`."""
     bad = _shape(record, deep=True)
     if bad is not None:
         return bad
     gid = record.get("game_id")
+    name = ruleset.name
     try:
-        table = Table(record["grids"], record["first"])
+        table = Table(record["grids"], record["first"], cast(int, ruleset.params["min_group"]))
         for rnd in record["rounds"]:
             cells = [r * SIZE + c for r, c in rnd["reveals"]]
             table.play_round(cells, rnd["takes"], [edge["side"] for edge in rnd["slides"]])
         table.check_result(record["result"])
     except RuleBroken as e:
-        return invalid(gid, e.rule, e.round, f"{e.message} ({e.rule})", seat=e.seat)
+        return invalid(gid, e.rule, e.round, f"{e.message} ({e.rule})", e.seat, name)
     except (TypeError, KeyError, IndexError, ValueError, AttributeError):
         return malformed(gid, "rounds", "the record does not follow the upload format")
-    return valid(gid)
+    return valid(gid, name)
 
 
-def _fast_replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | None] | None:
+def _fast_replay(
+    record: Record, collect: bool, ruleset: Ruleset
+) -> tuple[Verdict, SlideFacts | None] | None:
     """The replay of a record whose shape `_shape` accepted, on locals: (valid, the facts when
     `collect`), or None as soon as a rule looks broken (`_play_on_table` then names it).
 
@@ -273,7 +282,8 @@ def _fast_replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | N
         return None  # S3.1
 
     result = record["result"]
-    scored = [score_grid(v) for v in values]
+    min_group = cast(int, ruleset.params["min_group"])
+    scored = [score_grid(v, min_group) for v in values]
     scores = [sc for sc, _ in scored]
     left = [n for _, n in scored]
     won = winners(scores, left)
@@ -283,12 +293,14 @@ def _fast_replay(record: Record, collect: bool) -> tuple[Verdict, SlideFacts | N
         return None  # S3.3
     gid = record.get("game_id")
     if not collect:
-        return valid(gid), None
+        return valid(gid, ruleset.name), None
     facts = SlideFacts(
         players=p,
         first=record["first"],
         winners=tuple(won),
-        seats=[SlideSeatFacts(s, scores[s], left[s], groups(values[s])) for s in range(p)],
+        seats=[
+            SlideSeatFacts(s, scores[s], left[s], groups(values[s], min_group)) for s in range(p)
+        ],
         takes=takes_facts,
     )
-    return valid(gid), facts
+    return valid(gid, ruleset.name), facts

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeAlias, cast
 
+from ..rulesets import STANDARD, Ruleset
 from ..verdict import Record
 from ..vocabulary import BOARDS
 from .board import (
     DIRECTIONS,
     MOVE_XY,
     SQUARE_INDEX,
-    TURN_LIMIT,
     back_row,
     parse_square,
     square_name,
@@ -81,7 +81,8 @@ class Counters:
 _SHARED_SLOTS = (
     "n", "k", "crown", "limit", "geom", "plain", "outcome", "winner", "reason", "over", "ply",
     "to_move", "picks", "home_pid", "taken0", "first", "points_ply", "side", "start", "orig",
-    "_lineups",
+    "_lineups", "rules", "move_reach", "crown_reach", "dash_reach", "leap_reach", "freeze_for",
+    "trap_for", "rest_for", "crown_points",
 )  # fmt: skip
 _COPIED_SLOTS = (
     "board", "rank", "pos", "goal", "wounded", "stun", "imm", "why", "dash", "leap", "surge",
@@ -130,6 +131,16 @@ class Position:
     start: list[int]
     orig: list[int]
     _lineups: Lineups
+    # the ruleset's parameters (rulesets.md RS3), read once per game
+    rules: Ruleset
+    move_reach: int  # R2.2: a non-crown moves 1..move_reach squares
+    crown_reach: int  # R2.2: a crown moves 1..crown_reach squares
+    dash_reach: int  # R8.4
+    leap_reach: int  # R8.11
+    freeze_for: int  # R8.5: the owner's next K turns
+    trap_for: int  # R8.8
+    rest_for: int  # R8.10 (0: no rest)
+    crown_points: int | None  # R6.3: what a crown counts (None: N+1)
     board: list[int]  # per square, the pid on it or -1
     rank: list[int]
     pos: list[int]  # per pid, its square or -1
@@ -151,9 +162,12 @@ class Position:
 
     # ------------------------------------------------------------------ construction
 
-    def __init__(self, n: int, lineups: Lineups, picks: Picks | None = None) -> None:
-        """An empty board; `start_position` and `from_challenge` set the pieces."""
-        self._begin(n, lineups, picks)
+    def __init__(
+        self, n: int, lineups: Lineups, picks: Picks | None = None, rules: Ruleset | None = None
+    ) -> None:
+        """An empty board; `start_position` and `from_challenge` set the pieces. `rules`: the
+        ruleset played under (None: `standard`)."""
+        self._begin(n, lineups, picks, rules)
         self.board = [-1] * (n * n)
         self.side = []
         self.rank = []
@@ -164,12 +178,23 @@ class Position:
         # (home, R6.1), for any other piece the far-row square where its rank promotes (R5.1)
         self.goal = []
 
-    def _begin(self, n: int, lineups: Lineups, picks: Picks | None) -> None:
+    def _begin(self, n: int, lineups: Lineups, picks: Picks | None, rules: Ruleset | None) -> None:
         """Everything but the pieces."""
         self.n = n
         self.k = (n - 1) // 2
         self.crown = n + 1
-        self.limit = TURN_LIMIT[n]
+        if rules is None or rules is _STANDARD:
+            rules = _STANDARD
+            (
+                self.limit, self.move_reach, self.crown_reach, self.dash_reach, self.leap_reach,
+                self.freeze_for, self.trap_for, self.rest_for, self.crown_points,
+            ) = _STANDARD_VALUES[n]  # fmt: skip
+        else:
+            (
+                self.limit, self.move_reach, self.crown_reach, self.dash_reach, self.leap_reach,
+                self.freeze_for, self.trap_for, self.rest_for, self.crown_points,
+            ) = _values(rules, n)  # fmt: skip
+        self.rules = rules
         self.geom = GEOMETRY[n]
         self.plain = PLAIN[n]
         self.outcome = OUTCOMES[n]
@@ -190,10 +215,15 @@ class Position:
 
     @classmethod
     def start_position(
-        cls, n: int, lineups: Lineups, first: int, picks: Picks | None = None
+        cls,
+        n: int,
+        lineups: Lineups,
+        first: int,
+        picks: Picks | None = None,
+        rules: Ruleset | None = None,
     ) -> Position:
         p = cls.__new__(cls)  # not __init__: its empty lists would be replaced at once
-        p._begin(n, lineups, picks)
+        p._begin(n, lineups, picks, rules)
         l0, l1 = lineups
         # pid = side * n + file; both sides start on their back rows (R1.3). Side, start and
         # the original ranks never change, so every game of a board shares the first two.
@@ -203,15 +233,21 @@ class Position:
         p.orig = l0 + l1
         p.rank = p.orig[:]
         p.goal = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
-        p._finish_setup(first, START_REACH[n][:], [n, n])  # (no crown yet, n pieces a side)
+        # (no crown yet, n pieces a side)
+        p._finish_setup(first, _start_reach(n, p.move_reach), [n, n])
         return p
 
     @classmethod
     def from_challenge(
-        cls, n: int, lineups: Lineups, position: Record, picks: Picks | None = None
+        cls,
+        n: int,
+        lineups: Lineups,
+        position: Record,
+        picks: Picks | None = None,
+        rules: Ruleset | None = None,
     ) -> Position:
         """A set position (R9.1); the caller has checked consistency (R9.2)."""
-        p = cls(n, lineups, picks)
+        p = cls(n, lineups, picks, rules)
         to_move = position["to_move"]
         pieces = position["pieces"]
         for pc in pieces:
@@ -260,12 +296,13 @@ class Position:
         self.surge = [False] * m
         self.shield = [False] * m
         self.removed_at = [NEVER] * m
-        # per pid, the reach of a move `play_log` may play on its plain path: 2, a crown 1,
-        # 0 while it holds dash, leap or surge (their moves go through `play`); and one more
-        # entry, -1, which an empty square's pid (-1) reads: no move from there is plain
+        # per pid, the reach of a move `play_log` may play on its plain path: the ruleset's
+        # reach (2 under standard), a crown's crown_reach (1), 0 while it holds dash, leap or
+        # surge (their moves go through `play`); and one more entry, -1, which an empty
+        # square's pid (-1) reads: no move from there is plain
         if reach is None:
-            rank, crown = self.rank, self.crown
-            reach = [1 if r == crown else 2 for r in rank] if crown in rank else [2] * m
+            rank, crown, plain, crowned = self.rank, self.crown, self.move_reach, self.crown_reach
+            reach = [crowned if r == crown else plain for r in rank]
             reach.append(-1)
         self.reach = reach
         self.home_pid = None
@@ -294,10 +331,16 @@ class Position:
         return [pid for pid in range(len(side)) if side[pid] == s and pos[pid] >= 0]
 
     def points(self) -> tuple[int, int]:
+        """R6.3's totals: the ranks left, a crown counting N+1 or the ruleset's crown_points
+        (RS7.8: only here; a crown's rank in fights stays N+1)."""
         tot = [0, 0]
+        worth = self.crown_points
         for pid, sq in enumerate(self.pos):
             if sq >= 0:
-                tot[self.side[pid]] += self.rank[pid]
+                rank = self.rank[pid]
+                if worth is not None and rank == self.crown:
+                    rank = worth
+                tot[self.side[pid]] += rank
         return tot[0], tot[1]
 
     def is_crown(self, pid: int) -> bool:
@@ -320,9 +363,9 @@ class Position:
             if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
                 continue
             fx, fy = frm % n, frm // n
-            reach = 1 if self.rank[pid] == self.crown else 2
+            reach = self.crown_reach if self.rank[pid] == self.crown else self.move_reach
             if self.dash[pid]:
-                reach = 3
+                reach = self.dash_reach
             targets: set[int] = set()
             for dx, dy in DIRECTIONS:
                 x, y = fx, fy
@@ -339,8 +382,9 @@ class Position:
                         targets.add(y * n + x)
                     break
             if self.leap[pid]:
-                for y in range(max(0, fy - 2), min(n, fy + 3)):
-                    for x in range(max(0, fx - 2), min(n, fx + 3)):
+                r = self.leap_reach
+                for y in range(max(0, fy - r), min(n, fy + r + 1)):
+                    for x in range(max(0, fx - r), min(n, fx + r + 1)):
                         if board[y * n + x] < 0:
                             targets.add(y * n + x)
             out.extend((frm, to) for to in sorted(targets))
@@ -352,9 +396,10 @@ class Position:
             if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
                 continue
             fx, fy = frm % n, frm // n
-            if self.leap[pid]:  # every empty square within 2 is reachable
-                for y in range(max(0, fy - 2), min(n, fy + 3)):
-                    for x in range(max(0, fx - 2), min(n, fx + 3)):
+            if self.leap[pid]:  # every empty square within leap_reach is reachable
+                r = self.leap_reach
+                for y in range(max(0, fy - r), min(n, fy + r + 1)):
+                    for x in range(max(0, fx - r), min(n, fx + r + 1)):
                         if board[y * n + x] < 0:
                             return True
             for dx, dy in DIRECTIONS:
@@ -424,8 +469,8 @@ class Position:
             pid = board[square]
             if pid < 0 or side[pid] == s:
                 raise RuleBroken(rule, f"{power} target {self.sq(square)} holds no enemy piece")
-            if power == "freeze":
-                self._immobilise(pid, g + 3, "frozen")
+            if power == "freeze":  # its owner's next K turns: plies g+1, g+3, .., g+2K-1
+                self._immobilise(pid, g + 2 * self.freeze_for - 1, "frozen")
             else:
                 self._shove(pid, square, s, g)
         else:  # dash, leap, surge, shield: one own piece
@@ -463,7 +508,7 @@ class Position:
             raise RuleBroken("R8.7", f"recall: start square {name} is taken")
         rank = self.orig[pid]
         self.rank[pid] = rank
-        self.reach[pid] = 2  # (rank: its original, never a crown)
+        self.reach[pid] = self.move_reach  # (rank: its original, never a crown)
         self.goal[pid] = self._lane_square(s, rank)
         self.wounded[pid] = False
         self.stun[pid] = NEVER
@@ -501,7 +546,7 @@ class Position:
         self.pos[pid] = dest
         if self.trap[s] == dest:  # the shover's trap springs; it is the other side's turn
             self.trap[s] = -1
-            self._immobilise(pid, g + 3, "trapped")
+            self._immobilise(pid, g + 2 * self.trap_for - 1, "trapped")
             if self.counters:
                 self.counters.trapped[g] += 1
 
@@ -545,10 +590,12 @@ class Position:
             raise RuleBroken("R2.2", f"{text} lands on an own piece")
         leap = self.leap[pid]
         dash = self.dash[pid]
+        if leap:  # (the table's `near` is within 2: the ruleset's leap_reach decides)
+            near = dist <= self.leap_reach
         if leap and occ < 0 and near:
             passed = ()  # R8.11: a leap passes over nothing
         else:
-            reach = 3 if dash else (1 if crown else 2)
+            reach = self.dash_reach if dash else (self.crown_reach if crown else self.move_reach)
             fault = None
             if not straight:
                 fault = f"{text} is not a straight line"
@@ -569,7 +616,7 @@ class Position:
         surged = self.surge[pid]
         if leap or surged or dash:
             self.dash[pid] = self.leap[pid] = self.surge[pid] = False
-            self.reach[pid] = 1 if crown else 2
+            self.reach[pid] = self.crown_reach if crown else self.move_reach
         if c:  # facts for storage; the plain verifier does not need them
             c.moved[pid] += 1
             if c.revealed_at[pid] is None:
@@ -587,8 +634,8 @@ class Position:
             end = self._fight(pid, occ, frm, to, surged, g)
         if end >= 0:
             if end == trap and self.trap[1 - s] == trap:
-                self.trap[1 - s] = -1
-                self._immobilise(pid, g + 4, "trapped")
+                self.trap[1 - s] = -1  # sprung on its owner's turn: the rest of it, then K more
+                self._immobilise(pid, g + 2 * self.trap_for, "trapped")
                 if c:
                     c.trapped[g] += 1
             if self._arrive(pid, end):
@@ -704,7 +751,7 @@ class Position:
             self.home_pid = pid
             return True
         rank[pid] = self.crown  # R5.1: a fresh crown at once
-        self.reach[pid] = 1
+        self.reach[pid] = self.crown_reach
         self.wounded[pid] = False
         self.goal[pid] = self.start[pid]
         c = self.counters
@@ -732,7 +779,8 @@ class Position:
             if win == _SURGE_WINS:
                 if surged:
                     win = 1
-                    self._immobilise(a, g + 2, "resting after a surge")  # won by the surge
+                    if self.rest_for:  # won by the surge: the rest of this turn, then K more
+                        self._immobilise(a, g + 2 * self.rest_for, "resting after a surge")
                 else:
                     win = -1
             elif self.stun[d] >= g:
@@ -864,7 +912,7 @@ def _outcomes(n: int) -> list[list[int]]:
     return table
 
 
-_OFF_PLAIN = 3  # more than any plain reach (2; a crown 1; 0 under dash, leap or surge)
+_OFF_PLAIN = 99  # more than any reach of any ruleset (RS3: at most 3; 0 under dash, leap, surge)
 
 
 def _plain(geometry: dict[str, Geometry]) -> dict[str, tuple[int, int, int, int]]:
@@ -883,7 +931,27 @@ PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 OUTCOMES = {n: _outcomes(n) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
-START_REACH = {n: [2] * (2 * n) + [-1] for n in BOARDS}  # (see `_finish_setup`)
+_START_REACH = {(n, r): [r] * (2 * n) + [-1] for n in BOARDS for r in (1, 2, 3)}
+
+
+def _start_reach(n: int, reach: int) -> list[int]:
+    """The `reach` list of a start position (see `_finish_setup`): a fresh copy."""
+    return _START_REACH[(n, reach)][:]
+
+
+_STANDARD = STANDARD["slow6"]
+
+
+def _values(rules: Ruleset, n: int) -> tuple[Any, ...]:
+    """The parameters a Position reads, in the order `_begin` unpacks them."""
+    p = rules.params
+    return (
+        p[f"turn_limit_{n}"], p["reach"], p["crown_reach"], p["dash_reach"], p["leap_reach"],
+        p["freeze_turns"], p["trap_turns"], p["surge_rest"], p["crown_points"],
+    )  # fmt: skip
+
+
+_STANDARD_VALUES = {n: _values(_STANDARD, n) for n in BOARDS}
 START_BOARDS = {
     n: [START_SQUARES[n].index(q) if q in START_SQUARES[n] else -1 for q in range(n * n)]
     for n in BOARDS

@@ -6,8 +6,9 @@ from itertools import compress, count, repeat
 from operator import itemgetter
 from typing import Any, NoReturn, cast
 
+from ..rulesets import STANDARD, Ruleset
 from ..verdict import Record, Verdict, invalid, valid
-from ..vocabulary import BOARDS
+from ..vocabulary import BOARDS, POWERS
 from .board import TURN_LIMIT, back_row, parse_square, square_name
 from .facts import PieceColumns, Slow6Facts, TurnColumns
 from .position import Counters, Position, RuleBroken, Turn
@@ -25,17 +26,24 @@ class RecordFault(Exception):
         self.message = message
 
 
-def verify(record: Record) -> Verdict:
-    return replay(record)[0]
+_STANDARD = STANDARD["slow6"]
 
 
-def replay(record: Record, collect: bool = False) -> tuple[Verdict, Slow6Facts | None]:
-    """Replay every turn; with `collect`, also return the facts storage needs (valid games)."""
+def verify(record: Record, ruleset: Ruleset = _STANDARD) -> Verdict:
+    return replay(record, False, ruleset)[0]
+
+
+def replay(
+    record: Record, collect: bool = False, ruleset: Ruleset = _STANDARD
+) -> tuple[Verdict, Slow6Facts | None]:
+    """Replay every turn under `ruleset` (the caller, usually `replays.verifier`, resolved the
+    record's ruleset name); with `collect`, also return the facts storage needs (valid games)."""
     gid = record.get("game_id")
+    name = ruleset.name
     try:
-        pos = setup(record)
+        pos = setup(record, ruleset)
     except RecordFault as e:
-        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})", None, name), None
     turns = record["turns"]
     counters = None
     if collect:  # facts for storage, counted per turn; the plain verifier does not need them
@@ -44,19 +52,20 @@ def replay(record: Record, collect: bool = False) -> tuple[Verdict, Slow6Facts |
         pos.play_log(turns, play_turn)
     except RuleBroken as e:
         i = pos.ply  # the turn that broke
-        return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, i, f"turn {i}: {e.message} ({e.rule})", None, name), None
     try:
         judge_result(pos, record["result"])
     except RecordFault as e:
-        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})"), None
+        return invalid(gid, e.rule, None, f"{e.message} ({e.rule})", None, name), None
     facts = _facts(pos, record, counters) if counters is not None else None
-    return valid(gid), facts
+    return valid(gid, name), facts
 
 
-def setup(record: Record) -> Position:
+def setup(record: Record, ruleset: Ruleset = _STANDARD) -> Position:
     rules = record["rules"]
     n = rules["board"]
     picks = record["powers"]
+    params = ruleset.params
     if rules["powers"]:
         if picks is None:
             raise RecordFault("R8.1", "a game with powers must give both sides' picks")
@@ -64,19 +73,39 @@ def setup(record: Record) -> Position:
         if len(sets[0]) != len(picks[0]) or len(sets[1]) != len(picks[1]):
             s = 0 if len(sets[0]) != len(picks[0]) else 1
             raise RecordFault("R8.1", f"side {s} picked the same power twice: {picks[s]}")
+        _check_picks(picks, cast(int, params["picks"]), cast("tuple[str, ...]", params["powers"]))
         picks = sets
     elif picks is not None:
         raise RecordFault("R8.1", "powers picked in a game without powers")
     lineups = record["lineups"]
     challenge = record["challenge"]
     if challenge is not None:
-        check_position(challenge["position"], n, record["first"])
-        return Position.from_challenge(n, lineups, challenge["position"], picks)
-    return Position.start_position(n, lineups, record["first"], picks)
+        limit = cast(int, params[f"turn_limit_{n}"])
+        check_position(challenge["position"], n, record["first"], limit)
+        return Position.from_challenge(n, lineups, challenge["position"], picks, ruleset)
+    return Position.start_position(n, lineups, record["first"], picks, ruleset)
 
 
-def check_position(position: Record, n: int, first: int) -> None:
-    """R9.2: a set position must be consistent, or the record breaks R9.1."""
+def _check_picks(picks: list[list[str]], count: int, offered: tuple[str, ...]) -> None:
+    """R8.1 under the ruleset (RS7.3): each side picks exactly `count` ids of `offered`."""
+    a, b = picks
+    if len(a) == count == len(b) and len(offered) == len(POWERS):
+        return  # (well-formed picks are power ids: all ten are offered)
+    for s, side_picks in enumerate(picks):
+        if len(side_picks) != count:
+            raise RecordFault(
+                "R8.1", f"side {s} picked {len(side_picks)} powers; each side picks {count}"
+            )
+        for power in side_picks:
+            if power not in offered:
+                raise RecordFault(
+                    "R8.1", f"side {s} picked {power}, which this ruleset does not offer"
+                )
+
+
+def check_position(position: Record, n: int, first: int, limit: int | None = None) -> None:
+    """R9.2: a set position must be consistent, or the record breaks R9.1. `limit`: T of the
+    record's ruleset (RS7.7; None: standard's)."""
 
     def fault(msg: str) -> NoReturn:
         raise RecordFault("R9.1", f"challenge position: {msg}")
@@ -107,7 +136,8 @@ def check_position(position: Record, n: int, first: int) -> None:
             fault(f"{pc['square']} is wounded or stunned but not a crown")
     if sides != {0, 1}:
         fault("each side must have pieces")
-    limit = TURN_LIMIT[n]
+    if limit is None:
+        limit = TURN_LIMIT[n]
     taken = position["turns_taken"]
     if max(taken) > limit or taken[0] == taken[1] == limit:
         fault(f"turns_taken {taken} is past the turn limit {limit}")
