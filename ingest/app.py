@@ -12,7 +12,7 @@ from flask import Flask, g, request
 
 import dashboard
 
-from . import admin, api, ops
+from . import admin, api, ops, rulesets_api
 from . import config as settings
 from .gather import Gatherer
 from .guard import GuardedUploadRoute
@@ -56,6 +56,7 @@ def create_app(config: dict | None = None) -> Flask:
     metrics = Metrics()
     judge = Judge(conf.get("VERIFIER"), conf.get("WELLFORMED"))
     store = conf.get("STORE") or open_store(conf, judge, metrics.observe_commit)
+    judge.registry = store.registry  # judged by the store's rulesets (rulesets.md RS5)
     workers = _workers(conf)
     state = IngestState(
         config=conf,
@@ -72,7 +73,7 @@ def create_app(config: dict | None = None) -> Flask:
         store.rebuild = state.pool.rows_many
     app.extensions["store"] = store
     app.extensions["ingest"] = state
-    for bp in (api.bp, ops.bp, admin.bp):
+    for bp in (api.bp, ops.bp, admin.bp, rulesets_api.bp):
         app.register_blueprint(bp)
     register_error_handlers(app)
     _instrument(app, metrics)

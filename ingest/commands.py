@@ -11,7 +11,7 @@ import urllib.request
 import orjson
 
 from . import config as settings
-from . import lake_commands
+from . import lake_commands, rules_commands
 
 DEMO_SET = -1  # `--demo` without N: the shipped dataset
 
@@ -75,6 +75,7 @@ def register(sub) -> None:
     p.set_defaults(run=run_reverify)
 
     lake_commands.register(sub)
+    rules_commands.register(sub)
 
 
 def _db(args) -> str:

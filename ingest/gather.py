@@ -23,7 +23,7 @@ from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING
 
 from . import workers
-from .pipeline import Judge, Judged
+from .pipeline import Judge, Judged, recheck_unknown
 from .storage import Store
 
 if TYPE_CHECKING:
@@ -195,7 +195,7 @@ class Gatherer:
         lines = [line for r in requests for line in r.lines]
         received = [r.received for r in requests for _ in r.lines]
         try:
-            self._conn.send((lines, received))
+            self._conn.send((lines, received, self.judge.registry.state()))
             return True
         except (OSError, ValueError):
             return False
@@ -233,6 +233,9 @@ class Gatherer:
 
     def _store_and_answer(self, requests: list[_Request], judged: list[Judged]) -> None:
         try:
+            lines = [line for r in requests for line in r.lines]
+            received = [r.received for r in requests for _ in r.lines]
+            judged = recheck_unknown(self.judge, judged, lines, received, with_rows=False)
             pending = [j.pending for j in judged if j.pending is not None]
             outcomes = self.store.ingest(pending, timeout=self.commit_timeout)
         except Exception as exc:  # busy, closed, a failed write: each request answers it

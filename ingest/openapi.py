@@ -13,6 +13,17 @@ def _error(description: str) -> dict:
     }
 
 
+_str = {"type": "string"}
+_game = {"enum": ["slow6", "slide"]}
+_ruleset = {"application/json": {"schema": {"$ref": "#/components/schemas/Ruleset"}}}
+_rulesets = {
+    "type": "object",
+    "properties": {
+        "rulesets": {"type": "array", "items": {"$ref": "#/components/schemas/Ruleset"}}
+    },
+}
+
+
 def document(config: dict) -> dict:
     max_body, max_lines = config["BALANCE_MAX_BODY"], config["BALANCE_MAX_LINES"]
     results = {"application/json": {"schema": {"$ref": "#/components/schemas/Results"}}}
@@ -103,6 +114,49 @@ def document(config: dict) -> dict:
                     "responses": {"200": {"description": "metrics", "content": {"text/plain": {}}}},
                 }
             },
+            "/v1/rulesets": {
+                "get": {
+                    "summary": "The rulesets this server judges by: `standard` of each game "
+                    "and every registered one, with its parameters (public)",
+                    "responses": {
+                        "200": {
+                            "description": '{"rulesets": [Ruleset, ...]}',
+                            "content": {"application/json": {"schema": _rulesets}},
+                        }
+                    },
+                }
+            },
+            "/v1/rulesets/{game}/{name}": {
+                "get": {
+                    "summary": "One ruleset (public)",
+                    "parameters": [
+                        {"name": "game", "in": "path", "required": True, "schema": _game},
+                        {"name": "name", "in": "path", "required": True, "schema": _str},
+                    ],
+                    "responses": {
+                        "200": {"description": "the ruleset", "content": _ruleset},
+                        "404": _error("not registered for that game"),
+                    },
+                }
+            },
+            "/v1/admin/rulesets": {
+                "post": {
+                    "summary": "Register rulesets (Bearer BALANCE_TOKEN): one TOML file "
+                    "(rulesets.md RS4.1) as application/toml, or several as JSON "
+                    '{"files": [{"name": "freeze-1.toml", "toml": "..."}]}; all or none',
+                    "security": [{"bearer": []}],
+                    "responses": {
+                        "200": {"description": "each ruleset's status: added or unchanged"},
+                        "400": _error("an invalid file: `param` names the parameter, `file` it"),
+                        "401": _error("missing or wrong token"),
+                        "403": _error("no BALANCE_TOKEN configured"),
+                        "409": _error(
+                            "RS1.3: the name is registered with other parameters (`param`: "
+                            "the first that differs), or it is `standard`"
+                        ),
+                    },
+                }
+            },
             "/v1/admin/reverify": {
                 "post": {
                     "summary": "Re-run the verifier over all stored records (Bearer BALANCE_TOKEN)",
@@ -127,7 +181,9 @@ def document(config: dict) -> dict:
                         "verdict": {"enum": list(VERDICTS)},
                         "rule": {
                             "type": ["string", "null"],
-                            "description": "quarantined: the first broken rule (R2.2, S2.4)",
+                            "description": "quarantined: the first broken rule (R2.2, S2.4); "
+                            "RS5.1: the record names a ruleset this server does not know (kept, "
+                            "and judged again by `balance reverify` once it is registered)",
                         },
                         "turn": {
                             "type": ["integer", "null"],
@@ -141,8 +197,31 @@ def document(config: dict) -> dict:
                         "message": {"type": ["string", "null"]},
                         "field": {
                             "type": ["string", "null"],
-                            "description": "rejected: the field at fault",
+                            "description": "rejected: the field at fault (`ruleset` for a name "
+                            "that is not RS1.1's form)",
                         },
+                        "ruleset": {
+                            "type": ["string", "null"],
+                            "description": "accepted or quarantined: the ruleset the record was "
+                            "judged under (its top-level `ruleset`, `standard` when left out; "
+                            "RS5.3); RS5.1: the unknown one it names; null for the other verdicts",
+                        },
+                    },
+                },
+                "Ruleset": {
+                    "type": "object",
+                    "required": ["name", "game", "description", "params", "builtin"],
+                    "properties": {
+                        "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,63}$"},
+                        "game": {"enum": ["slow6", "slide"]},
+                        "description": {"type": "string"},
+                        "params": {
+                            "type": "object",
+                            "description": "every parameter of rulesets.md RS3 for its game, "
+                            "resolved (based_on included)",
+                        },
+                        "builtin": {"type": "boolean", "description": "`standard`"},
+                        "registered_at": {"type": ["string", "null"], "format": "date-time"},
                     },
                 },
                 "Results": {

@@ -17,7 +17,7 @@ from replays import verdict as V
 from replays.slide.facts import SlideFacts
 from replays.slow6.facts import Slow6Facts
 
-from .storage import VERIFIED, Pending, Rejudge, codec
+from .storage import VERIFIED, Pending, Rejudge, codec, rows
 
 log = logging.getLogger("ingest.pipeline")
 
@@ -43,7 +43,11 @@ class TooLong:
         self.size = size
 
 
-def result(line: int, game_id, verdict: str, rule=None, turn=None, message=None, field=None):
+def result(
+    line: int, game_id, verdict: str, rule=None, turn=None, message=None, field=None, ruleset=None
+):
+    """An answer entry; `ruleset` is the one an accepted or quarantined record was judged
+    under (rulesets.md RS5.3; for RS5.1, the unknown one it named), None for the others."""
     return {
         "line": line,
         "game_id": game_id,
@@ -52,6 +56,7 @@ def result(line: int, game_id, verdict: str, rule=None, turn=None, message=None,
         "turn": turn,
         "message": message,
         "field": field,
+        "ruleset": ruleset,
     }
 
 
@@ -108,10 +113,13 @@ class Judge(Rejudge):
             status, table_rows = VERIFIED, None
         else:
             status, table_rows, verdict = self.rows_for(record, verdict, facts, received)
+        ruleset = getattr(verdict, "ruleset", None) or rows.ruleset_of(record)
         if status == VERIFIED:
-            res = result(line, gid, "accepted")
+            res = result(line, gid, "accepted", ruleset=ruleset)
         else:
-            res = result(line, gid, "quarantined", verdict.rule, verdict.turn, verdict.message)
+            res = result(
+                line, gid, "quarantined", verdict.rule, verdict.turn, verdict.message, None, ruleset
+            )
             if record["game"] == "slide":
                 res["seat"] = verdict.seat
         key = uuid.UUID(gid)
@@ -127,6 +135,33 @@ class Judge(Rejudge):
             received,
         )
         return res, pending
+
+
+UNKNOWN_RULESET = "RS5.1"
+
+
+def recheck_unknown(
+    judge: Judge,
+    judged: list[Judged],
+    lines: list,
+    received: list[dt.datetime],
+    with_rows: bool = True,
+) -> list[Judged]:
+    """`judged` with its RS5.1 quarantines judged again if a ruleset was registered since this
+    process last read the store's (another server of a lake registered it): the registry is
+    reloaded first unless it was read after the records arrived (`received`, one per line).
+    Without a miss, nothing is read."""
+    misses = [i for i, j in enumerate(judged) if j.result.get("rule") == UNKNOWN_RULESET]
+    if not misses:
+        return judged
+    since = min(received[i] for i in misses).replace(tzinfo=dt.UTC).timestamp()
+    if not judge.registry.refresh(since):
+        return judged
+    out = list(judged)
+    for i in misses:
+        number, text = lines[i]
+        out[i] = judge.judge(number, text, received[i], with_rows)
+    return out
 
 
 def settle(judged: list[Judged], outcomes: list[str]) -> list[dict]:

@@ -18,7 +18,7 @@ import orjson
 import pyarrow as pa
 
 from .pipeline import Judge
-from .storage import QUARANTINED, VERIFIED, Store, codec, insert_tables, rows
+from .storage import QUARANTINED, VERIFIED, Store, codec, insert_tables, registry, rows
 from .storage.lake import LakeStore, commits_paused
 
 _CHUNK = 2000
@@ -37,7 +37,9 @@ def reverify(
     Runs inside the caller's transaction if one is open. `apply(con, plan)` writes a batch's
     changes (default: in the caller's transaction; a lake: apply_retrying)."""
     apply = apply or _apply
-    judge = judge or Judge()
+    if judge is None:  # judged by the rulesets registered in this store (RS5.1 records too)
+        judge = Judge(registry=registry.Registry(lambda: registry.load(con)))
+        judge.registry.reload()
     old_q = {
         g: (r, t, s, m)
         for g, r, t, s, m in con.execute(
@@ -81,6 +83,7 @@ def reverify_running(store: Store | LakeStore, judge: Judge, *, rebuild: bool = 
     thread, in one transaction (this server's uploads wait meanwhile). A lake: on a
     connection of its own (`reverify_lake`), so that every server, this one included, keeps
     storing games between its batches."""
+    store.registry.reload()  # a lake: what other servers registered (RS5.1 records)
     if isinstance(store, LakeStore):
         con = store.reader()
         try:
@@ -170,6 +173,7 @@ def _outcome(judged, gid: str, text: bytes, received):
         str(record.get("mode")),
         _time(record.get("ended_at"), received),
         received,
+        rows.ruleset_of(record),
     )
     return QUARANTINED, {"quarantine": [row]}, verdict
 

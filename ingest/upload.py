@@ -18,7 +18,7 @@ import orjson
 from werkzeug.wsgi import get_input_stream
 
 from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
-from .pipeline import MAX_RECORD, TooLong, settle, utcnow
+from .pipeline import MAX_RECORD, TooLong, recheck_unknown, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
 from .storage import StorageUnavailable
@@ -118,6 +118,7 @@ def _judge_and_store(state, lines: list, received) -> tuple[list, list[str]]:
     ):
         return state.gather.judge_and_store(lines, received)
     judged = state.pool.judge_many(lines, received)
+    judged = recheck_unknown(state.judge, judged, lines, [received] * len(lines))
     pending = [j.pending for j in judged if j.pending is not None]
     return judged, state.store.ingest(pending, timeout=state.commit_timeout)
 

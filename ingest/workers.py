@@ -44,10 +44,11 @@ def _init(parent: int) -> None:
     threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
 
 
-def _judge() -> Judge:
-    """This judge process's Judge (made by `_init`)."""
+def _judge(rulesets: tuple | None = None) -> Judge:
+    """This judge process's Judge (made by `_init`), judging by the server's `rulesets`."""
     if _worker_judge is None:
         raise RuntimeError("not a judge process: its initializer has not run")
+    _worker_judge.registry.adopt(rulesets)
     return _worker_judge
 
 
@@ -59,10 +60,13 @@ def _exit_with(parent: int) -> None:
     os._exit(0)
 
 
-def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> _Chunk:
+def _judge_chunk(
+    lines: list[tuple[int, bytes]], received: dt.datetime, rulesets: tuple | None = None
+) -> _Chunk:
     """The Judged lines, as a `_Chunk`: a list that pickles compactly (the pool hands the
-    server the plain list `_unchunk` rebuilds)."""
-    judge = _judge()
+    server the plain list `_unchunk` rebuilds). `rulesets`: the server's Registry.state(), the
+    rulesets to judge by (adopted when they changed)."""
+    judge = _judge(rulesets)
     judged = [judge.judge(number, text, received) for number, text in lines]
     # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
     # game took a third of the server process's time (its GIL bounds batch uploads).
@@ -71,13 +75,13 @@ def _judge_chunk(lines: list[tuple[int, bytes]], received: dt.datetime) -> _Chun
 
 
 def _judge_light(
-    lines: list[tuple[int, bytes]], received: list[dt.datetime]
+    lines: list[tuple[int, bytes]], received: list[dt.datetime], rulesets: tuple | None = None
 ) -> list[tuple[dict, tuple | None, bool]]:
     """Judged lines without a verified game's rows (the store rebuilds them in a batch, see
     gather.py), as plain tuples: a few µs to unpickle, where Judged objects with their rows
     took ~110 µs a game and a chunk's Arrow block ~750 µs to build for one game."""
     out = []
-    judge = _judge()
+    judge = _judge(rulesets)
     for (number, text), at in zip(lines, received, strict=True):
         judged = judge.judge(number, text, at, with_rows=False)
         pending = judged.pending
@@ -86,9 +90,11 @@ def _judge_light(
     return out
 
 
-def _rows_chunk(lines: list[tuple[int, bytes]], received: list[dt.datetime]) -> list[tuple]:
+def _rows_chunk(
+    lines: list[tuple[int, bytes]], received: list[dt.datetime], rulesets: tuple | None = None
+) -> list[tuple]:
     """(status, rows) a line (Judge.rows_of), the rows as Parts of one Block."""
-    out = _judge().rows_many(lines, received)
+    out = _judge(rulesets).rows_many(lines, received)
     games = [_Rowed(rows) for _, rows in out if rows is not None]
     share_block(games)
     parts = iter(games)
@@ -173,9 +179,11 @@ class JudgePool:
             if isinstance(text, TooLong):  # nothing to parse: judged here
                 out[i] = self.judge.judge(n, text, received)
         chunks = [remote[k : k + _CHUNK] for k in range(0, len(remote), _CHUNK)]
+        rulesets = self.judge.registry.state()
         try:
             futures = [
-                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], received) for c in chunks
+                pool.submit(_judge_chunk, [(n, t) for _, n, t in c], received, rulesets)
+                for c in chunks
             ]
             for chunk, future in zip(chunks, futures, strict=True):
                 for (i, _, _), judged in zip(chunk, future.result(), strict=True):
@@ -190,8 +198,9 @@ class JudgePool:
         """(status, rows) for each line (Judge.rows_of), in chunks on the judge processes."""
         pool = self._pool
         if pool is not None and len(lines) > _LOCAL_MAX:
+            rulesets = self.judge.registry.state()
             chunks = [
-                (lines[k : k + _CHUNK], received[k : k + _CHUNK])
+                (lines[k : k + _CHUNK], received[k : k + _CHUNK], rulesets)
                 for k in range(0, len(lines), _CHUNK)
             ]
             try:

@@ -14,7 +14,7 @@ Nothing here imports the HTTP app, the jobs or the dashboard: storage needs the 
 (replays/) only.
 """
 
-from . import codec, journal, rows
+from . import codec, journal, registry, rows
 from .failures import RETRY_AFTER, StorageUnavailable
 from .rejudge import Rejudge
 from .store import (
@@ -46,6 +46,7 @@ __all__ = [
     "insert_tables",
     "journal",
     "open_db",
+    "registry",
     "rows",
     "schema_sql",
     "transaction",

@@ -69,7 +69,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from . import codec, rows
+from . import codec, registry, rows
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
 from .lake_claims import STORED, Claims
@@ -93,7 +93,7 @@ log = logging.getLogger("ingest.lake")
 # The version of what this code keeps in a lake's catalog besides DuckLake's own tables: the
 # store's tables (schema.sql) and the claims' tables and functions (lake_claims.SCHEMA).
 # Raise it with every change there, and give lake_admin.UPGRADES the step from the one before.
-LAKE_SCHEMA_VERSION = "2"
+LAKE_SCHEMA_VERSION = "3"
 LAKE = "lake"  # the lake's name in every connection made here
 PG = "balance_pg"  # the catalog's database, attached as a postgres database (the claims)
 FENCES = "balance_fence"  # the lake schema of the servers' fence tables
@@ -469,6 +469,7 @@ def lake_schema_sql() -> str:
     (which needs the key) becomes an insert of what is missing. Every table, column, type and
     NOT NULL is the same."""
     sql = re.sub(r"--[^\n]*", "", schema_sql())
+    sql = re.sub(r",\s*PRIMARY KEY \([^)]*\)", "", sql)  # a table's key (its columns: NOT NULL)
     sql = sql.replace("PRIMARY KEY", "NOT NULL")  # (what of it DuckLake keeps)
     sql = re.sub(
         r"INSERT OR IGNORE INTO store_meta VALUES \('([^']*)', '([^']*)'\)",
@@ -560,6 +561,12 @@ class LakeStore:
         self._token = CommitToken(conninfo(catalog)) if commit_token else None
         try:
             check_version(self._con)
+            # the lake's rulesets; another server's registrations are read again when a
+            # record names one this server has not seen (pipeline.recheck_unknown)
+            self.registry = registry.Registry(self._load_rulesets)
+            self.registry.reload()
+            if judge is not None:
+                judge.registry = self.registry
             self._space_dir = _local_data_path(self._con)
             self._writer = self._cursor()
             self._claims = Claims(self._con.cursor(), PG)
@@ -1240,8 +1247,15 @@ class LakeStore:
     # -- rows ---------------------------------------------------------------------------------
 
     def _local_judge(self) -> Rejudge:
-        self._judge = self._judge or Rejudge()
+        self._judge = self._judge or Rejudge(registry=self.registry)
         return self._judge
+
+    def _load_rulesets(self) -> list:
+        cur = self._cursor()
+        try:
+            return registry.load(cur)
+        finally:
+            cur.close()
 
     def _fill_rows(self, items: list[Pending]) -> None:
         """Build the rows of verified games that came without them (gather.py): in the judge

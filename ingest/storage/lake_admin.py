@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from . import rows
+from . import registry, rows
 from .lake import (
     FENCES,
     LAKE,
@@ -37,12 +37,14 @@ from .lake import (
     PG,
     LakeError,
     connect,
+    conninfo,
     data_path_of,
     lake_schema_sql,
     stored_version,
     sweep_stale,
 )
 from .lake_claims import STORED, Claims
+from .store import missing_columns
 
 log = logging.getLogger("ingest.lake")
 
@@ -78,9 +80,21 @@ def _install_claims(con: duckdb.DuckDBPyConnection) -> None:
     Claims(con.cursor(), PG).install()
 
 
+def _add_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """The columns added to schema.sql since (store.ADDED_COLUMNS: the games' `ruleset`), each
+    with its default for the games stored before, then NOT NULL."""
+    for table, column, definition in missing_columns(con, LAKE):
+        con.execute(f"ALTER TABLE {LAKE}.main.{table} ADD COLUMN {column} {definition}")
+        try:
+            con.execute(f"ALTER TABLE {LAKE}.main.{table} ALTER COLUMN {column} SET NOT NULL")
+        except duckdb.Error as exc:  # DuckLake cannot on a table without stats (never written)
+            log.info("%s.%s stays nullable (every writer gives it a value): %s", table, column, exc)
+
+
 # version -> the step from it to the next one (on a lake connection with the catalog attached)
 UPGRADES: dict[str, Any] = {
     "1": _install_claims,  # 1 -> 2: the commit gate (balance_gate, balance_claim reads it)
+    "2": _add_columns,  # 2 -> 3: rulesets (the `rulesets` table is made by lake_schema_sql)
 }
 
 
@@ -214,6 +228,12 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
     summary: dict[str, Any] = {"imported": 0, "already": 0, "conflicts": 0, "tables": {}}
     try:
         con.execute(f"ATTACH {_lit(db)} AS src (READ_ONLY)")
+        # the file's rulesets first (its games were judged under them): a name the lake has
+        # with other parameters stops the import, nothing of it copied (RS1.3)
+        with registry.lake_lock(conninfo(catalog)):
+            summary["rulesets"] = registry.register_in_transaction(
+                con, registry.load(con, "src.main.rulesets")
+            )
         ((total,),) = con.execute("SELECT count(*) FROM src.raw_records").fetchall()
         ids = con.cursor()  # streamed, next to the statements on `con`
         ids.execute("SELECT game_id::VARCHAR, content_hash FROM src.raw_records")

@@ -8,6 +8,7 @@ storage needs the rules engines (replays/) and nothing else of the app.
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import logging
 import uuid
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from replays import verifier as default_verifier
 from replays import wellformed as default_wellformed
 
 from . import rows
+from .registry import Registry
 
 log = logging.getLogger("ingest.storage")
 
@@ -27,11 +29,20 @@ VERIFIED, QUARANTINED = "verified", "quarantined"
 class Rejudge:
     """`verifier` is anything with `replay_record(record) -> (Verdict, facts | None)` (default
     `replays.verifier`); `wellformed` anything with load/Malformed (default
-    `replays.wellformed`). Tests inject fakes through the app config."""
+    `replays.wellformed`). Tests inject fakes through the app config. `registry`: the
+    rulesets records are judged by (rulesets.md RS5; the store's, set by the store it judges
+    for; by default `standard` only)."""
 
-    def __init__(self, verifier: ModuleType | None = None, wellformed: ModuleType | None = None):
+    def __init__(
+        self,
+        verifier: ModuleType | None = None,
+        wellformed: ModuleType | None = None,
+        registry: Registry | None = None,
+    ):
         self.verifier = verifier or default_verifier
         self.wellformed = wellformed or default_wellformed
+        self.registry = registry or Registry()
+        self._takes_rulesets = _takes_rulesets(self.verifier)
 
     def rows_of(self, text: bytes, received: dt.datetime) -> tuple[str | None, object]:
         """(status, rows) of a stored record judged again, for rows it was stored without
@@ -88,6 +99,8 @@ class Rejudge:
 
     def replay(self, record: dict):
         try:
+            if self._takes_rulesets:
+                return self.verifier.replay_record(record, rulesets=self.registry.lookup)
             return self.verifier.replay_record(record)
         except Exception as exc:  # an engine bug must not lose the game or fail the batch
             log.error("verifier failed on a well-formed %s record: %r", record["game"], exc)
@@ -96,6 +109,14 @@ class Rejudge:
                 "by `balance reverify` after a fix"
             )
             return V.invalid(record["game_id"], "internal", None, msg), None
+
+
+def _takes_rulesets(verifier) -> bool:
+    """Whether `verifier.replay_record` takes `rulesets=` (an injected test fake may not)."""
+    try:
+        return "rulesets" in inspect.signature(verifier.replay_record).parameters
+    except (TypeError, ValueError, AttributeError):
+        return False
 
 
 def rows_judged_again(lines: list, received: list, rebuild, judge: Callable[[], Rejudge]):

@@ -115,6 +115,13 @@ def parse_time(text: str) -> dt.datetime:
         return stamp.replace(microsecond=int(frac[:6].ljust(6, "0"))) if frac else stamp
 
 
+def ruleset_of(record: dict) -> str:
+    """The ruleset a record names (rulesets.md RS2.1): what it is judged under, or, for an
+    RS5.1 quarantine, the one it asked for."""
+    name = record.get("ruleset", "standard")
+    return name if isinstance(name, str) else "standard"
+
+
 def slow6_game_row(gid: bytes | str, record: dict, facts: Slow6Facts, received) -> tuple:
     """The game's row of `games`."""
     rules, client = record["rules"], record["client"]
@@ -128,7 +135,7 @@ def slow6_game_row(gid: bytes | str, record: dict, facts: Slow6Facts, received) 
         record["first"], lineups[0], lineups[1],
         picks[0] if picks else None, picks[1] if picks else None,
         facts.winner, facts.reason, facts.points[0], facts.points[1], len(record["turns"]),
-        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
+        parse_time(record["ended_at"]), received, ruleset_of(record),
     )  # fmt: skip
 
 
@@ -167,7 +174,7 @@ def slide_rows(gid: bytes | str, record: dict, facts: SlideFacts, received: dt.d
         gid, players, facts.first, match["id"] if match else None,
         match["game"] if match else None, record["mode"], client["platform"], client["version"],
         winners, len(winners) > 1, best, len(record["rounds"]),
-        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
+        parse_time(record["ended_at"]), received, ruleset_of(record),
     )  # fmt: skip
     won = set(winners)
     seats = [
@@ -195,7 +202,7 @@ def quarantine_row(gid: bytes | str, record: dict, verdict, received: dt.datetim
     row = (
         gid, record["game"], verdict.rule or "format", verdict.turn, verdict.seat,
         verdict.message or "", client["platform"], client["version"], record["mode"],
-        parse_time(record["ended_at"]), received, record.get("ruleset", "standard"),
+        parse_time(record["ended_at"]), received, ruleset_of(record),
     )  # fmt: skip
     return {"quarantine": [row]}
 

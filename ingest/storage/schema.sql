@@ -1,7 +1,7 @@
 -- The store. Owned by the server process (DuckDB allows one writer per file).
 -- Every table and column is documented for analysts in docs/tables.md; keep the two in step.
 --
--- No table has an index or primary key: every table is unique per its natural key by
+-- No game table has an index or primary key: every one is unique per its natural key by
 -- construction (the single writer decides duplicates from its in-memory id index and inserts a
 -- game's rows once, in the transaction that stores its raw record). An ART index would cost
 -- ~45 bytes a game, ~270 with the free blocks its rewrites at checkpoints leave in the file, and
@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS games (
     turns          USMALLINT NOT NULL,      -- turns in the log
     ended_at       TIMESTAMP NOT NULL,      -- client clock, UTC
     received_at    TIMESTAMP NOT NULL,      -- server clock, UTC
-    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
+    -- the ruleset it was judged under (rulesets.md RS5.3); last: added to older stores
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'
 );
 
 -- One row per turn of a verified Slow6 game; unique per (game_id, turn).
@@ -107,7 +108,7 @@ CREATE TABLE IF NOT EXISTS quarantine (
     mode           VARCHAR NOT NULL,
     ended_at       TIMESTAMP NOT NULL,
     received_at    TIMESTAMP NOT NULL,
-    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- judged under; RS5.1: the one it named
 );
 
 -- One row per verified Slide game.
@@ -126,7 +127,7 @@ CREATE TABLE IF NOT EXISTS slide_games (
     rounds         UTINYINT NOT NULL,       -- rounds in the log (16)
     ended_at       TIMESTAMP NOT NULL,
     received_at    TIMESTAMP NOT NULL,
-    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- RS5.3: the ruleset judged under (RS5.1: asked for)
+    ruleset        VARCHAR NOT NULL DEFAULT 'standard'  -- the ruleset it was judged under
 );
 
 -- One row per seat of a verified Slide game; unique per (game_id, seat).
@@ -158,6 +159,17 @@ CREATE TABLE IF NOT EXISTS slide_rounds (
     side        VARCHAR NOT NULL            -- edge the card entered from: left|right|top|bottom
 );
 
+-- Registered rulesets (rulesets.md RS4): immutable once registered (RS1.3), never `standard`
+-- (built in). Written only by `balance rules add` / POST /v1/admin/rulesets (registry.py).
+CREATE TABLE IF NOT EXISTS rulesets (
+    game          VARCHAR NOT NULL,         -- 'slow6' | 'slide'
+    name          VARCHAR NOT NULL,         -- RS1.1; unique per game
+    params        JSON NOT NULL,            -- the full resolved parameter set (RS3, RS4.1)
+    description   VARCHAR NOT NULL,         -- '' when not given
+    registered_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (game, name)
+);
+
 -- The SQL console's saved queries (/sql/q/<slug>): not game data. Written only by the server,
 -- when an analyst saves, changes or deletes one (with the token where the server requires
 -- one); `balance reverify` and the analysis jobs never touch it. Unique per `slug`.
@@ -183,4 +195,3 @@ CREATE TABLE IF NOT EXISTS rejections (
     problem     VARCHAR NOT NULL,           -- not JSON | unknown field | missing field | invalid value
     records     BIGINT NOT NULL
 );
-

@@ -70,7 +70,7 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from . import codec, journal, rows
+from . import codec, journal, registry, rows
 from . import failures as failures_mod
 from .failures import Failures, MiB, StorageUnavailable
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
@@ -231,8 +231,46 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
     con = duckdb.connect(str(path), read_only=read_only)
     if not read_only:
         con.execute(schema_sql())
+        migrate(con)
     codec.register_sql(con)
     return con
+
+
+# Columns added since the first schema: (table, column, its definition but NOT NULL). They are
+# last in schema.sql, so a migrated table has the order of a new one (inserts are positional).
+ADDED_COLUMNS = (
+    ("games", "ruleset", "VARCHAR DEFAULT 'standard'"),
+    ("slide_games", "ruleset", "VARCHAR DEFAULT 'standard'"),
+    ("quarantine", "ruleset", "VARCHAR DEFAULT 'standard'"),
+)
+
+
+def missing_columns(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list:
+    """The ADDED_COLUMNS a store made by an earlier version lacks (on `database`, default the
+    connection's current one)."""
+    have = set(
+        con.execute(
+            "SELECT table_name, column_name FROM duckdb_columns() "
+            "WHERE database_name = coalesce(?, current_database()) AND schema_name = 'main'",
+            [database],
+        ).fetchall()
+    )
+    return [(t, c, d) for t, c, d in ADDED_COLUMNS if (t, c) not in have]
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """Bring a store file made by an earlier version to this schema: each missing column
+    added with its default (every existing game was judged under `standard`), then made NOT
+    NULL (DuckDB cannot add a column with a constraint). One transaction; the columns added."""
+    missing = missing_columns(con)
+    if not missing:
+        return []
+    with transaction(con):
+        for table, column, definition in missing:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+            con.execute(f"ALTER TABLE {table} ALTER COLUMN {column} SET NOT NULL")
+    log.info("store migrated: added %s", ", ".join(f"{t}.{c}" for t, c, _ in missing))
+    return [f"{t}.{c}" for t, c, _ in missing]
 
 
 class Store:
@@ -281,6 +319,12 @@ class Store:
         # game_id (as int) -> content hash of every stored record: the leader decides
         # duplicate / conflict from this without a query (a lookup by id in DuckDB is a scan).
         self._known: dict[int, int] = self._load_known()
+        # the registered rulesets (every registration goes through this process: the file
+        # has one writer), judged by here and handed to the judge processes
+        self.registry = registry.Registry(self._load_rulesets, exclusive=True)
+        self.registry.reload()
+        if judge is not None:
+            judge.registry = self.registry
         self._judge = judge
         # (lines, receive times) -> (status, rows) a line (Judge.rows_of), to build the rows of
         # verified games that came without them; the app sets its judge processes' (None:
@@ -656,7 +700,7 @@ class Store:
                 if key in self._known:  # stored before the crash, or earlier in the journal
                     continue
                 self._known[key] = row[3]
-                judge = judge or _default_judge()
+                judge = judge or _default_judge(self.registry)
                 items.append(_rebuilt(row, judge))
             for item in items:
                 item.segment = segment
@@ -671,7 +715,7 @@ class Store:
     def _recover_at_open(self, judge) -> int:
         with self._commit_lock:
             try:
-                return recover(self._con, judge)
+                return recover(self._con, judge or _default_judge(self.registry))
             except Exception as exc:
                 if not storage_error(exc):
                     raise
@@ -805,7 +849,7 @@ class Store:
             if self._recover_pending:
                 self._lock_commits()
                 try:
-                    recover(self._con, self._judge)
+                    recover(self._con, self._local_judge())
                 finally:
                     self._commit_lock.release()
                 self._recover_pending = False
@@ -895,8 +939,15 @@ class Store:
         log.info("checkpointed early: the WAL was %d KiB, %d KiB free", wal >> 10, free >> 10)
 
     def _local_judge(self) -> Rejudge:
-        self._judge = self._judge or _default_judge()
+        self._judge = self._judge or _default_judge(self.registry)
         return self._judge
+
+    def _load_rulesets(self) -> list:
+        cur = self._con.cursor()
+        try:
+            return registry.load(cur)
+        finally:
+            cur.close()
 
     def _fill_rows(self, batch: list[_Rows]) -> None:
         """Build the rows of verified games that came without them (gather.py) from their raw
@@ -1024,7 +1075,9 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> in
     missing = con.execute(_MISSING_ROWS).fetchall()
     if not missing:
         return 0
-    judge = judge or _default_judge()
+    if judge is None:  # judged by the store's own rulesets
+        judge = _default_judge(registry.Registry(lambda: registry.load(con)))
+        judge.registry.reload()
     for start in range(0, len(missing), chunk):
         games, moved = [], []
         for gid, status, codec_id, blob, received in missing[start : start + chunk]:
@@ -1043,8 +1096,8 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> in
     return len(missing)
 
 
-def _default_judge() -> Rejudge:
-    return Rejudge()
+def _default_judge(rulesets: registry.Registry | None = None) -> Rejudge:
+    return Rejudge(registry=rulesets)
 
 
 @contextlib.contextmanager
