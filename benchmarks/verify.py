@@ -10,7 +10,9 @@ and each is printed with the best and the worst core. Per core: the whole run's 
 median, best and worst pass over the corpus (the machine's speed swings within a run). With
 --facts, the same per core for the ingest server's replay with facts (`replay_record`) against
 the plain replay, from parsed records (the collect path's cost over the plain one).
-usage: python benchmarks/verify.py [--games 2000] [--seconds 5] [--facts]
+With --ruleset FILE (a ruleset TOML file, rulesets.md RS4.1) the corpus is played under that
+ruleset, each record names it, and the verifier is given it: the speed off `standard`.
+usage: python benchmarks/verify.py [--games 2000] [--seconds 5] [--facts] [--ruleset FILE]
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 
 import orjson
 
+from replays.rulesets import STANDARD, Ruleset, RulesetLookup, chain_lookup, parse_toml
 from replays.slow6 import verify as slow6
 from replays.slow6.simulate import simulate_games
 from replays.verifier import check_text, replay_record
@@ -31,18 +34,21 @@ from replays.verifier import check_text, replay_record
 OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or Path(__file__).resolve().parent / "out")
 
 
-def corpus(board: int, games: int) -> list[bytes]:
+def corpus(board: int, games: int, rules: Ruleset | None = None) -> list[bytes]:
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"verify-{board}x{board}-powers-{games}.ndjson"
+    named = f"-{rules.name}-{abs(hash(rules)) % 10**8}" if rules is not None else ""
+    path = OUT / f"verify-{board}x{board}-powers-{games}{named}.ndjson"
     if not path.exists():
         with open(path, "wb") as f:
             for rec in simulate_games(games, board=board, powers=True, hidden=False, seed=board,
-                                      max_level=2):  # fmt: skip
+                                      max_level=2, rules=rules):  # fmt: skip
                 f.write(orjson.dumps(rec) + b"\n")
     return path.read_bytes().splitlines()
 
 
-def measure(lines: list[bytes], seconds: float) -> dict[str, float]:
+def measure(
+    lines: list[bytes], seconds: float, lookup: RulesetLookup | None = None
+) -> dict[str, float]:
     """Games per second over the whole run (of wall time and of this process's CPU time, the
     fair figure when other work shares the machine), and per pass over the corpus: the median
     and the best pass. This VM's speed swings by 20-40% from one second to the next (other
@@ -52,7 +58,7 @@ def measure(lines: list[bytes], seconds: float) -> dict[str, float]:
     while time.perf_counter() - start < seconds:
         began = time.perf_counter()
         for line in lines:
-            _, verdict = check_text(line)
+            _, verdict = check_text(line, lookup)
             if not verdict.ok:
                 raise SystemExit(f"simulated game did not verify: {verdict}")
         passes.append(len(lines) / (time.perf_counter() - began))
@@ -67,10 +73,20 @@ def measure(lines: list[bytes], seconds: float) -> dict[str, float]:
     }
 
 
-def measure_replays(records: list[dict], seconds: float) -> tuple[float, float]:
+def measure_replays(
+    records: list[dict], seconds: float, rules: Ruleset | None = None
+) -> tuple[float, float]:
     """Games per CPU-second of the plain replay and of `replay_record` (with facts), passes
     interleaved so that both see the same machine (its speed drifts by the second)."""
-    spent = {slow6.replay: 0.0, replay_record: 0.0}
+    lookup = _lookup(rules)
+
+    def plain(record: dict) -> object:
+        return slow6.replay(record, False, rules) if rules is not None else slow6.replay(record)
+
+    def facts(record: dict) -> object:
+        return replay_record(record, lookup)
+
+    spent = {plain: 0.0, facts: 0.0}
     passes = 0
     while sum(spent.values()) < seconds:
         for replay in spent:
@@ -80,7 +96,15 @@ def measure_replays(records: list[dict], seconds: float) -> tuple[float, float]:
             spent[replay] += time.process_time() - cpu
         passes += 1
     games = passes * len(records)
-    return games / spent[slow6.replay], games / spent[replay_record]
+    return games / spent[plain], games / spent[facts]
+
+
+def _lookup(rules: Ruleset | None) -> RulesetLookup | None:
+    if rules is None:
+        return None
+    return chain_lookup(
+        lambda game, name: rules if (game, name) == (rules.game, rules.name) else None
+    )
 
 
 def cores() -> list[int | None]:
@@ -111,11 +135,17 @@ def main() -> None:
     ap.add_argument("--games", type=int, default=2000)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--facts", action="store_true", help="also time replay_record vs replay")
+    ap.add_argument("--ruleset", metavar="FILE", help="play and judge under this ruleset file")
     args = ap.parse_args()
+    rules = parse_toml(Path(args.ruleset).read_bytes()) if args.ruleset else None
+    lookup = _lookup(rules)
+    if rules is not None:
+        changed = ", ".join(f"{k} {a} -> {b}" for k, a, b in rules.changes_from(STANDARD["slow6"]))
+        print(f"ruleset {rules.name}: {changed}")
     allowed = cores()
     try:
         for board in (5, 7):
-            lines = corpus(board, args.games)
+            lines = corpus(board, args.games, rules)
             turns = sum(len(orjson.loads(x)["turns"]) for x in lines) / len(lines)
             size = sum(len(x) for x in lines) / len(lines)
             print(f"{board}x{board} with powers ({len(lines)} games, {turns:.1f} turns and "
@@ -123,7 +153,7 @@ def main() -> None:
             per_core = {}
             for core in allowed:
                 pin(core)
-                m = measure(lines, args.seconds)
+                m = measure(lines, args.seconds, lookup)
                 per_core[core] = (m["median"], (
                     f"{m['wall']:,.0f} games/s over {args.seconds:g} s ({m['cpu']:,.0f} per "
                     f"CPU-second); {m['passes']} passes of {len(lines)} games: median "
@@ -131,19 +161,21 @@ def main() -> None:
                 ))  # fmt: skip
             spread("median pass, games/s", per_core)
             if args.facts:
-                report_facts(lines, allowed, args.seconds)
+                report_facts(lines, allowed, args.seconds, rules)
     finally:
         if allowed != [None]:
             os.sched_setaffinity(0, set(allowed))
 
 
-def report_facts(lines: list[bytes], allowed: list, seconds: float) -> None:
+def report_facts(
+    lines: list[bytes], allowed: list, seconds: float, rules: Ruleset | None = None
+) -> None:
     records = [orjson.loads(x) for x in lines]
     print("  replay with facts (replay_record) vs plain replay, parsed records:")
     per_core = {}
     for core in allowed:
         pin(core)
-        plain, facts = measure_replays(records, seconds)
+        plain, facts = measure_replays(records, seconds, rules)
         per_core[core] = (facts, f"{plain:,.0f} games/s plain, {facts:,.0f} with facts "
                                  f"(x{plain / facts:.2f} the time)")  # fmt: skip
     spread("with facts", per_core)

@@ -6,15 +6,29 @@ import argparse
 import sys
 import time
 from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING
 
 import orjson
 
 from replays.vocabulary import BOARDS, GAMES
 
+if TYPE_CHECKING:
+    from replays.rulesets import Ruleset
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("verify", help="verify JSON or NDJSON upload records, one verdict line each")
-    p.add_argument("files", nargs="+", metavar="FILE", help="a file of records, or - for stdin")
+    p.add_argument("files", nargs="*", metavar="FILE", help="a file of records, or - for stdin")
+    p.add_argument(
+        "--rules",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="RULESET.toml",
+        help="ruleset files (rulesets.md RS4.1) to judge records under, besides standard; they "
+        "may be based_on each other in any order. Written before the records, the files of "
+        "rules are those ending in .toml (or give --rules once per file)",
+    )
     p.set_defaults(run=run_verify)
 
     p = sub.add_parser("simulate", help="write simulated, valid schema-1 records as NDJSON")
@@ -26,6 +40,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--hidden", action="store_true", default=None, help="hidden variant")
     p.add_argument("--no-hidden", dest="hidden", action="store_false")
     p.add_argument("--players", type=int, default=4, help="Slide players, 2..6")
+    p.add_argument(
+        "--rules",
+        nargs="+",
+        action="extend",
+        default=[],
+        metavar="RULESET.toml",
+        help="play under this ruleset (the last file; earlier ones are what it may be "
+        "based_on); each record names it",
+    )
     p.add_argument("--max-level", type=int, default=4, choices=range(0, 5),
                    help="strongest Slow6 bot used (lower is faster)")  # fmt: skip
     p.add_argument("--seed", type=int, default=0)
@@ -59,14 +82,50 @@ def read_records(files: Iterable[str]) -> Iterator[bytes]:
                     yield line
 
 
+def split_rules(rules: list[str], files: list[str]) -> tuple[list[str], list[str]]:
+    """`--rules a.toml b.toml records.ndjson`: argparse gives every name to --rules; the
+    records are the names from the first one that does not end in .toml."""
+    if files or not rules:
+        return rules, files
+    for i, name in enumerate(rules):
+        if not name.endswith(".toml"):
+            return rules[:i], rules[i:]
+    return rules, files
+
+
+def load_rules(names: list[str]) -> dict[tuple[str, str], Ruleset]:
+    """Parse ruleset files (based_on each other in any order); exits 2 naming the fault."""
+    from .rulesets import RulesetError, parse_files
+
+    texts = {}
+    for name in names:
+        try:
+            texts[name] = open(name, "rb").read()
+        except OSError as e:
+            raise SystemExit(f"balance: cannot read ruleset file {name}: {e.strerror}") from None
+    try:
+        return parse_files(texts)
+    except RulesetError as e:
+        where = f" (parameter {e.param})" if e.param else ""
+        print(f"balance: invalid ruleset{where}: {e.message}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def run_verify(args: argparse.Namespace) -> int:
+    from .rulesets import chain_lookup
     from .verifier import check_text
 
+    rule_files, files = split_rules(args.rules, args.files)
+    if not files:
+        print("balance verify: name the files of records (or - for stdin)", file=sys.stderr)
+        return 2
+    known = load_rules(rule_files)
+    lookup = chain_lookup(lambda game, name: known.get((game, name))) if known else None
     out = sys.stdout
     all_valid = True
     try:
-        for text in read_records(args.files):
-            _, verdict = check_text(text)
+        for text in read_records(files):
+            _, verdict = check_text(text, lookup)
             all_valid &= verdict.ok
             out.write(orjson.dumps(verdict.as_dict()).decode() + "\n")
         out.flush()
@@ -109,10 +168,24 @@ def run_simulate(args: argparse.Namespace) -> int:
 
         write(args.out, seed=args.seed, jobs=args.jobs, echo=lambda s: print(s, flush=True))
         return 0
+    rules = None
+    if args.rules:
+        known = load_rules(args.rules)
+        last = open(args.rules[-1], "rb").read()
+        from .rulesets import chain_lookup, parse_toml
+
+        rules = parse_toml(last, chain_lookup(lambda game, name: known.get((game, name))))
+        if rules.game != args.game:
+            print(
+                f"balance simulate: ruleset {rules.name} is for {rules.game}, not {args.game} "
+                "(--game)",
+                file=sys.stderr,
+            )
+            return 2
     if args.game == "slide":
         from .slide.simulate import simulate_games as slide_games
 
-        games = slide_games(args.games, args.players, args.seed)
+        games = slide_games(args.games, args.players, args.seed, rules=rules)
     else:
         from .slow6.simulate import simulate_games
 
@@ -121,7 +194,7 @@ def run_simulate(args: argparse.Namespace) -> int:
             return 2
         games = simulate_games(
             args.games, board=args.board, powers=args.powers, hidden=args.hidden,
-            seed=args.seed, max_level=args.max_level,
+            seed=args.seed, max_level=args.max_level, rules=rules,
         )  # fmt: skip
     out = open(args.out, "wb") if args.out else sys.stdout.buffer
     progress = Progress(args.games)

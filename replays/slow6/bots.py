@@ -15,7 +15,9 @@ Levels differ in what they see:
 from __future__ import annotations
 
 import random
+from typing import cast
 
+from ..rulesets import Ruleset
 from ..vocabulary import POWERS
 from .board import DIRECTIONS
 from .position import Position, RuleBroken, Target
@@ -31,8 +33,12 @@ class Player:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def pick_powers(self) -> list[str]:
-        return self.rng.sample(POWERS, 3)
+    def pick_powers(self, rules: Ruleset | None = None) -> list[str]:
+        """The powers this player picks (R8.1): `picks` of those the ruleset offers."""
+        if rules is None:
+            return self.rng.sample(POWERS, 3)
+        offered = cast("tuple[str, ...]", rules.params["powers"])
+        return self.rng.sample(offered, cast(int, rules.params["picks"]))
 
     def choose_lineup(self, n: int) -> list[int]:
         lineup = list(range(1, n + 1))

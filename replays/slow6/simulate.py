@@ -12,8 +12,9 @@ from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar, cast
 
+from ..rulesets import STANDARD, STANDARD_NAME, Ruleset
 from ..verdict import Record
-from .board import TURN_LIMIT, square_name
+from .board import square_name
 from .bots import Move, make_player
 from .position import Lineups, Position, Target, Turn
 
@@ -52,28 +53,37 @@ def simulate_game(
     quit_rate: float = 0.0,
     client: dict[str, str] | None = None,
     ended_at: str | None = None,
+    rules: Ruleset | None = None,
 ) -> Record:
-    """Play one game between two players of the given levels (0 = random, 1..4 bots)."""
+    """Play one game between two players of the given levels (0 = random, 1..4 bots), under
+    `rules` (None: standard; another ruleset is named in the record)."""
     n = board
+    rules = rules or STANDARD["slow6"]
+    if rules.game != "slow6":
+        raise ValueError(f"ruleset {rules.name} is for {rules.game}, not slow6")
+    limit = cast(int, rules.params[f"turn_limit_{n}"])
     players = [make_player(levels[0], rng), make_player(levels[1], rng)]
     if lineups is None:
         lineups = [players[s].choose_lineup(n) for s in (0, 1)]
     if powers and picks is None:
-        picks = (players[0].pick_powers(), players[1].pick_powers())
+        if rules.name == STANDARD_NAME:  # (the same draws as before rulesets existed)
+            picks = (players[0].pick_powers(), players[1].pick_powers())
+        else:
+            picks = (players[0].pick_powers(rules), players[1].pick_powers(rules))
     if not powers:
         picks = None
     challenge = None
     if mode == "challenge":
         challenge_id = challenge_id or f"set-{rng.randrange(1, 201):03d}"
-        position = challenge_position(challenge_id, n, lineups)
+        position = challenge_position(challenge_id, n, lineups, limit)
         first = position["to_move"]
         challenge = {"id": challenge_id, "position": position}
-        pos = Position.from_challenge(n, lineups, position, picks)
+        pos = Position.from_challenge(n, lineups, position, picks, rules)
     else:
         first = rng.randrange(2) if first is None else first
-        pos = Position.start_position(n, lineups, first, picks)
+        pos = Position.start_position(n, lineups, first, picks, rules)
     turns: list[Turn] = []
-    quit_at = rng.randrange(2, 2 * TURN_LIMIT[n]) if rng.random() < quit_rate else None
+    quit_at = rng.randrange(2, 2 * limit) if rng.random() < quit_rate else None
     while not pos.over and len(turns) != quit_at:
         power, target, moves = players[pos.to_move].turn(pos)
         turns.append(_turn_record(power, target, moves, n))
@@ -93,6 +103,7 @@ def simulate_game(
     else:
         reason = "timeout" if rng.random() < 0.3 else "resign"
         result = {"winner": 1 - pos.to_move, "reason": reason, "points": None}
+    named = {} if rules.name == STANDARD_NAME else {"ruleset": rules.name}
     return {
         "schema": 1,
         "game_id": game_uuid(rng),
@@ -101,6 +112,7 @@ def simulate_game(
         or {"platform": _weighted(rng, PLATFORMS), "version": _weighted(rng, VERSIONS)},
         "mode": mode,
         "ended_at": ended_at or _date(rng),
+        **named,
         "rules": {"board": n, "powers": bool(picks), "hidden": hidden},
         "ai": ai,
         "challenge": challenge,
@@ -130,19 +142,23 @@ def _date(rng: random.Random) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-# (id, board, lineups) -> the position
-_CHALLENGES: dict[tuple[str, int, tuple[tuple[int, ...], ...]], Record] = {}
+# (id, board, lineups, plies played) -> the position
+_CHALLENGES: dict[tuple[str, int, tuple[tuple[int, ...], ...], int], Record] = {}
 
 
-def challenge_position(challenge_id: str, n: int, lineups: Lineups) -> Record:
-    """The set position of a challenge: the same for everyone with the same id (R9)."""
-    key = (challenge_id, n, tuple(map(tuple, lineups)))
+def challenge_position(
+    challenge_id: str, n: int, lineups: Lineups, limit: int | None = None
+) -> Record:
+    """The set position of a challenge: the same for everyone with the same id (R9). `limit`:
+    the ruleset's turn limit T, which the turns taken stay below (R9.2; None: standard's)."""
+    plies = 2 * n if limit is None else min(2 * n, 2 * limit - 1)
+    key = (challenge_id, n, tuple(map(tuple, lineups)), plies)
     if key not in _CHALLENGES:
         rng = random.Random(f"{challenge_id}/{n}/{key[2]}")
         while True:
             pos = Position.start_position(n, lineups, rng.randrange(2))
             players = [make_player(1, rng), make_player(1, rng)]
-            for _ in range(rng.randrange(4, 2 * n)):
+            for _ in range(rng.randrange(4, plies)):
                 if pos.over:
                     break
                 _, _, moves = players[pos.to_move].turn(pos)
@@ -193,10 +209,12 @@ def random_game_settings(
 def simulate_games(
     n: int, *, board: int | None = None, powers: bool | None = None,
     hidden: bool | None = None, seed: int = 0, max_level: int = 4,
+    rules: Ruleset | None = None,
 ) -> Iterator[Record]:  # fmt: skip
-    """`n` realistic games: a spread of modes, platforms, client versions, dates and players."""
+    """`n` realistic games: a spread of modes, platforms, client versions, dates and players,
+    played under `rules` (None: standard)."""
     rng = random.Random(seed)
     for _ in range(n):
         settings = random_game_settings(rng, board, powers, hidden)
         settings["levels"] = tuple(min(lv, max_level) for lv in settings["levels"])
-        yield simulate_game(rng, quit_rate=QUIT_RATE, **settings)
+        yield simulate_game(rng, quit_rate=QUIT_RATE, rules=rules, **settings)
