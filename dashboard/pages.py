@@ -79,7 +79,7 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     table = page.versions_table if page is not None else "agg_games_daily"
     ctx.params["versions"] = catalog.client_versions(ctx, table)
     defaults = None
-    if with_defaults:
+    if with_defaults and (page is None or page.balance_cut):
         ctx.params["live"] = catalog.live(ctx, page)
         defaults = catalog.defaults(ctx.params["live"])
     ctx.filters = Filters.from_args(request.args, defaults)

@@ -123,3 +123,42 @@ def test_incremental_runs_equal_a_full_run_across_rulesets(tmp_path):
 
     assert_same(incremental, full)
     assert set(full["agg_power"]["ruleset"]) == {"standard", "r31"}
+
+
+def test_a_slide_match_ends_at_its_rulesets_target(tmp_path):
+    """S3.4 under a ruleset: a match of `long-match` (match_target 200) that played on past
+    100 is consistent and not complete until a total reaches 200; under standard the same
+    games are 'played on after a total reached 100'."""
+    import duckdb
+
+    from analysis.games_sql import Selection
+    from analysis.slide import _matches
+    from ingest.storage import registry, schema_sql
+    from replays import rulesets as R
+
+    con = duckdb.connect(str(tmp_path / "m.duckdb"))
+    con.execute(schema_sql())
+    toml = 'name = "long-match"\ngame = "slide"\n[params]\nmatch_target = 200\n'
+    registry.register(con, [R.parse_toml(toml)])
+    for match, ruleset in (("m-std", "standard"), ("m-long", "long-match")):
+        for game, score in ((1, 90), (2, 30), (3, 30)):  # seat 0 reaches 120 in game 2
+            gid = f"{match}-{game}"
+            con.execute(
+                "INSERT INTO slide_games VALUES (md5(?)::UUID, 2, 0, ?, ?, 'online', 'web', "
+                "'1.0', [1], false, 0, 16, TIMESTAMP '2026-11-02 10:00:00' + to_hours(?::INTEGER), "
+                "TIMESTAMP '2026-11-03', ?)",
+                [gid, match, game, game, ruleset],
+            )
+            for seat, points in ((0, score), (1, 0)):
+                con.execute(
+                    "INSERT INTO slide_seats VALUES (md5(?)::UUID, 2, ?, ?, ?, 0, ?, 0, 0, [])",
+                    [gid, seat, seat, points, seat == 1],
+                )
+    rows = {
+        r[0]: r
+        for r in con.execute(
+            f"SELECT match_id, complete, consistent, problem FROM ({_matches(Selection())})"
+        ).fetchall()
+    }
+    assert rows["m-std"][1:] == (True, False, "played on after a total reached 100")
+    assert rows["m-long"][1:] == (False, True, None)
