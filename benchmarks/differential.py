@@ -1,6 +1,8 @@
 """Differential run: the Slow6 engine against the spec-literal referee (tests/referee/) on
-simulated games and single-fault mutations of them. Prints the count, the verdict mix, every
-disagreement class with an example, and writes the disagreeing records to --out.
+simulated games and single-fault mutations of them, under `standard` and random valid rulesets
+(rulesets.md; --standard-only for the former alone). Prints the count, the verdict mix (by
+standard or not), every disagreement class with an example, and writes the disagreeing
+records (with their ruleset) to --out.
 
     python benchmarks/differential.py --records 1000000 --workers 2 --out /tmp/diff.ndjson
 """
@@ -23,18 +25,20 @@ from differential.corpus import corpus  # noqa: E402
 
 
 def _work(args):
-    seed, bases, per_base = args
+    seed, bases, per_base, rulesets = args
     mix: Counter = Counter()
     bad = []
     n = 0
-    for kind, rec in corpus(seed, bases, per_base):
-        o = judge_both(kind, rec)
+    for kind, rec, rules in corpus(seed, bases, per_base, rulesets):
+        o = judge_both(kind, rec, rules)
         n += 1
         legal = "legal" if o.engine[0] == "valid" else o.engine[0]
-        mix[(kind if kind == "simulated" else "mutant", legal)] += 1
+        which = "standard" if rules is None else "ruleset"
+        mix[(which, kind if kind == "simulated" else "mutant", legal)] += 1
         if not o.agrees:
+            params = None if rules is None else rules.to_json()
             bad.append({"kind": kind, "engine": o.engine, "referee": o.referee,
-                        "message": o.message, "record": rec})  # fmt: skip
+                        "message": o.message, "ruleset": params, "record": rec})  # fmt: skip
     return n, mix, bad
 
 
@@ -46,9 +50,11 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--chunk", type=int, default=200, help="base games a task")
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument("--standard-only", action="store_true", help="no random rulesets")
     a = ap.parse_args()
     bases = max(1, round(a.records / (a.per_base + 1)))
-    tasks = [(a.seed * 1_000_003 + i, min(a.chunk, bases - i * a.chunk), a.per_base)
+    tasks = [(a.seed * 1_000_003 + i, min(a.chunk, bases - i * a.chunk), a.per_base,
+              not a.standard_only)
              for i in range((bases + a.chunk - 1) // a.chunk)]  # fmt: skip
     t0 = time.perf_counter()
     total, mix, bad = 0, Counter(), []
@@ -63,7 +69,7 @@ def main() -> None:
     el = time.perf_counter() - t0
     print(f"\nrecords: {total:,} in {el:,.0f} s with {a.workers} workers (seed {a.seed})")
     for key, c in sorted(mix.items()):
-        print(f"  {key[0]:9} {key[1]:9} {c:,}")
+        print(f"  {key[0]:9} {key[1]:9} {key[2]:9} {c:,}")
     classes = Counter((d["kind"], tuple(d["engine"])[:2], tuple(d["referee"])[:2]) for d in bad)
     print(f"disagreements: {len(bad)}")
     for (kind, eng, ref), c in classes.most_common():

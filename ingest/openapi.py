@@ -174,7 +174,16 @@ def document(config: dict) -> dict:
             "schemas": {
                 "Result": {
                     "type": "object",
-                    "required": ["line", "game_id", "verdict", "rule", "turn", "message", "field"],
+                    "required": [
+                        "line",
+                        "game_id",
+                        "verdict",
+                        "rule",
+                        "turn",
+                        "message",
+                        "field",
+                        "ruleset",
+                    ],
                     "properties": {
                         "line": {"type": "integer", "description": "0-based line of the body"},
                         "game_id": {"type": ["string", "null"]},

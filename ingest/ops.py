@@ -20,6 +20,7 @@ INDEX = {
     "sql_console": "/sql",
     "upload": "POST /v1/games",
     "schema": "/v1/schema",
+    "rulesets": "/v1/rulesets",
     "openapi": "/openapi.json",
     "health": "/healthz",
     "metrics": "/metrics",

@@ -226,8 +226,12 @@ def _stored(args, action, lake_add: list | None = None):
             return INVALID
     import duckdb
 
+    db = _db(args)
+    if lake_add is None and not os.path.exists(db):  # list / show: nothing to create
+        print(f"balance rules: no store at {db} (give --db, --lake or --server)", file=sys.stderr)
+        return INVALID
     try:
-        return r.on_file(_db(args), lambda con: action(r, con))
+        return r.on_file(db, lambda con: action(r, con))
     except duckdb.IOException as exc:
         if "lock" not in str(exc).lower():
             raise

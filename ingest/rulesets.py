@@ -63,14 +63,6 @@ def register_running(store: Store | LakeStore, files: Files) -> list[dict]:
         store.registry.reload()
 
 
-def registered_times(store: Store | LakeStore) -> dict:
-    con = store._con.cursor() if isinstance(store, Store) else store.reader()
-    try:
-        return registry.registered_at(con)
-    finally:
-        con.close()
-
-
 # -- a store of one's own (server stopped, or a lake) ---------------------------------------
 
 

@@ -24,15 +24,17 @@ MAX_FILES, MAX_BYTES = 100, 1024 * 1024  # a registration request's TOML files
 
 
 def _registry():
+    """The server's store, its registry read again if older than FRESH (a lake: what other
+    servers registered); no store query otherwise, however many clients ask."""
     store = current_app.extensions["ingest"].store
-    store.registry.refresh(time.time() - FRESH)  # a lake: what other servers registered
+    store.registry.refresh(time.time() - FRESH)
     return store
 
 
 @bp.get("/v1/rulesets")
 def list_rulesets():
     store = _registry()
-    times = rulesets.registered_times(store)
+    times = store.registry.snapshot.registered_at
     return json_response({"rulesets": rulesets.listing(store.registry.all(), times)})
 
 
@@ -42,7 +44,7 @@ def show_ruleset(game: str, name: str):
     found = store.registry.lookup(game, name) if game in R.GAMES else None
     if found is None:
         return error(404, f"no {game} ruleset {name!r} is registered (RS5.1)")
-    at = rulesets.registered_times(store).get((game, name))
+    at = store.registry.snapshot.registered_at.get((game, name))
     return json_response(rulesets.describe(found, at))
 
 
@@ -57,7 +59,9 @@ def register_rulesets():
     if denied is not None:
         return denied
     state = current_app.extensions["ingest"]
-    body = request.get_data(cache=False)
+    if (request.content_length or 0) > MAX_BYTES:
+        return error(413, f"a registration is at most {MAX_BYTES} bytes of TOML")
+    body = request.stream.read(MAX_BYTES + 1)
     if len(body) > MAX_BYTES:
         return error(413, f"a registration is at most {MAX_BYTES} bytes of TOML")
     files = _files(request.mimetype, body)

@@ -26,8 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=[],
         metavar="RULESET.toml",
         help="ruleset files (rulesets.md RS4.1) to judge records under, besides standard; they "
-        "may be based_on each other in any order. Written before the records, the files of "
-        "rules are those ending in .toml (or give --rules once per file)",
+        "may be based_on each other in any order (the records may follow them)",
     )
     p.set_defaults(run=run_verify)
 
@@ -89,14 +88,30 @@ def read_records(files: Iterable[str]) -> Iterator[bytes]:
 
 
 def split_rules(rules: list[str], files: list[str]) -> tuple[list[str], list[str]]:
-    """`--rules a.toml b.toml records.ndjson`: argparse gives every name to --rules; the
-    records are the names from the first one that does not end in .toml."""
+    """`--rules a.toml b.toml records.ndjson`: argparse gives every name after --rules to it;
+    the records are the names from the first one that holds records (JSON: an object or an
+    array of objects, or NDJSON), or is - (standard input)."""
     if files or not rules:
         return rules, files
     for i, name in enumerate(rules):
-        if not name.endswith(".toml"):
+        if name == "-" or _holds_records(name):
             return rules[:i], rules[i:]
     return rules, files
+
+
+def _holds_records(name: str) -> bool:
+    """Whether a file starts as JSON records do ({, or [ then { or ]); a TOML file starts with a
+    key, a comment or a [table] header."""
+    try:
+        with open(name, "rb") as f:
+            head = f.read(512).lstrip()
+    except OSError:
+        return False  # (reported when read as a ruleset file)
+    if head.startswith(b"\xef\xbb\xbf"):
+        head = head[3:].lstrip()
+    return head.startswith(b"{") or (
+        head.startswith(b"[") and head[1:].lstrip()[:1] in (b"{", b"]")
+    )
 
 
 def load_rules(names: list[str]) -> dict[tuple[str, str], Ruleset]:

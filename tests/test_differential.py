@@ -51,13 +51,26 @@ def test_simulated_games_of_every_level_verify(level, board):
 
 
 def test_engine_and_referee_agree_on_a_fixed_sample():
-    sample = corpus(seed=20261202, bases=1000, mutants_per_base=15)
-    outcomes = [judge_both(kind, rec) for kind, rec in sample]
+    sample = corpus(seed=20261202, bases=1000, mutants_per_base=15, rulesets=False)
+    outcomes = [judge_both(kind, rec) for kind, rec, _ in sample]
     judged = [o for o in outcomes if o.referee is not None]
     assert len(judged) > 0.95 * len(outcomes)  # mutations keep records well-formed
     invalid = sum(o.engine[0] == "invalid" for o in judged)
     assert invalid > len(judged) / 2  # the sample holds both halves
     assert len(judged) - invalid > 1000
+    disagreements = [o for o in judged if not o.agrees]
+    assert not disagreements, _report(disagreements)
+
+
+def test_engine_and_referee_agree_under_random_rulesets():
+    """The same under random valid rulesets (rulesets.md RS3): both read the parameters."""
+    sample = corpus(seed=20261205, bases=150, mutants_per_base=12, rulesets=True)
+    outcomes = [judge_both(kind, rec, rules) for kind, rec, rules in sample]
+    judged = [o for o in outcomes if o.referee is not None]
+    named = sum("ruleset" in o.record for o in judged)
+    assert named > len(judged) / 2  # most under a ruleset other than standard
+    invalid = sum(o.engine[0] == "invalid" for o in judged)
+    assert 100 < invalid < len(judged) - 100
     disagreements = [o for o in judged if not o.agrees]
     assert not disagreements, _report(disagreements)
 

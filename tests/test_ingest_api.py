@@ -56,6 +56,7 @@ def test_accepted_then_duplicate_then_conflict(srv):
                 "turn": None,
                 "message": None,
                 "field": None,
+                "ruleset": "standard",
             }
         ]
     }

@@ -185,3 +185,5 @@ def test_balance_rules_on_a_stopped_store(tmp_path):
     }
     missing = balance("rules", "show", "nothing", "--db", db)
     assert missing.returncode == 1
+    nowhere = balance("rules", "list", "--db", str(tmp_path / "none.duckdb"))
+    assert nowhere.returncode == 2 and not (tmp_path / "none.duckdb").exists()

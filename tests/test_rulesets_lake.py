@@ -7,6 +7,7 @@ ducklake extension cannot be had (lake_cluster.py)."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 import time
@@ -18,8 +19,11 @@ pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import LakeServer  # noqa: E402
 
 from ingest import rulesets as ops  # noqa: E402
+from ingest.pipeline import Judge  # noqa: E402
 from ingest.rulesets_api import FRESH  # noqa: E402
+from ingest.storage import Store  # noqa: E402
 from ingest.storage.lake import LAKE_SCHEMA_VERSION, connect, stored_version  # noqa: E402
+from ingest.storage.lake_admin import init_lake  # noqa: E402
 from ingest.storage.registry import Refused  # noqa: E402
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
@@ -157,3 +161,31 @@ def test_a_lake_made_before_rulesets_is_upgraded(lake):
     finally:
         con.close()
     assert ops.register_lake(lake, [("f.toml", (RULESETS / "freeze-1.toml").read_text())])
+
+
+def test_import_brings_a_files_rulesets_and_refuses_a_clash(pg_cluster, lake, tmp_path):
+    """`balance lake import` copies a store file's rulesets with its games; a lake that has
+    one of its names with other parameters refuses the import, copying nothing (RS1.3)."""
+    db = str(tmp_path / "s.duckdb")
+    assert balance("rules", "add", str(RULESETS / "reach-3.toml"), "--db", db).returncode == 0
+    with Store(db) as store:
+        judge = Judge(registry=store.registry)
+        text = line(of("reach-3", 1)[0])
+        assert store.ingest([judge.judge(0, text, dt.datetime(2026, 11, 1)).pending]) == [
+            "accepted"
+        ]
+    ran = balance("lake", "import", "--lake", lake, "--db", db)
+    assert ran.returncode == 0, ran.stderr
+    assert lake_rows(lake, "SELECT ruleset FROM games") == [("reach-3",)]
+    assert lake_rows(lake, "SELECT name, params->>'reach' FROM rulesets") == [("reach-3", "3")]
+    # another lake, where reach-3 means something else
+    other = pg_cluster.create_db(f"{lake.split('dbname=')[-1]}_b")
+    init_lake(other, str(tmp_path / "data-b"))
+    clash = tmp_path / "reach-3.toml"
+    clash.write_text(
+        (RULESETS / "reach-3.toml").read_text().replace("trap_turns = 3", "trap_turns = 4")
+    )
+    assert balance("rules", "add", str(clash), "--lake", other).returncode == 0
+    ran = balance("lake", "import", "--lake", other, "--db", db)
+    assert ran.returncode != 0 and "trap_turns" in ran.stderr, (ran.stdout, ran.stderr)
+    assert lake_rows(other, "SELECT count(*) FROM raw_records") == [(0,)]

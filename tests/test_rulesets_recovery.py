@@ -48,6 +48,9 @@ def test_unknown_ruleset_stored_then_registered_reverified_and_counted(tmp_path)
         server.start()
         env = {"BALANCE_TOKEN": TOKEN}
         files = [str(RULESETS / f"{n}.toml") for n in ("reach-3", "few-powers", "slide-groups-3")]
+        # the file is the running server's: the command says to go through it
+        held = balance("rules", "add", *files, "--db", str(server.db))
+        assert held.returncode == 2 and "--server" in held.stderr, held.stderr
         ran = balance("rules", "add", *files, "--server", server.url, env=env)
         assert ran.returncode == 0, ran.stderr
         assert ran.stdout.count("added:") == 3

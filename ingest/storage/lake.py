@@ -1250,10 +1250,10 @@ class LakeStore:
         self._judge = self._judge or Rejudge(registry=self.registry)
         return self._judge
 
-    def _load_rulesets(self) -> list:
+    def _load_rulesets(self) -> tuple:
         cur = self._cursor()
         try:
-            return registry.load(cur)
+            return registry.load_with_times(cur)
         finally:
             cur.close()
 

@@ -68,6 +68,11 @@ def load(con: duckdb.DuckDBPyConnection, table: str = "rulesets") -> list[R.Rule
     return [_from_row(*row) for row in found]
 
 
+def load_with_times(con: duckdb.DuckDBPyConnection) -> tuple[list[R.Ruleset], dict]:
+    """`load` and `registered_at`, for a Registry (what GET /v1/rulesets answers from)."""
+    return load(con), registered_at(con)
+
+
 def registered_at(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
     """(game, name) -> when it was registered (ISO 8601, UTC)."""
     rows = con.execute(
@@ -185,8 +190,8 @@ def parse_files(
             parsed[key] = ruleset
             source_of[key] = source
         if len(deferred) == len(waiting):  # no progress: the bases are nowhere
-            source, exc = errors[0]
-            raise _invalid(source, exc) from exc
+            where, fault = errors[0]
+            raise _invalid(where, fault) from fault
         waiting = deferred
     return list(parsed.values())
 
@@ -205,6 +210,7 @@ class Snapshot:
 
     version: int = 0
     rulesets: Mapping[tuple[str, str], R.Ruleset] = field(default_factory=dict)
+    registered_at: Mapping[tuple[str, str], str] = field(default_factory=dict)
 
     def lookup(self, game: str, name: str) -> R.Ruleset | None:
         if name == "standard":
@@ -214,11 +220,12 @@ class Snapshot:
 
 class Registry:
     """The rulesets a process judges by (see the module docstring). `load` reads the store's
-    table (None: a registry of the built-in `standard` only, or one fed by `adopt`).
+    table: a list of rulesets, or (rulesets, registered_at) as `load_with_times` gives them
+    (None: a registry of the built-in `standard` only, or one fed by `adopt`).
     `exclusive`: every registration goes through this process (a store file's server), so
     `refresh` never needs to read the table again."""
 
-    def __init__(self, load: Callable[[], list[R.Ruleset]] | None = None, exclusive=False):
+    def __init__(self, load: Callable[[], list | tuple] | None = None, exclusive=False):
         self._load = load
         self.exclusive = exclusive
         self.snapshot = Snapshot()
@@ -233,12 +240,13 @@ class Registry:
     def all(self) -> list[R.Ruleset]:
         return [self.snapshot.rulesets[k] for k in sorted(self.snapshot.rulesets)]
 
-    def set(self, rulesets: list[R.Ruleset]) -> bool:
-        """Judge by `rulesets` from now on; whether that changed anything."""
+    def set(self, loaded: list[R.Ruleset] | tuple[list[R.Ruleset], dict]) -> bool:
+        """Judge by the `loaded` rulesets from now on; whether that changed anything."""
+        rulesets, times = loaded if isinstance(loaded, tuple) else (loaded, {})
         new = {(r.game, r.name): r for r in rulesets}
         if new == dict(self.snapshot.rulesets):
             return False
-        self.snapshot = Snapshot(self.snapshot.version + 1, new)
+        self.snapshot = Snapshot(self.snapshot.version + 1, new, dict(times))
         return True
 
     def reload(self) -> bool:

@@ -942,10 +942,10 @@ class Store:
         self._judge = self._judge or _default_judge(self.registry)
         return self._judge
 
-    def _load_rulesets(self) -> list:
+    def _load_rulesets(self) -> tuple:
         cur = self._con.cursor()
         try:
-            return registry.load(cur)
+            return registry.load_with_times(cur)
         finally:
             cur.close()
 

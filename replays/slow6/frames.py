@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..rulesets import STANDARD, Ruleset
 from ..verdict import Record
 from .board import square_name
 from .position import Counters, Position, RuleBroken
@@ -31,13 +32,14 @@ def snapshot(pos: Position) -> dict[str, Any]:
     return {"pieces": pieces, "traps": traps, "points": list(pos.points()), "to_move": pos.to_move}
 
 
-def frames(record: Record) -> dict[str, Any]:
+def frames(record: Record, ruleset: Ruleset | None = None) -> dict[str, Any]:
     """Every position of a game; replay stops at the first broken rule, which is reported with
-    its turn so a viewer can open there. Works for valid and quarantined records alike."""
+    its turn so a viewer can open there. Works for valid and quarantined records alike.
+    `ruleset`: the one the record is played under (None: standard; rulesets.md)."""
     out: dict[str, Any] = {"board": record["rules"]["board"], "lineups": record["lineups"],
                            "frames": [], "error": None, "ended": None}  # fmt: skip
     try:
-        pos = setup(record)
+        pos = setup(record, ruleset or STANDARD["slow6"])
     except RecordFault as e:
         out["error"] = {"rule": e.rule, "turn": None, "message": e.message}
         return out

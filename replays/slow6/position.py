@@ -234,7 +234,9 @@ class Position:
         p.rank = p.orig[:]
         p.goal = [*map(_lanes(n, 0, l1).__getitem__, l0), *map(_lanes(n, 1, l0).__getitem__, l1)]
         # (no crown yet, n pieces a side)
-        p._finish_setup(first, _start_reach(n, p.move_reach), [n, n])
+        reach = p.move_reach
+        p._finish_setup(first, (START_REACH[n] if reach == 2 else _START_REACH[(n, reach)])[:],
+                        [n, n])  # fmt: skip
         return p
 
     @classmethod
@@ -931,12 +933,9 @@ PLAIN = {n: _plain(GEOMETRY[n]) for n in BOARDS}
 OUTCOMES = {n: _outcomes(n) for n in BOARDS}
 START_SIDES = {n: [0] * n + [1] * n for n in BOARDS}
 START_SQUARES = {n: list(range(n)) + list(range((n - 1) * n, n * n)) for n in BOARDS}
+# the `reach` list of a start position (see `_finish_setup`), by board and the ruleset's reach
 _START_REACH = {(n, r): [r] * (2 * n) + [-1] for n in BOARDS for r in (1, 2, 3)}
-
-
-def _start_reach(n: int, reach: int) -> list[int]:
-    """The `reach` list of a start position (see `_finish_setup`): a fresh copy."""
-    return _START_REACH[(n, reach)][:]
+START_REACH = {n: _START_REACH[(n, 2)] for n in BOARDS}  # (standard's, one lookup)
 
 
 _STANDARD = STANDARD["slow6"]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import compress, count, repeat
 from operator import itemgetter
 from typing import Any, NoReturn, cast
 
 from ..rulesets import STANDARD, Ruleset
 from ..verdict import Record, Verdict, invalid, valid
-from ..vocabulary import BOARDS, POWERS
+from ..vocabulary import BOARDS
 from .board import TURN_LIMIT, back_row, parse_square, square_name
 from .facts import PieceColumns, Slow6Facts, TurnColumns
 from .position import Counters, Position, RuleBroken, Turn
@@ -65,7 +66,6 @@ def setup(record: Record, ruleset: Ruleset = _STANDARD) -> Position:
     rules = record["rules"]
     n = rules["board"]
     picks = record["powers"]
-    params = ruleset.params
     if rules["powers"]:
         if picks is None:
             raise RecordFault("R8.1", "a game with powers must give both sides' picks")
@@ -73,24 +73,25 @@ def setup(record: Record, ruleset: Ruleset = _STANDARD) -> Position:
         if len(sets[0]) != len(picks[0]) or len(sets[1]) != len(picks[1]):
             s = 0 if len(sets[0]) != len(picks[0]) else 1
             raise RecordFault("R8.1", f"side {s} picked the same power twice: {picks[s]}")
-        _check_picks(picks, cast(int, params["picks"]), cast("tuple[str, ...]", params["powers"]))
+        # R8.1 (RS7.3): standard's 3 of all ten, or the ruleset's picks of its powers
+        if ruleset is not _STANDARD or len(picks[0]) != 3 or len(picks[1]) != 3:
+            _check_picks(picks, ruleset.params)
         picks = sets
     elif picks is not None:
         raise RecordFault("R8.1", "powers picked in a game without powers")
     lineups = record["lineups"]
     challenge = record["challenge"]
     if challenge is not None:
-        limit = cast(int, params[f"turn_limit_{n}"])
+        limit = cast(int, ruleset.params[f"turn_limit_{n}"])
         check_position(challenge["position"], n, record["first"], limit)
         return Position.from_challenge(n, lineups, challenge["position"], picks, ruleset)
     return Position.start_position(n, lineups, record["first"], picks, ruleset)
 
 
-def _check_picks(picks: list[list[str]], count: int, offered: tuple[str, ...]) -> None:
-    """R8.1 under the ruleset (RS7.3): each side picks exactly `count` ids of `offered`."""
-    a, b = picks
-    if len(a) == count == len(b) and len(offered) == len(POWERS):
-        return  # (well-formed picks are power ids: all ten are offered)
+def _check_picks(picks: list[list[str]], params: Mapping[str, object]) -> None:
+    """R8.1 under the ruleset (RS7.3): each side picks exactly `picks` ids of `powers`."""
+    count = cast(int, params["picks"])
+    offered = cast("tuple[str, ...]", params["powers"])
     for s, side_picks in enumerate(picks):
         if len(side_picks) != count:
             raise RecordFault(
@@ -260,8 +261,8 @@ def _piece_columns(pos: Position, c: Counters) -> PieceColumns:
     )  # fmt: skip
 
 
-def frames(record: Record) -> dict[str, Any]:
-    """The game turn by turn for a viewer (see `replays.slow6.frames`)."""
+def frames(record: Record, ruleset: Ruleset | None = None) -> dict[str, Any]:
+    """The game turn by turn for a viewer (see `replays.slow6.frames`), under `ruleset`."""
     from .frames import frames as _frames
 
-    return _frames(record)
+    return _frames(record, ruleset)

@@ -1,5 +1,5 @@
 """Judge one record with the engine (the product's whole text-to-verdict path) and with the
-referee, and say how they differ."""
+referee, under the ruleset it names, and say how they differ."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import orjson
 from referee.slow6 import judge as referee_judge
 
+from replays.rulesets import Ruleset
 from replays.verifier import check_text
 
 
@@ -25,13 +26,19 @@ class Outcome:
         return self.referee is None or self.engine == self.referee
 
 
-def judge_both(kind: str, record: dict) -> Outcome:
-    _, v = check_text(orjson.dumps(record))
+def judge_both(kind: str, record: dict, rules: Ruleset | None = None) -> Outcome:
+    """`rules`: the ruleset the record names (None: standard). The engine is given it through
+    the verifier's lookup; the referee its parameters as a plain dict (RS3's names)."""
+    lookup = None
+    if rules is not None:
+        key = (rules.game, rules.name)
+        lookup = lambda game, name: rules if (game, name) == key else None  # noqa: E731
+    _, v = check_text(orjson.dumps(record), lookup)
     engine = (v.verdict, v.rule, v.turn)
     if v.verdict == "malformed":
         return Outcome(kind, engine, None, v.message, record)
     try:
-        ref = tuple(referee_judge(record))
+        ref = tuple(referee_judge(record, dict(rules.params) if rules is not None else None))
     except Exception:  # the referee must judge every well-formed record
         ref = ("crash", traceback.format_exc(limit=-3), None)
     return Outcome(kind, engine, ref, v.message, record)

@@ -1,5 +1,6 @@
 """Records for the differential run: simulated games (every bot level and the random player,
-both boards, every variant and mode, challenges) and single-fault mutations of them.
+both boards, every variant and mode, challenges) and single-fault mutations of them, each
+played under a ruleset (rulesets.md): `standard` or a random valid one, which the record names.
 
 The base games come from the product's simulator, so they are legal by the engine's account;
 the referee checks that. Mutations are written here from the upload format alone (squares,
@@ -13,6 +14,7 @@ import random
 import uuid
 from collections.abc import Iterator
 
+from replays.rulesets import PARAMS, Ruleset
 from replays.slow6.simulate import random_game_settings, simulate_game
 
 FILES = "abcdefg"
@@ -24,13 +26,35 @@ LEVELS = (0, 1, 2, 3, 4)
 LEVEL_WEIGHTS = {0: 60, 1: 20, 2: 15, 3: 4, 4: 1}
 
 
+STANDARD_SHARE = 0.3  # of base games played under `standard`; the rest under a random ruleset
+
+
+def random_ruleset(rng: random.Random) -> Ruleset:
+    """A random valid Slow6 ruleset (RS3's ranges and cross-checks), named for its draw. Turn
+    limits are kept at 25 or less (longer games cost time, not coverage)."""
+    p: dict = {}
+    for name in ("crown_reach", "leap_reach", "freeze_turns", "trap_turns", "surge_rest"):
+        spec = PARAMS["slow6"][name]
+        p[name] = rng.randint(spec.low, spec.high)
+    p["turn_limit_5"] = rng.randint(5, 25)
+    p["turn_limit_7"] = rng.randint(5, 25)
+    p["reach"] = rng.randint(1, 3)
+    p["dash_reach"] = rng.randint(max(2, p["reach"] + 1), 5)
+    p["crown_points"] = None if rng.random() < 0.4 else rng.randint(0, 20)
+    offered = [x for x in POWER_IDS if rng.random() < 0.6] or [rng.choice(POWER_IDS)]
+    p["powers"] = offered
+    p["picks"] = rng.randint(1, min(5, len(offered)))
+    return Ruleset(f"rs-{rng.getrandbits(32):08x}", "slow6", p)
+
+
 def _gid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def base_game(rng: random.Random) -> dict:
-    """One simulated game: a level pair where the stronger side's level is drawn by
-    LEVEL_WEIGHTS, any board, variant and mode (challenges and computer games included)."""
+def base_game(rng: random.Random, rules: Ruleset | None = None) -> dict:
+    """One simulated game under `rules` (None: standard): a level pair where the stronger
+    side's level is drawn by LEVEL_WEIGHTS, any board, variant and mode (challenges and
+    computer games included)."""
     top = rng.choices(LEVELS, [LEVEL_WEIGHTS[lv] for lv in LEVELS])[0]
     other = rng.randrange(0, top + 1)
     settings = random_game_settings(rng)
@@ -43,7 +67,7 @@ def base_game(rng: random.Random) -> dict:
         settings["ai"] = {"side": side, "level": max(1, levels[side])}
     if settings["mode"] == "tutorial":
         settings.update(board=5, powers=False, hidden=False)
-    return simulate_game(rng, quit_rate=0.06, **settings)
+    return simulate_game(rng, quit_rate=0.06, rules=rules, **settings)
 
 
 # --- mutations: each returns a new record or None when it does not apply ----------------------
@@ -240,7 +264,27 @@ def duplicate_pick(rec, rng):
     if rec["powers"] is None:
         return None
     s = rng.randrange(2)
-    rec["powers"][s][rng.randrange(3)] = rec["powers"][s][rng.randrange(3)]
+    k = len(rec["powers"][s])
+    rec["powers"][s][rng.randrange(k)] = rec["powers"][s][rng.randrange(k)]
+    return rec
+
+
+def picks_changed(rec, rng):
+    """One pick more, one fewer (1 to 5 stay well-formed), or one replaced by another id:
+    legal only when the ruleset's picks and powers allow it (RS7.3)."""
+    if rec["powers"] is None:
+        return None
+    side = rec["powers"][rng.randrange(2)]
+    spare = [p for p in POWER_IDS if p not in side]
+    choice = rng.randrange(3)
+    if choice == 0 and len(side) < 5 and spare:
+        side.insert(rng.randrange(len(side) + 1), rng.choice(spare))
+    elif choice == 1 and len(side) > 1:
+        del side[rng.randrange(len(side))]
+    elif spare:
+        side[rng.randrange(len(side))] = rng.choice(spare)
+    else:
+        return None
     return rec
 
 
@@ -281,6 +325,7 @@ MUTATIONS = {
     "result_altered": (result_altered, 3),
     "truncate": (truncate, 3),
     "duplicate_pick": (duplicate_pick, 1),
+    "picks_changed": (picks_changed, 1),
     "challenge_altered": (challenge_altered, 2),
 }
 _NAMES = list(MUTATIONS)
@@ -297,16 +342,23 @@ def mutant(rec: dict, rng: random.Random) -> tuple[str, dict] | None:
     return kind, out
 
 
-def corpus(seed: int, bases: int, mutants_per_base: int) -> Iterator[tuple[str, dict]]:
-    """(kind, record): each base game ("simulated"), then its mutants."""
+def corpus(
+    seed: int, bases: int, mutants_per_base: int, rulesets: bool = True
+) -> Iterator[tuple[str, dict, Ruleset | None]]:
+    """(kind, record, ruleset): each base game ("simulated"), then its mutants, with the
+    ruleset they are played under (None: standard). `rulesets`: also random valid rulesets
+    (else standard only)."""
     rng = random.Random(seed)
     for _ in range(bases):
-        rec = base_game(rng)
-        yield "simulated", rec
+        rules = None
+        if rulesets and rng.random() >= STANDARD_SHARE:
+            rules = random_ruleset(rng)
+        rec = base_game(rng, rules)
+        yield "simulated", rec, rules
         made = tries = 0
         while made < mutants_per_base and tries < 4 * mutants_per_base:
             tries += 1
             m = mutant(rec, rng)
             if m is not None:
                 made += 1
-                yield m
+                yield (*m, rules)

@@ -4,6 +4,14 @@ It is written from ``tests/spec/slow6-rules.md`` (rules R1-R10) and ``tests/spec
 alone and shares no code with the product's rules engine. It is meant to be read next to the spec:
 every rule is a plain, named function whose docstring cites the rule it implements.
 
+Rulesets (``tests/spec/rulesets.md``): :func:`judge` takes the parameters of the ruleset the
+record is judged under as a plain dict of RS3's names (the ones left out keep their ``standard``
+value, written here from RS3's table). The referee does not resolve ruleset names (RS5.1 is the
+caller's), and it reads the parameters as RS3 and RS7 say: T of the board everywhere T appears
+(RS7.7), ``crown_points`` only in R6.3's totals (RS7.8), picks as rules (RS7.3), a dashing crown
+moves 1..``dash_reach`` (RS7.4), a leap is any move to an empty square within ``leap_reach``
+(RS7.5), ``surge_rest = 0`` no rest at all (RS7.6), and "its owner's next K turns" by R2.3.
+
 Public entry point: :func:`judge`. Its input is a Slow6 record that is already well-formed per the
 upload format (types, required fields, enum strings, square syntax ``[a-g][1-7]``, at most two
 moves per turn, ``hidden`` implies ``powers: false`` ...). It returns ``("valid", None, None)`` or
@@ -86,11 +94,29 @@ POWER_IDS = (
     "shove",
     "surge",
 )
+POWER_IDS_ALL = POWER_IDS
 
 NATURAL_REASON_RULE = {"home": "R6.1", "wipeout": "R6.2", "points": "R6.3"}
 
 # The eight directions of R2.2 as (file step, row step).
 DIRECTIONS = ((1, 0), (-1, 0), (0, 1), (0, -1), (1, 1), (1, -1), (-1, 1), (-1, -1))
+
+
+# RS3, Slow6: every parameter a ruleset may change, with its ``standard`` value
+STANDARD_RULES = {
+    "turn_limit_5": 15,  # R2.5: T on 5x5 (also R6.3, R9.2)
+    "turn_limit_7": 21,  # R2.5: T on 7x7
+    "reach": 2,  # R2.2: a non-crown moves 1..reach squares
+    "crown_reach": 1,  # R2.2: a crown moves 1..crown_reach squares
+    "crown_points": None,  # R6.3: what a crown counts; None means N+1
+    "powers": POWER_IDS_ALL,  # R8.1: the powers a side may pick
+    "picks": 3,  # R8.1: each side picks exactly this many different powers
+    "dash_reach": 3,  # R8.4
+    "leap_reach": 2,  # R8.11: at most this far in each of file and row
+    "freeze_turns": 2,  # R8.5: the owner's next K turns
+    "trap_turns": 2,  # R8.8
+    "surge_rest": 1,  # R8.10: 0 = it does not rest
+}
 
 
 class Breach(Exception):
@@ -123,11 +149,13 @@ class Piece:
 class Game:
     """The whole game state: board, per-side state, and how the game ended (if it did)."""
 
-    def __init__(self, record: dict):
+    def __init__(self, record: dict, params: dict | None = None):
         rules = record["rules"]
+        # the ruleset's parameters (RS3), the others at their standard value
+        self.p: dict = {**STANDARD_RULES, **(params or {})}
         self.n: int = rules["board"]
         self.k: int = (self.n - 1) // 2
-        self.t_limit: int = 15 if self.n == 5 else 21
+        self.t_limit: int = self.p["turn_limit_5"] if self.n == 5 else self.p["turn_limit_7"]
         self.powers_on: bool = bool(rules.get("powers"))
         self.lineups: list[list[int]] = record["lineups"]
         self.picks = record.get("powers")
@@ -216,10 +244,12 @@ def is_stunned(piece: Piece, g: int) -> bool:
 
 
 def points_totals(game: Game) -> list[int]:
-    """R6.3: each side adds up the ranks of its pieces left; a crown counts N+1."""
+    """R6.3: each side adds up the ranks of its pieces left; a crown counts N+1, or the
+    ruleset's ``crown_points`` (RS7.8: only here)."""
+    worth = game.n + 1 if game.p["crown_points"] is None else game.p["crown_points"]
     totals = [0, 0]
     for piece in game.board.values():
-        totals[piece.side] += game.n + 1 if piece.crown else piece.rank
+        totals[piece.side] += worth if piece.crown else piece.rank
     return totals
 
 
@@ -262,8 +292,9 @@ def check_r1_3_lineups(game: Game) -> None:
 
 
 def check_r8_1_picks(game: Game) -> None:
-    """R8.1: before the first turn each side picks 3 different powers of the 10 (R8.2);
-    R10: duplicate picks name R8.1."""
+    """R8.1: before the first turn each side picks ``picks`` (3) different powers of those the
+    ruleset offers (the 10 of R8.2); R10: duplicate picks name R8.1; RS7.3: a count or an id
+    off the ruleset is R8.1, no turn, whether or not the power is used."""
     picks = game.picks
     # AMBIGUOUS: picks in a game without powers, or none in a game with powers: R8.1, no turn.
     if not game.powers_on:
@@ -273,11 +304,12 @@ def check_r8_1_picks(game: Game) -> None:
     if not isinstance(picks, list) or len(picks) != 2:
         raise Breach("R8.1", None, "a game with powers needs both sides' picks")
     for side, side_picks in enumerate(picks):
-        if not isinstance(side_picks, list) or len(side_picks) != 3:
-            raise Breach("R8.1", None, f"side {side} must pick 3 powers")
-        if any(p not in POWER_IDS for p in side_picks):
-            raise Breach("R8.1", None, f"side {side} picks an unknown power")
-        if len(set(side_picks)) != 3:
+        count = game.p["picks"]
+        if not isinstance(side_picks, list) or len(side_picks) != count:
+            raise Breach("R8.1", None, f"side {side} must pick {count} powers")
+        if any(p not in POWER_IDS or p not in game.p["powers"] for p in side_picks):
+            raise Breach("R8.1", None, f"side {side} picks a power not on offer")
+        if len(set(side_picks)) != count:
             raise Breach("R8.1", None, f"side {side} picks a power twice: {side_picks}")
 
 
@@ -431,7 +463,7 @@ def check_r2_2_move_shape(game: Game, piece: Piece, frm: str, to: str, g: int):
     target = game.board.get(to)
     if target is not None and target.side == piece.side:
         raise Breach("R2.2", g, f"{frm}-{to} lands on an own piece")
-    if piece.leap and target is None and chebyshev(frm, to) <= 2:
+    if piece.leap and target is None and chebyshev(frm, to) <= game.p["leap_reach"]:
         return "leap", []
     try:
         return _straight_move(game, piece, frm, to, g)
@@ -440,7 +472,7 @@ def check_r2_2_move_shape(game: Game, piece: Piece, frm: str, to: str, g: int):
         # that is no legal straight move (a knight-like attack, a jump) could only be a leap:
         # R8.11 "It cannot attack with a leap" is the rule that forbids it (the other reading:
         # R2.2, the move is not a straight line). Settled so with the product's engine.
-        if piece.leap and target is not None and chebyshev(frm, to) <= 2:
+        if piece.leap and target is not None and chebyshev(frm, to) <= game.p["leap_reach"]:
             raise Breach("R8.11", g, f"{frm}-{to}: a leap cannot attack") from None
         raise
 
@@ -451,7 +483,7 @@ def _straight_move(game: Game, piece: Piece, frm: str, to: str, g: int):
     if path is None:
         raise Breach("R2.2", g, f"{frm}-{to} is not a straight line")
     dist = len(path) + 1
-    limit = 3 if piece.dash else (1 if piece.crown else 2)
+    limit = move_limit(game, piece)
     if dist > limit:
         raise Breach("R2.2", g, f"{frm}-{to} is {dist} squares, at most {limit} allowed")
     for sq in path:
@@ -460,9 +492,17 @@ def _straight_move(game: Game, piece: Piece, frm: str, to: str, g: int):
     return "line", path
 
 
+def move_limit(game: Game, piece: Piece) -> int:
+    """R2.2 and R8.4 under the ruleset: ``reach`` squares, a crown ``crown_reach``, any piece
+    with a dash pending ``dash_reach`` (RS7.4: crowns included)."""
+    if piece.dash:
+        return game.p["dash_reach"]
+    return game.p["crown_reach"] if piece.crown else game.p["reach"]
+
+
 def piece_has_legal_move(game: Game, frm: str, piece: Piece) -> bool:
     """R2.2/R8.4/R8.11: does this (mobile) piece have any legal move?"""
-    limit = 3 if piece.dash else (1 if piece.crown else 2)
+    limit = move_limit(game, piece)
     f0, r0 = parse_square(frm)
     for sf, sr in DIRECTIONS:
         for i in range(1, limit + 1):
@@ -476,8 +516,9 @@ def piece_has_legal_move(game: Game, frm: str, piece: Piece) -> bool:
                 return True  # an attack (R3) is a legal move
             break  # own piece: blocked
     if piece.leap:
-        for df in range(-2, 3):
-            for dr in range(-2, 3):
+        reach = game.p["leap_reach"]
+        for df in range(-reach, reach + 1):
+            for dr in range(-reach, reach + 1):
                 sq = square_name(f0 + df, r0 + dr)
                 if (df or dr) and on_board(game, sq) and sq not in game.board:
                     return True
@@ -591,9 +632,11 @@ def apply_r4_2_stun(game: Game, crown: Piece, g: int) -> None:
 
 def apply_r8_10_rest(game: Game, piece: Piece, g: int) -> None:
     """R8.10: if the fight was won only because of the surge, that piece rests: it cannot move
-    during its owner's next turn (R2.3: and the rest of this turn)."""
+    during its owner's next ``surge_rest`` turns (R2.3: and the rest of this turn; RS7.6: with 0
+    it does not rest at all)."""
     # AMBIGUOUS: a surge "win" against a shielded defender (which stays) still counts as won.
-    make_immobile(piece, owner_turns_through(game, piece.side, g, 1))
+    if game.p["surge_rest"]:
+        make_immobile(piece, owner_turns_through(game, piece.side, g, game.p["surge_rest"]))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -602,10 +645,11 @@ def apply_r8_10_rest(game: Game, piece: Piece, g: int) -> None:
 
 
 def spring_r8_8_trap(game: Game, piece: Piece, trap_owner: int, g: int) -> None:
-    """R8.8: the trap is used up and that piece cannot move during its owner's next two turns
-    (R2.3: a trap sprung during the owner's own turn also covers the rest of that turn)."""
+    """R8.8: the trap is used up and that piece cannot move during its owner's next
+    ``trap_turns`` (two) turns (R2.3: a trap sprung during the owner's own turn also covers the
+    rest of that turn)."""
     game.traps[trap_owner] = None
-    make_immobile(piece, owner_turns_through(game, piece.side, g, 2))
+    make_immobile(piece, owner_turns_through(game, piece.side, g, game.p["trap_turns"]))
 
 
 def apply_r5_promotion(game: Game, piece: Piece, square: str) -> None:
@@ -779,7 +823,7 @@ def apply_r8_5_freeze(game: Game, side: int, turn: dict, g: int) -> None:
     piece = game.board.get(sq)
     if piece is None or piece.side == side:
         raise Breach("R8.5", g, f"{sq} does not hold an enemy piece")
-    make_immobile(piece, owner_turns_through(game, piece.side, g, 2))
+    make_immobile(piece, owner_turns_through(game, piece.side, g, game.p["freeze_turns"]))
 
 
 def apply_r8_6_swap(game: Game, side: int, turn: dict, g: int) -> None:
@@ -1000,11 +1044,12 @@ def check_r6_result(game: Game, record: dict, n_turns: int) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def referee(record: dict) -> None:
-    """Replay the whole record, raising the first :class:`Breach` (R10)."""
+def referee(record: dict, params: dict | None = None) -> None:
+    """Replay the whole record under the ruleset ``params`` (RS3 names; None: standard),
+    raising the first :class:`Breach` (R10)."""
     # AMBIGUOUS: faults of the record as a whole that exist before the first turn are reported
     # before any turn fault; result faults only once every turn was legal.
-    game = Game(record)
+    game = Game(record, params)
     check_mode_fields(record)
     check_r1_3_lineups(game)
     check_r8_1_picks(game)
@@ -1019,11 +1064,12 @@ def referee(record: dict) -> None:
     check_r6_result(game, record, len(turns))
 
 
-def judge(record: dict) -> tuple[str, str | None, int | None]:
+def judge(record: dict, params: dict | None = None) -> tuple[str, str | None, int | None]:
     """``("valid", None, None)`` or ``("invalid", rule_id, turn_index)`` for a well-formed
-    Slow6 record (turn_index None for a fault of the record as a whole)."""
+    Slow6 record (turn_index None for a fault of the record as a whole), judged under the
+    ruleset whose RS3 parameters are ``params`` (None: standard)."""
     try:
-        referee(record)
+        referee(record, params)
     except Breach as breach:
         return "invalid", breach.rule, breach.turn
     return "valid", None, None
