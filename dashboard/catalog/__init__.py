@@ -154,6 +154,17 @@ def covers(ctx: Ctx, page: Page, table: str) -> str:
     because the reader chose "all"."""
     if "ruleset" not in ctx.columns(table):
         return ""
+    from analysis.tables import ADDITIVE
+
+    if table.startswith("agg_") and table not in ADDITIVE:  # a table the jobs computed whole
+        result = _one(ctx, f"SELECT DISTINCT ruleset FROM {table} ORDER BY 1")
+        names = [] if result is None else [r for r in result.table.column(0).to_pylist() if r]
+        if names:
+            return (
+                f"Ruleset: {', '.join(names)} (this table is computed by the analysis jobs on "
+                "the default cut: other rulesets have no rows in it)."
+            )
+        return ""
     if "_rulesets" not in ctx.params:
         ctx.params["_rulesets"] = rulesets(ctx, page)
     present: dict[str, list[str]] = ctx.params["_rulesets"]
