@@ -158,7 +158,7 @@ def _record_pattern() -> re.Pattern[bytes]:
         rf'"version":"{ascii_}{{0,{MAX_VERSION}}}"\}},'
         rf'"mode":"(?P<mode>{one_of(MODES)})",'
         rf'"ended_at":"{ENDED_AT_PATTERN[1:-1]}",'
-        rf'(?:"ruleset":"{RULESET_PATTERN[1:-1]}",)?'
+        rf'(?:"ruleset":"{RULESET_PATTERN[1:-1]}",|)'
         r'"rules":\{"board":(?P<board>[57]),'
         r'"powers":(?:true,"hidden":false|false,"hidden":(?:true|false))\},'
         r'"ai":(?P<ai>null|\{"side":[01],"level":[1-4]\}),'

@@ -19,9 +19,11 @@ Which field an error names (the notation of the examples' malformed.expected.ndj
   `rules` name themselves; the small fixed objects `client`, `ai`, `match`, `result`, a turn
   `turns[i]`, a piece `challenge.position.pieces[i]`, a slide `rounds[i].slides[j]` and a reveal
   `rounds[i].reveals[j]` are named whole; so are the per-side lists `lineups`, `powers`,
-  `rounds[i].takes`, `challenge.position.turns_taken` and a grid `grids[i]`. A container of the
-  wrong kind or length names itself (`turns`, `grids`, `rounds[i].reveals`). A length limit
-  names the limited field, as the format's Limits line does (`client.version`, `match.id`).
+  `rounds[i].takes`, `challenge.position.turns_taken` and a grid `grids[i]`; but one side's picks
+  that are not a list of 1 to 5 name that side (`powers[1]`, as the rulesets examples do). A
+  container of the wrong kind or length names itself (`turns`, `grids`, `rounds[i].reveals`).
+  A length limit names the limited field, as the format's Limits line does (`client.version`,
+  `match.id`).
 * fields that disagree: the object holding both (`rules` for hidden + powers, `turns[i]` for a
   target without power, `result` for points: null with reason points); a mode mismatch names
   the field that should (not) be there (`ai`, `challenge`).

@@ -74,8 +74,9 @@ RUNS = {
         [slow],
     ),
     "verify.py": (
-        "--games 10 --seconds 0.1 --facts",
-        r"5x5 with powers \(10 games.*[\d,]+ games/s over.*7x7 with powers.*with facts",
+        "--games 10 --seconds 0.1 --facts --ruleset tests/spec/examples/rulesets/reach-3.toml",
+        r"ruleset reach-3: reach 2 -> 3.*5x5 with powers \(10 games.*[\d,]+ games/s over"
+        r".*7x7 with powers.*with facts",
         [slow],
     ),
     "lake_jobs.py": (

@@ -90,3 +90,29 @@ def test_slide_examples_under_groups_3_are_not_standard_games():
         differ += verify_record(record).rule == "S3.3"
     assert differ >= len(slide) // 2
     assert STANDARD["slide"].params["min_group"] == 2
+
+
+def _referee_params(record: dict) -> dict | None:
+    name = record.get("ruleset", "standard")
+    return None if name == "standard" else dict(KNOWN[("slow6", name)].params)
+
+
+def test_the_referee_agrees_on_every_slow6_ruleset_example():
+    """The second referee (tests/referee/), given each ruleset's parameters, reaches the
+    expected verdicts too: an independent reading of RS3 and RS7."""
+    from referee.slow6 import judge
+
+    refused_by_standard = 0
+    for line in VALID:
+        record = json.loads(line)
+        if record["game"] == "slow6":
+            assert judge(record, _referee_params(record)) == ("valid", None, None), line[:80]
+            refused_by_standard += judge(record)[0] == "invalid"
+    assert refused_by_standard >= 15  # the parameters are what made them valid
+    for line, expected in zip(INVALID, EXPECTED, strict=True):
+        record = json.loads(line)
+        if record["game"] != "slow6" or expected["rule"] == "RS5.1":
+            continue
+        verdict, rule, turn = judge(record, _referee_params(record))
+        assert verdict == "invalid" and turn == expected["turn"], expected
+        assert rule == expected["rule"] or rule in expected["also_acceptable"], expected

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from replays.rulesets import PARAMS, Ruleset, RulesetLookup
 from replays.slide.engine import score_grid, winners
 from replays.slide.simulate import simulate_games as slide_games
+from replays.slide.verify import verify_plainly
 from replays.slow6.board import FILES, SQUARE_XY, square_name
 from replays.slow6.position import Position
 from replays.slow6.simulate import simulate_game
@@ -188,6 +189,7 @@ def test_slide_under_a_random_ruleset(min_group, target, seed, players):
     for record in slide_games(3, players, seed, policy="greedy", rules=rs):
         assert record["ruleset"] == "random-slide"
         assert verify_record(record, lookup).ok
+        assert verify_plainly(record, rs).ok  # the rules engine's own path agrees
         # the same final grids scored with another min_group: S3.3, no turn, unless equal
         other = 2 if min_group != 2 else 3
         final = _final_grids(record, min_group)

@@ -20,6 +20,7 @@ from jsonschema import Draft202012Validator, validators
 from support import examples_dir
 
 from replays import _wf_common, _wf_slide, _wf_slow6, _wf_text, wellformed
+from replays.rulesets import NAME_PATTERN
 from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, load, parse
 
 EXAMPLES = examples_dir()
@@ -819,6 +820,8 @@ def test_the_checker_uses_the_schema_patterns():
     assert defs["game_id"]["pattern"] == _wf_common.UUID_PATTERN
     assert defs["ended_at"]["pattern"] == _wf_common.ENDED_AT_PATTERN
     assert defs["square"]["pattern"] == _wf_common.SQUARE_PATTERN
+    assert defs["ruleset"]["pattern"] == _wf_common.RULESET_PATTERN
+    assert _wf_common.RULESET_RE.pattern + r"\Z" == NAME_PATTERN.pattern  # rulesets.md RS1.1
     moves = defs["slow6_turn"]["properties"]["moves"]["items"]["pattern"]
     assert moves == _wf_common.MOVE_PATTERN
     assert all(re.fullmatch(_wf_common.SQUARE_PATTERN[1:-1], s) for s in _wf_common.SQUARES)
@@ -846,7 +849,9 @@ def assert_agree(record) -> None:
 
 
 def test_schema_and_checker_agree_on_every_example():
-    for name in ["slow6-valid", "slow6-invalid", "slide-valid", "slide-invalid", "malformed"]:
+    names = ["slow6-valid", "slow6-invalid", "slide-valid", "slide-invalid", "malformed"]
+    names += [f"rulesets/rulesets-{x}" for x in ("valid", "invalid", "malformed")]
+    for name in names:
         for line in lines(f"{name}.ndjson"):
             try:
                 record = parse(line)
@@ -879,7 +884,7 @@ def uuids(draw):
 
 @st.composite
 def common(draw, game):
-    return {
+    rec = {
         "schema": 1,
         "game_id": draw(uuids()),
         "game": game,
@@ -888,6 +893,9 @@ def common(draw, game):
         "mode": draw(st.sampled_from(sorted(_wf_common.MODES))),
         "ended_at": draw(timestamps()),
     }  # fmt: skip
+    if draw(st.booleans()):  # rulesets.md RS2.1: optional, a name as RS1.1 says
+        rec["ruleset"] = draw(st.from_regex(NAME_PATTERN, fullmatch=True))
+    return rec
 
 
 def shuffled(draw, obj: dict) -> dict:
@@ -938,7 +946,7 @@ def slow6_records(draw):
     rec["lineups"] = [draw(st.permutations(range(1, board + 1))) for _ in range(2)]
     power_ids = st.sampled_from(sorted(_wf_common.POWERS))
     rec["powers"] = draw(
-        st.none() | st.lists(st.lists(power_ids, min_size=3, max_size=3), min_size=2, max_size=2)
+        st.none() | st.lists(st.lists(power_ids, min_size=1, max_size=5), min_size=2, max_size=2)
     )
     rec["turns"] = draw(st.lists(turns(), max_size=6))
     reason = draw(st.sampled_from(sorted(_wf_common.REASONS)))
@@ -1260,7 +1268,9 @@ def in_format_order(record: dict) -> dict:
     def ordered(obj: dict, order) -> dict:
         return {k: obj[k] for k in order if k in obj} | {k: obj[k] for k in obj if k not in order}
 
-    out = ordered(record, _wf_slow6.ORDER)
+    top = _wf_slow6.ORDER
+    at = top.index("ended_at") + 1  # the optional `ruleset` comes next in the format's table
+    out = ordered(record, (*top[:at], "ruleset", *top[at:]))
     for key, order in _NESTED_ORDER.items():
         if isinstance(out.get(key), dict):
             out[key] = ordered(out[key], order)

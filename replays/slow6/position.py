@@ -304,7 +304,9 @@ class Position:
         # square's pid (-1) reads: no move from there is plain
         if reach is None:
             rank, crown, plain, crowned = self.rank, self.crown, self.move_reach, self.crown_reach
-            reach = [crowned if r == crown else plain for r in rank]
+            reach = (
+                [crowned if r == crown else plain for r in rank] if crown in rank else [plain] * m
+            )
             reach.append(-1)
         self.reach = reach
         self.home_pid = None
@@ -337,12 +339,16 @@ class Position:
         (RS7.8: only here; a crown's rank in fights stays N+1)."""
         tot = [0, 0]
         worth = self.crown_points
+        if worth is None:  # (standard's: a crown counts its rank N+1)
+            for pid, sq in enumerate(self.pos):
+                if sq >= 0:
+                    tot[self.side[pid]] += self.rank[pid]
+            return tot[0], tot[1]
+        crown = self.crown
         for pid, sq in enumerate(self.pos):
             if sq >= 0:
                 rank = self.rank[pid]
-                if worth is not None and rank == self.crown:
-                    rank = worth
-                tot[self.side[pid]] += rank
+                tot[self.side[pid]] += worth if rank == crown else rank
         return tot[0], tot[1]
 
     def is_crown(self, pid: int) -> bool:
