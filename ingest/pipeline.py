@@ -155,7 +155,11 @@ def recheck_unknown(
     if not misses:
         return judged
     since = min(received[i] for i in misses).replace(tzinfo=dt.UTC).timestamp()
-    if not judge.registry.refresh(since):
+    try:
+        if not judge.registry.refresh(since):
+            return judged
+    except Exception as exc:  # the store unreadable now: RS5.1 stands (reverify recovers it)
+        log.warning("rulesets not read again before an RS5.1 verdict: %s", type(exc).__name__)
         return judged
     out = list(judged)
     for i in misses:

@@ -4,6 +4,7 @@ operator's act: the bearer token, as the other admin routes)."""
 
 from __future__ import annotations
 
+import logging
 import time
 
 import orjson
@@ -18,6 +19,7 @@ from .storage import StorageUnavailable
 from .storage.registry import Refused
 
 bp = Blueprint("rulesets", __name__)
+log = logging.getLogger("ingest.rulesets")
 
 FRESH = 1.0  # seconds a lake server's list may lag another server's registration
 MAX_FILES, MAX_BYTES = 100, 1024 * 1024  # a registration request's TOML files
@@ -27,7 +29,10 @@ def _registry():
     """The server's store, its registry read again if older than FRESH (a lake: what other
     servers registered); no store query otherwise, however many clients ask."""
     store = current_app.extensions["ingest"].store
-    store.registry.refresh(time.time() - FRESH)
+    try:
+        store.registry.refresh(time.time() - FRESH)
+    except Exception as exc:  # the lake unreadable now: what this server judges by
+        log.warning("rulesets not read again for GET /v1/rulesets: %s", type(exc).__name__)
     return store
 
 
@@ -73,6 +78,14 @@ def register_rulesets():
         return error(exc.status, exc.message, param=exc.param, file=exc.source)
     except StorageUnavailable as exc:
         return error(503, f"storage unavailable: {exc.reason}", {"Retry-After": "5"})
+    except Exception as exc:  # the store or the lake's catalog failing: retrying is safe
+        log.error("ruleset registration failed: %r", exc)
+        return error(
+            503,
+            f"the store could not be written ({type(exc).__name__}): retry (registering the "
+            "same files again is a no-op once they are in)",
+            {"Retry-After": "5"},
+        )
     return json_response({"rulesets": out})
 
 

@@ -90,6 +90,12 @@ RUNS = {
         r'"setup": "lakex1", "phase": "single"',
         [slow],
     ),
+    "lake_registry.py": (
+        "--reads 2 --burst 100",
+        r"full read of the rulesets from the lake: [\d.]+ ms.*counter check: +[\d.]+ ms.*"
+        r"RS5.1 burst, counter checked: [\d,]+ records/s.*a lake read a chunk: [\d,]+",
+        [slow],
+    ),
     "lake_writers.py": (
         "--writers 2 --batches 1 --batch 20",
         r"2 writer\(s\), one lake +CPU ms/game \[[\d.]+, [\d.]+\].*"

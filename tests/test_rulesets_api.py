@@ -187,3 +187,29 @@ def test_balance_rules_on_a_stopped_store(tmp_path):
     assert missing.returncode == 1
     nowhere = balance("rules", "list", "--db", str(tmp_path / "none.duckdb"))
     assert nowhere.returncode == 2 and not (tmp_path / "none.duckdb").exists()
+
+
+def test_rules_add_then_reverify_on_a_stopped_store(tmp_path):
+    """The operator's recovery with the server stopped: RS5.1 records stored, the ruleset
+    added to the file, `balance reverify --db` moves them to the verified tables."""
+    import datetime as dt
+
+    from ingest.pipeline import Judge
+    from ingest.storage import Store
+
+    db = tmp_path / "s.duckdb"
+    early = [named("long-5"), named("slide-groups-3", "slide")]
+    with Store(db) as store:
+        judge = Judge(registry=store.registry)
+        at = dt.datetime(2026, 11, 2)
+        judged = [judge.judge(0, json.dumps(r).encode(), at) for r in early]
+        assert [j.result["rule"] for j in judged] == ["RS5.1", "RS5.1"]
+        assert store.ingest([j.pending for j in judged]) == ["quarantined"] * 2
+    files = [str(RULESETS / f"{n}.toml") for n in ("long-5", "slide-groups-3")]
+    assert balance("rules", "add", *files, "--db", str(db)).returncode == 0
+    ran = balance("reverify", "--db", str(db))
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.count("quarantined -> verified") == 2
+    assert query(db, "SELECT ruleset FROM games") == [("long-5",)]
+    assert query(db, "SELECT ruleset FROM slide_games") == [("slide-groups-3",)]
+    assert query(db, "SELECT count(*) FROM quarantine") == [(0,)]

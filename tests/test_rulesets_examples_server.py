@@ -1,8 +1,10 @@
-"""Every ruleset example of the spec (examples/rulesets/) through a real `balance serve`, as
-single records and as batches: without the five rulesets registered, every record naming one
-is quarantined RS5.1 with no turn (RS7.2); once they are registered (balance rules add
---server), each gets its verdict with its rule and turn; and `balance reverify` gives the
-records stored before registration the same verdicts."""
+"""Every example of the spec through a real `balance serve`, as single records and as
+batches. The ruleset examples (examples/rulesets/): without the five rulesets registered,
+every record naming one is quarantined RS5.1 with no turn (RS7.2); once they are registered
+(balance rules add --server), each gets its verdict with its rule and turn; and `balance
+reverify` gives the records stored before registration the same verdicts. The examples of the
+earlier issues keep their verdicts under `standard`, and the malformed ones are rejected
+naming their field."""
 
 from __future__ import annotations
 
@@ -134,3 +136,47 @@ def test_examples_without_then_with_the_rulesets(server):
         assert parts[3] == "quarantined" and parts[4] in {want["rule"], *want["also_acceptable"]}
         turn = None if parts[6].rstrip(":") == "None" else int(parts[6].rstrip(":"))
         assert turn == want["turn"], (parts, want)
+
+
+def _expected(name: str) -> dict:
+    return {e["game_id"]: e for e in records_of(f"{name}.expected")}
+
+
+def records_of(name: str) -> list[dict]:
+    return [json.loads(x) for x in example_lines(name)]
+
+
+@pytest.mark.parametrize("name", ["slow6-valid", "slide-valid", "slow6-invalid", "slide-invalid"])
+def test_the_standard_examples_keep_their_verdicts(server, name):
+    """The examples of the earlier issues, which name no ruleset: judged under `standard`
+    with their rule and turn, whatever is registered, as a batch and one by one."""
+    recs = records_of(name)
+    expected = _expected(name) if name.endswith("invalid") else {}
+    batch = as_batch(server, recs)
+    copies, origin = renamed(recs, f"std-{name}")
+    singles = one_by_one(server, copies)
+    for results in (batch, singles):
+        for res in results:
+            gid = origin.get(res["game_id"], res["game_id"])
+            assert res["ruleset"] == "standard", res
+            if gid in expected:
+                want = expected[gid]
+                assert res["verdict"] == "quarantined", (want, res)
+                assert res["rule"] in {want["rule"], *want["also_acceptable"]}, (want, res)
+                assert res["turn"] == want["turn"], (want, res)
+            else:
+                assert res["verdict"] == "accepted", res
+
+
+def test_the_malformed_examples_are_rejected_naming_the_field(server):
+    lines = example_lines("malformed")
+    expected = records_of("malformed.expected")
+    batch = server.post("/v1/games", "\n".join(lines) + "\n", "application/x-ndjson")
+    assert batch.status in (200, 400), batch.body
+    for got, want in zip(batch.json()["results"], expected, strict=True):
+        assert (got["verdict"], got["field"]) == ("rejected", want["field"]), (got, want)
+    for text, want in zip(lines, expected, strict=True):
+        reply = server.post("/v1/games", text, JSON)
+        assert reply.status in (400, 422), reply.body
+        (got,) = reply.json()["results"]
+        assert (got["verdict"], got["field"], got["ruleset"]) == ("rejected", want["field"], None)

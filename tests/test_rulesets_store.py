@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 
 import duckdb
 import pytest
 from support import example_records, query, spec_dir
 
-from ingest.pipeline import Judge
+from ingest.pipeline import Judge, recheck_unknown
 from ingest.storage import Store, open_db, registry
 from replays import rulesets as R
 
@@ -169,3 +170,80 @@ def test_registry_state_travels_to_a_judge_process_and_refresh_reads_once():
     assert worker.snapshot.version == reg.snapshot.version
     exclusive = registry.Registry(load, exclusive=True)
     assert exclusive.refresh(1e18) is False and len(loads) == 1
+
+
+def test_an_unreadable_registry_leaves_rs51_standing():
+    """A lake server that cannot read the registry again (the catalog down) answers RS5.1 as
+    judged, rather than failing the upload: the record is stored, reverify recovers it."""
+
+    def load():
+        raise OSError("catalog unreachable")
+
+    judge = Judge(registry=registry.Registry(load))
+    rec = next(r for r in example_records("rulesets/rulesets-valid") if r.get("ruleset"))
+    now = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    lines = [(0, json.dumps(rec).encode())]
+    judged = [judge.judge(0, lines[0][1], now)]
+    assert judged[0].result["rule"] == "RS5.1"
+    again = recheck_unknown(judge, judged, lines, [now])
+    assert again[0].result["rule"] == "RS5.1" and again[0].pending is not None
+
+
+def test_refresh_reads_the_rulesets_only_when_the_counter_moved():
+    """A lake server checks the registry's counter (cheap) before it reads the rulesets (tens
+    of milliseconds on a lake): a flood of unknown-ruleset uploads costs counter checks."""
+    loads, counter = [], [0]
+    rulesets: list = []
+
+    def load():
+        loads.append(1)
+        return list(rulesets)
+
+    reg = registry.Registry(load, version=lambda: counter[0])
+    reg.reload()
+    assert len(loads) == 1
+    for _ in range(5):
+        assert reg.refresh(1e18) is False
+    assert len(loads) == 1  # the counter did not move
+    rulesets.extend(parsed("freeze-1"))
+    counter[0] += 1
+    assert reg.refresh(1e18) is True and len(loads) == 2
+    assert reg.lookup("slow6", "freeze-1") is not None
+
+    def broken():
+        raise OSError("down")
+
+    flaky = registry.Registry(load, version=broken)
+    assert flaky.refresh(1e18) is True and len(loads) == 3  # unreadable counter: read them
+
+
+def test_journaled_games_are_judged_by_the_registry_after_a_crash(tmp_path):
+    """Games acknowledged (journaled) but not yet in DuckDB when the server dies are judged
+    again at the next start: by the store's rulesets, read before the journal, so a game of
+    a registered ruleset stays verified (it would be RS5.1 judged by `standard` alone)."""
+    live = tmp_path / "live"
+    live.mkdir()
+    db = live / "s.duckdb"
+    rec = next(
+        r for r in example_records("rulesets/rulesets-valid") if r.get("ruleset") == "long-5"
+    )
+    store = Store(db, rows_interval=3600)  # the rows thread waits: the game stays journaled
+    try:
+        store.submit(lambda con: registry.register(con, parsed("long-5"))).result()
+        store.registry.reload()
+        judge = Judge(registry=store.registry)
+        now = dt.datetime(2026, 11, 3)
+        pending = judge.judge(0, json.dumps(rec).encode(), now).pending
+        assert store.ingest([pending]) == ["accepted"]
+        crashed = tmp_path / "crashed"  # the files as a kill -9 would leave them
+        shutil.copytree(live, crashed)
+    finally:
+        store.close()
+    copy = crashed / "s.duckdb"
+    assert query(copy, "SELECT count(*) FROM games") == [(0,)]
+    assert [p.name for p in crashed.iterdir() if ".journal." in p.name]
+    with Store(copy) as again:
+        assert again.journaled == 1
+    assert query(copy, "SELECT ruleset FROM games") == [("long-5",)]
+    assert query(copy, "SELECT status FROM raw_records") == [("verified",)]
+    assert query(copy, "SELECT count(*) FROM quarantine") == [(0,)]

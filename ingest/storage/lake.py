@@ -563,7 +563,8 @@ class LakeStore:
             check_version(self._con)
             # the lake's rulesets; another server's registrations are read again when a
             # record names one this server has not seen (pipeline.recheck_unknown)
-            self.registry = registry.Registry(self._load_rulesets)
+            self._registry_version = registry.LakeVersion(conninfo(catalog))
+            self.registry = registry.Registry(self._load_rulesets, version=self._registry_version)
             self.registry.reload()
             if judge is not None:
                 judge.registry = self.registry
@@ -807,6 +808,7 @@ class LakeStore:
             self._con.close()
         if self._token is not None:
             self._token.close()
+        self._registry_version.close()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 

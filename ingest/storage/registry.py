@@ -24,6 +24,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import duckdb
 import orjson
@@ -225,9 +226,19 @@ class Registry:
     `exclusive`: every registration goes through this process (a store file's server), so
     `refresh` never needs to read the table again."""
 
-    def __init__(self, load: Callable[[], list | tuple] | None = None, exclusive=False):
+    def __init__(
+        self,
+        load: Callable[[], list | tuple] | None = None,
+        exclusive: bool = False,
+        version: Callable[[], int] | None = None,
+    ):
         self._load = load
         self.exclusive = exclusive
+        # a cheap counter that changes with every registration (LakeVersion): `refresh` reads
+        # the rulesets again only when it moved (or FULL_RELOAD_AFTER passed)
+        self._version = version
+        self._seen: int | None = None
+        self._full_at = float("-inf")
         self.snapshot = Snapshot()
         self._lock = threading.Lock()
         self._loaded_at = float("-inf")  # time.time() when the last load began
@@ -254,23 +265,38 @@ class Registry:
         if self._load is None:
             return False
         with self._lock:
-            began = time.time()
-            changed = self.set(self._load())
-            self._loaded_at = began
-            return changed
+            return self._reload(time.time())
+
+    def _reload(self, began: float) -> bool:
+        seen = None
+        if self._version is not None:
+            try:
+                seen = self._version()  # read first: a registration meanwhile moves it again
+            except Exception:  # noqa: BLE001 - unknown: the next refresh reads the rulesets
+                seen = None
+        changed = self.set(self._load())  # type: ignore[misc]
+        self._seen, self._full_at, self._loaded_at = seen, began, began
+        return changed
 
     def refresh(self, since: float) -> bool:
-        """Reload unless a load began at or after `since` (time.time()): everything registered
-        before `since` is seen on return. Concurrent callers share one load."""
+        """Read the rulesets again unless that was done after `since` (time.time()):
+        everything registered before `since` is seen on return. Concurrent callers share one
+        read; with a `version` counter that has not moved, the read is only of the counter."""
         if self._load is None or self.exclusive or self._loaded_at >= since:
             return False
         with self._lock:
             if self._loaded_at >= since:
                 return False
             began = time.time()
-            changed = self.set(self._load())
-            self._loaded_at = began
-            return changed
+            if self._version is not None and began - self._full_at < FULL_RELOAD_AFTER:
+                try:
+                    unchanged = self._version() == self._seen
+                except Exception:  # noqa: BLE001 - the counter unreadable: read the rulesets
+                    unchanged = False
+                if unchanged:
+                    self._loaded_at = began
+                    return False
+            return self._reload(began)
 
     def state(self) -> tuple[int, tuple[dict, ...]]:
         """What a judge process needs to judge as this one does (picklable, small)."""
@@ -295,15 +321,68 @@ class Registry:
 # -- the lake -------------------------------------------------------------------------------
 
 
+VERSION_TABLE = "balance_ruleset_version"  # in the catalog's database: one row, a counter
+# A server that has only checked the counter reads the rulesets again after this long anyway
+# (a registration whose counter update was lost: its PostgreSQL session died after the lake
+# commit).
+FULL_RELOAD_AFTER = 60.0
+
+
 @contextlib.contextmanager
 def lake_lock(conninfo: str) -> Iterator[None]:
     """Hold the registry's lock of a lake (a transaction advisory lock in its catalog's
-    database, released with the transaction, or with the session of a holder that dies)."""
+    database, released with the transaction, or with the session of a holder that dies).
+    When the block ends without an exception, the registry's counter goes up with the
+    release, so that servers re-read the rulesets (`LakeVersion`)."""
     import psycopg
 
     with psycopg.connect(conninfo) as pg:  # commits (and so unlocks) at the end
         pg.execute("SELECT pg_advisory_xact_lock(%s)", [REGISTRY_LOCK_KEY])
         yield
+        pg.execute(
+            f"CREATE TABLE IF NOT EXISTS {VERSION_TABLE} "
+            "(one BOOLEAN PRIMARY KEY DEFAULT TRUE CHECK (one), n BIGINT NOT NULL)"
+        )
+        pg.execute(
+            f"INSERT INTO {VERSION_TABLE} VALUES (TRUE, 1) "
+            f"ON CONFLICT (one) DO UPDATE SET n = {VERSION_TABLE}.n + 1"
+        )
+
+
+class LakeVersion:
+    """The lake registry's counter (one PostgreSQL round trip on a connection of its own),
+    what a server checks before it reads the rulesets again: a lake read of them costs tens
+    of milliseconds, too much to pay for every upload that names an unknown ruleset."""
+
+    def __init__(self, conninfo: str):
+        self._conninfo = conninfo
+        self._con: Any = None  # a psycopg connection, opened on first use
+        self._lock = threading.Lock()
+
+    def __call__(self) -> int:
+        import psycopg
+
+        with self._lock:
+            try:
+                if self._con is None:
+                    self._con = psycopg.connect(self._conninfo, autocommit=True)
+                row = self._con.execute(f"SELECT max(n) FROM {VERSION_TABLE}").fetchone()
+            except psycopg.errors.UndefinedTable:
+                return 0
+            except BaseException:
+                self.close_locked()
+                raise
+            return int(row[0]) if row and row[0] is not None else 0
+
+    def close_locked(self) -> None:
+        if self._con is not None:
+            with contextlib.suppress(Exception):
+                self._con.close()
+            self._con = None
+
+    def close(self) -> None:
+        with self._lock:
+            self.close_locked()
 
 
 def register_in_transaction(con: duckdb.DuckDBPyConnection, rulesets: list[R.Ruleset]) -> list:
