@@ -169,7 +169,11 @@ def render_page(name: str):
     ctx = _ctx(page=page)
     views = [build(chart, ctx) for chart in page.charts]
     for v in views:  # each chart says which ruleset(s) it covers (rulesets.md RS6.1)
-        v.covers = ctx.params.get("covers") or catalog.covers(ctx, page, v.chart.table)
+        v.covers = (  # a page that compares sides says it itself (Versions: what changed)
+            ctx.params["covers"]
+            if "covers" in ctx.params
+            else catalog.covers(ctx, page, v.chart.table)
+        )
     coverage, partial = _coverage(ctx, page, views)
     html = render_template(
         "page.html",

@@ -104,6 +104,9 @@ def test_a_side_that_pools_rulesets_says_so(app):
     assert "pools every ruleset of its version, as chosen" in said
     bad = page(app, "versions", "?ruleset_b=Nope")
     assert "Ruleset B: 'Nope' is not a valid value (ignored)" in bad
+    same = page(app, "versions", f"?version_a={NEW}&version_b={NEW}")
+    assert f"A and B are both {NEW} (freeze-1)" in line(same, "page-line")
+    assert 'class="meta covers"' not in same  # no pair: no chart claims a ruleset
 
 
 def test_every_chart_says_its_ruleset_and_pooling_is_a_choice(app):

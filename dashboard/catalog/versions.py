@@ -220,7 +220,7 @@ def prepare(ctx: Ctx, args: Mapping[str, str]) -> None:
     ctx.params["pair"] = (a, b)
     ctx.params["sides"] = sides
     ctx.params["rules_changed"] = rules
-    ctx.params["covers"] = rules or None
+    ctx.params["covers"] = rules
     ctx.params["form_line"] = f"{line} {rules}".strip()
     ctx.params["query"] = {k: v for k, v in chosen.items() if v and (args.get(k) or "").strip()}
     options = {"version": [ALL, *versions], "ruleset": [ALL, *names]}
