@@ -17,7 +17,10 @@ import polars as pl
 from .sql import sql_literal
 
 # The cut dimensions, in the order the agg_* tables carry them.
-DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version", "week")
+# `ruleset` (rulesets.md RS6.1): games of different rulesets are never pooled unless asked
+DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version", "ruleset", "week")
+TEXT = ("variant", "mode", "platform", "client_version", "ruleset")  # the cut's text dimensions
+CUT_DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version", "ruleset")
 HUMAN_MODES = ("online", "friend")
 VARIANTS = ("classic", "powers", "hidden")
 
@@ -65,12 +68,13 @@ class Cut:
     ai_level: tuple[int, ...] | None = None
     platform: tuple[str, ...] | None = None
     client_version: tuple[str, ...] | None = None
+    ruleset: tuple[str, ...] | None = None
     date_from: dt.date | None = None
     date_to: dt.date | None = None
     label: str = field(default="", compare=False)
 
     def __post_init__(self):
-        for name in ("board", "variant", "mode", "ai_level", "platform", "client_version"):
+        for name in CUT_DIMS:
             object.__setattr__(self, name, _tuple(getattr(self, name)))
         for name in ("date_from", "date_to"):
             v = getattr(self, name)
@@ -80,10 +84,12 @@ class Cut:
                 object.__setattr__(self, name, v.date())
 
     @classmethod
-    def default(cls, latest: str | None) -> Cut:
-        """The balance cut: human against human (online and friend games) on the latest client."""
+    def default(cls, latest: str | None, ruleset: str | None = None) -> Cut:
+        """The balance cut: human against human (online and friend games) on the latest client
+        and its ruleset."""
         versions = None if latest is None else (latest,)
-        return cls(mode=HUMAN_MODES, client_version=versions, label="default")
+        rulesets = None if ruleset is None else (ruleset,)
+        return cls(mode=HUMAN_MODES, client_version=versions, ruleset=rulesets, label="default")
 
     def with_modes(self, *modes: str) -> Cut:
         return replace(self, mode=modes)
@@ -100,11 +106,7 @@ class Cut:
 
     def restricts(self) -> list[str]:
         """The table columns this cut needs."""
-        out = [
-            d
-            for d in ("board", "variant", "mode", "ai_level", "platform", "client_version")
-            if getattr(self, d) is not None
-        ]
+        out = [d for d in CUT_DIMS if getattr(self, d) is not None]
         if self.date_from or self.date_to:
             out.append("date")
         return out
@@ -119,7 +121,7 @@ class Cut:
             vals = getattr(self, name)
             if vals is not None:
                 conds.append(f"{a}{name} IN ({', '.join(str(int(v)) for v in vals)})")
-        for name in ("variant", "mode", "platform", "client_version"):
+        for name in TEXT:
             vals = getattr(self, name)
             if vals is not None:
                 conds.append(f"{a}{name} IN ({', '.join(sql_literal(v) for v in vals)})")
@@ -139,7 +141,7 @@ class Cut:
             vals = getattr(self, name)
             if vals is not None and name in cols:
                 conds.append(f"{name} IN ({', '.join(str(int(v)) for v in vals)})")
-        for name in ("variant", "mode", "platform", "client_version"):
+        for name in TEXT:
             vals = getattr(self, name)
             if vals is not None and name in cols:
                 conds.append(f"{name} IN ({', '.join(sql_literal(v) for v in vals)})")
@@ -152,7 +154,7 @@ class Cut:
         dimension this cut restricts (it cannot be cut that way: use a finer table)."""
         cols = set(columns)
         conds: list[pl.Expr] = []
-        for name in ("board", "variant", "mode", "ai_level", "platform", "client_version"):
+        for name in CUT_DIMS:
             vals = getattr(self, name)
             if vals is None:
                 continue
@@ -185,7 +187,7 @@ class Cut:
 
     def as_dict(self) -> dict:
         out: dict[str, list | str] = {}
-        for name in ("board", "variant", "mode", "ai_level", "platform", "client_version"):
+        for name in CUT_DIMS:
             v = getattr(self, name)
             if v is not None:
                 out[name] = list(v)

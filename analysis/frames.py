@@ -1,9 +1,9 @@
 """The games frame of what needs one row per game (the adjusted model's sample).
 
 Each game gets a `cell`: one integer naming its combination of cut dimensions (board, variant,
-mode, ai_level, platform, client_version, week), the mixed-radix number of their codes, so that
-`Base.in_cut` can keep the games of a cut; and its results: `res0` for side 0, `res_first` for
-the side that moved first (1 win, 0 draw, -1 loss).
+mode, ai_level, platform, client_version, ruleset, week), the mixed-radix number of their codes,
+so that `Base.in_cut` can keep the games of a cut; and its results: `res0` for side 0,
+`res_first` for the side that moved first (1 win, 0 draw, -1 loss).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ DTYPES: dict[str, pl.DataType] = {
     "ai_level": pl.UInt8(),
     "platform": pl.String(),
     "client_version": pl.String(),
+    "ruleset": pl.String(),
     "week": pl.Date(),
     "reason": pl.String(),
 }

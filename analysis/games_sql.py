@@ -23,14 +23,15 @@ from replays.vocabulary import POWERS
 
 from .sql import sql_literal
 
-SLIDE_DIMS = "players, mode, platform, client_version, week"
+SLIDE_DIMS = "players, mode, platform, client_version, ruleset, week"
 POWER_LIST = "[" + ", ".join(sql_literal(p) for p in POWERS) + "]"
 # (bit, power) for each power: its bit in a side's pick mask is its place in R8.2's order
 POWER_BITS = (
     "(VALUES " + ", ".join(f"({1 << i}, {sql_literal(p)})" for i, p in enumerate(POWERS)) + ")"
 )
-CELL_DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version")
-LIGHT_DIMS = ("board", "variant", "mode", "client_version")
+# a cell's dimensions; the light ones drop platform and AI level and keep the order of the rest
+CELL_DIMS = ("board", "variant", "mode", "ai_level", "platform", "client_version", "ruleset")
+LIGHT_DIMS = ("board", "variant", "mode", "client_version", "ruleset")
 TYPES = {"board": "UTINYINT", "ai_level": "UTINYINT"}
 WEEKS = 8192  # a cell's weeks: Mondays counted from 1970-01-05, far past this century
 WEEK_N = "((date_trunc('week', ended_at)::DATE - DATE '1970-01-05') // 7)"
@@ -73,9 +74,10 @@ class Dicts:
     def light(self, col: str = "cw") -> str:
         """SQL of the lw of a cw column `col` (platform and AI level dropped)."""
         n = {d: len(self.values[d]) for d in CELL_DIMS}
-        below = n["ai_level"] * n["platform"] * n["client_version"]
+        tail = n["client_version"] * n["ruleset"]  # the dimensions after platform
+        below = n["ai_level"] * n["platform"] * tail
         cell = f"({col} // {WEEKS})"
-        light = f"({cell} // {below} * {n['client_version']} + {cell} % {n['client_version']})"
+        light = f"({cell} // {below} * {tail} + {cell} % {tail})"
         return f"({light} * {WEEKS} + {col} % {WEEKS})"
 
     def decode(self, col: str = "cell", dims=CELL_DIMS, week: bool = False) -> str:
@@ -146,7 +148,8 @@ def games(sel: Selection) -> str:
     SELECT *, cell::BIGINT * {WEEKS} + week_n AS cw, lcell::BIGINT * {WEEKS} + week_n AS lw FROM (
     SELECT game_id, {d.encode()} AS cell, {d.encode(LIGHT_DIMS)} AS lcell, {WEEK_N} AS week_n,
            ended_at::DATE AS day, board, variant,
-           mode, platform, client_version, "first", winner, reason, turns, lineup_0, lineup_1,
+           mode, platform, client_version, ruleset,
+           "first", winner, reason, turns, lineup_0, lineup_1,
            {pick_mask("powers_0")} AS mask_0, {pick_mask("powers_1")} AS mask_1,
            {lane_distances()} AS dist, challenge_id, ai_side,
            (CASE WHEN winner IS NULL THEN 0 WHEN winner = 0 THEN 1 ELSE -1 END)::TINYINT AS res0,
@@ -222,7 +225,7 @@ def lineup_source(variant: str = "variant") -> str:
 def slide_games(sel: Selection) -> str:
     """CTE `sg`: one row per selected Slide game."""
     return f"""sg AS (
-    SELECT game_id, players, mode, platform, client_version,
+    SELECT game_id, players, mode, platform, client_version, ruleset,
            date_trunc('week', ended_at)::DATE AS week, shared, len(winners) AS n_winners,
            match_id, match_game
     FROM {sel.table("slide_games")} WHERE {sel.where})"""

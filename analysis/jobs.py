@@ -46,7 +46,9 @@ from .sql import sql_literal
 # 2.2: agg_challenge.solve_turns_sum; challenge and lane-distance tests against the board's
 #      own rate; the shrinkage prior by maximum marginal likelihood
 # 2.3: agg_adjusted has family, q_value, flagged; agg_lineup_model, agg_lineup_model_terms
-JOB_VERSION = "2.3"
+# 2.4: every table has a `ruleset` dimension (rulesets.md RS6.1); the default cut is the live
+#      version and its ruleset; the rate tables and agg_adjusted say which ruleset they cover
+JOB_VERSION = "2.4"
 
 
 def _now() -> dt.datetime:
@@ -89,8 +91,8 @@ def _why_full(
 
 
 def _live(con, source: sources.Source, cut: Cut) -> live_version.LiveVersion:
-    rows = con.execute(live_version.human_games_sql(source.name, source.where(cut))).fetchall()
-    return live_version.live_version({v: int(n) for v, n in rows})
+    sql = live_version.human_games_sql(source.name, source.where(cut), ruleset=True)
+    return live_version.live_cut(con.execute(sql).fetchall())
 
 
 def default_cuts(con, cut: Cut, present, given: Cut | None) -> tuple[Cut, Cut | None, dict]:
@@ -125,7 +127,7 @@ def compute(data, default_cut: Cut | None = None) -> tuple[dict, Cut]:
         cubes.drop(con, shared)
     dcut, scut, _ = default_cuts(con, cut, present, default_cut)
     out.update(rates.tables(lambda t, c: c.apply(out[t]), dcut, scut))
-    out["agg_adjusted"] = adjusted.from_store(con, cut, dcut)
+    out["agg_adjusted"] = rates.labelled(adjusted.from_store(con, cut, dcut), dcut)
     return out, dcut
 
 
@@ -210,7 +212,7 @@ def _first_half(con, names, plans, cut, default_cut, last, why, tmp: Path, say) 
     fresh = plans["games"].new_where if kept else None
     path = stage.copy(con, sample.sql(cut, dcut, fresh), tmp / "sample.parquet")
     games = sample.frame(con, f"SELECT * FROM read_parquet({sql_literal(path)})")
-    computed = {"agg_adjusted": adjusted.fit(games)}
+    computed = {"agg_adjusted": rates.labelled(adjusted.fit(games), dcut)}
     return Staged(ops, recent, path, dcut, scut, why_cut, computed)
 
 

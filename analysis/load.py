@@ -65,6 +65,7 @@ DICTS_SQL = """
 SELECT list(DISTINCT board ORDER BY board), list(DISTINCT variant ORDER BY variant),
        list(DISTINCT mode ORDER BY mode), list(DISTINCT platform ORDER BY platform),
        list(DISTINCT client_version ORDER BY client_version),
+       list(DISTINCT ruleset ORDER BY ruleset),
        list(DISTINCT reason ORDER BY reason),
        min(date_trunc('week', ended_at))::DATE, max(date_trunc('week', ended_at))::DATE
 FROM ({games})
@@ -80,6 +81,7 @@ SELECT rowid::UINTEGER AS gk,
        ai_side,
        enum_code(platform::{platform}) AS platform_c,
        enum_code(client_version::{client_version}) AS client_version_c,
+       enum_code(ruleset::{ruleset}) AS ruleset_c,
        ((date_trunc('week', ended_at)::DATE - DATE '1970-01-05') // 7
         - {week0})::USMALLINT AS week_c,
        (ended_at::DATE - DATE '1970-01-01')::INTEGER AS day_n,
@@ -103,9 +105,10 @@ def _enum(values: list[str]) -> str:
 
 
 def _dicts(row) -> dict[str, list]:
-    boards, variants, modes, platforms, versions, reasons, w0, w1 = row
+    boards, variants, modes, platforms, versions, rulesets, reasons, w0, w1 = row
     if w0 is None:  # no games
         boards, variants, modes, platforms, versions, reasons = [5], [], [], [], [], []
+        rulesets = []
         w0 = w1 = EPOCH_MONDAY
     weeks = [w0 + dt.timedelta(days=7 * i) for i in range((w1 - w0).days // 7 + 1)]
     return {
@@ -115,6 +118,7 @@ def _dicts(row) -> dict[str, list]:
         "ai_level": [None, 1, 2, 3, 4],
         "platform": platforms or ["web"],
         "client_version": versions or ["0"],
+        "ruleset": rulesets or ["standard"],
         "week": weeks,
         "reason": reasons or ["points"],
     }

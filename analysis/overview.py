@@ -21,14 +21,15 @@ SELECT cell, day, count(*) AS games, {flag("winner IS NULL")} AS draws FROM g GR
 
 def _verified(sel: Selection) -> str:
     return f"""WITH {games(sel)}
-SELECT mode, platform, client_version, 'slow6' AS game, 'verified' AS status, NULL::VARCHAR AS rule,
+SELECT mode, platform, client_version, ruleset,
+       'slow6' AS game, 'verified' AS status, NULL::VARCHAR AS rule,
        day, count(*) AS records
 FROM g GROUP BY ALL"""
 
 
 def _quarantined(sel: Selection) -> str:
     # quarantined records are counted, never analysed: this is all the jobs read of them
-    return f"""SELECT mode, platform, client_version, game, 'quarantined' AS status, rule,
+    return f"""SELECT mode, platform, client_version, ruleset, game, 'quarantined' AS status, rule,
        ended_at::DATE AS day, count(*) AS records
 FROM {sel.table("quarantine")} WHERE {sel.where} GROUP BY ALL"""
 

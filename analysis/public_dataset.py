@@ -86,7 +86,7 @@ DATASETS = (
         f"""SELECT CAST(g.game_id AS VARCHAR) AS game_id, {WEEK},
        CAST(g.ended_at AS DATE) AS day,
        g.board, g.variant, g.mode, g.ai_level, g.challenge_id, g.platform, g.client_version,
-       g.first, g.lineup_0, g.lineup_1,
+       g.ruleset, g.first, g.lineup_0, g.lineup_1,
        array_to_string(g.powers_0, ' ') AS powers_0, array_to_string(g.powers_1, ' ') AS powers_1,
        {PICKS},
        g.winner, g.winner IS NULL AS draw, g.reason, g.points_0, g.points_1, g.turns
@@ -125,7 +125,7 @@ ORDER BY g.ended_at, t.game_id, t.turn""",
         f"""SELECT CAST(g.game_id AS VARCHAR) AS game_id, {WEEK},
        CAST(g.ended_at AS DATE) AS day,
        g.players, g.first, g.match_id, g.match_game, g.mode, g.platform, g.client_version,
-       array_to_string(g.winners, ' ') AS winners, g.shared, g.best_score, g.rounds
+       g.ruleset, array_to_string(g.winners, ' ') AS winners, g.shared, g.best_score, g.rounds
 FROM slide_games g
 WHERE {RANGE}
 ORDER BY g.ended_at, g.game_id""",

@@ -10,7 +10,7 @@ from .cuts import Cut
 from .games_sql import Selection, decoded, lineup_source, outcome, scored, sides
 from .tables import LANE_COUNTS, Cube
 
-LINEUP_KEY = ("board", "variant", "mode", "client_version", "lineup")
+LINEUP_KEY = ("board", "variant", "mode", "client_version", "ruleset", "lineup")
 # lineup-against-lineup rows need at least this many games to be shown (and tested)
 MIN_N_VS = 30
 SOURCE = pl.Enum(["chosen", "dealt"])
@@ -43,7 +43,8 @@ def _lineup(sel: Selection) -> str:
     dimensions and the lineup, with no child rows to join: one pass over the games' columns,
     as a hand-written query would (benchmarks/analysis_full.py compares the two)."""
     res = "CASE WHEN winner IS NULL THEN 0 WHEN winner = {s} THEN 1 ELSE -1 END"
-    side = """SELECT board, variant, mode, client_version, lineup_{s} AS lineup, {res} AS res
+    side = """SELECT board, variant, mode, client_version, ruleset,
+           lineup_{s} AS lineup, {res} AS res
     FROM {games} WHERE game = 'slow6' AND ({where})"""
     both = "\n    UNION ALL\n    ".join(
         side.format(s=s, res=res.format(s=s), games=sel.table("games"), where=sel.where)
@@ -51,7 +52,7 @@ def _lineup(sel: Selection) -> str:
     )
     # the source is the variant's: named per row of the table, not per side
     return scored(f"""SELECT *, {lineup_source()} AS lineup_source FROM (
-SELECT board, variant, mode, client_version, lineup, {outcome()}
+SELECT board, variant, mode, client_version, ruleset, lineup, {outcome()}
 FROM (
     {both}
 ) GROUP BY ALL)""")

@@ -2,7 +2,7 @@
 value is taken when there is a choice, and match results (S3.4, with the consistency checks
 S4.4 leaves to analysis).
 
-Cut dimensions of the Slide tables: players, mode, platform, client_version, week.
+Cut dimensions of the Slide tables: players, mode, platform, client_version, ruleset, week.
 """
 
 from __future__ import annotations
@@ -16,10 +16,13 @@ from .games_sql import SLIDE_DIMS as DIMS
 from .games_sql import Selection, slide_games
 from .tables import Cube
 
-SLIDE_DIMS = ("players", "mode", "platform", "client_version", "week")
+SLIDE_DIMS = ("players", "mode", "platform", "client_version", "ruleset", "week")
 # seats carry `players` too: a join names the game's
 SG_DIMS = ", ".join(f"sg.{d}" for d in SLIDE_DIMS)
 MATCH_TARGET = 100  # S3.4: a match ends after the game in which a running total reaches 100
+# a match's target is its ruleset's `match_target` (rulesets.md RS3; standard's is 100)
+TARGETS = """(SELECT name AS ruleset, (params->>'match_target')::INTEGER AS target
+     FROM rulesets WHERE game = 'slide')"""
 
 
 def _seats(sel: Selection) -> str:
@@ -79,14 +82,18 @@ run AS (  -- running totals per seat, game by game (S3.4)
     FROM {sel.table("slide_seats")} st JOIN mg USING (game_id)
     WINDOW w AS (PARTITION BY mg.match_id, st.seat ORDER BY mg.match_game
                  ROWS UNBOUNDED PRECEDING)),
+target AS (  -- per match: its ruleset's target (every game of a match names one ruleset)
+    SELECT match_id, coalesce(max(t.target), {MATCH_TARGET}) AS target
+    FROM mg LEFT JOIN {TARGETS} AS t USING (ruleset) GROUP BY match_id),
 reached AS (
     SELECT match_id, min(match_game) AS reached_at
     FROM (SELECT match_id, match_game, max(total) AS top FROM run GROUP BY ALL)
-    WHERE top >= {MATCH_TARGET} GROUP BY ALL),
+    JOIN target USING (match_id) WHERE top >= target GROUP BY ALL),
 last AS (
     SELECT match_id, count(*) AS games, max(match_game) AS last_game,
            count(DISTINCT match_game) = count(*) AS distinct_numbers,
-           min(match_game) AS first_game, count(DISTINCT players) AS player_counts, {last}
+           min(match_game) AS first_game, count(DISTINCT players) AS player_counts,
+           count(DISTINCT ruleset) AS ruleset_counts, {last}
     FROM mg GROUP BY match_id),
 final AS (
     SELECT run.* FROM run JOIN last USING (match_id) WHERE run.match_game = last.last_game),
@@ -100,13 +107,14 @@ tops AS (SELECT match_id, max(total)::BIGINT AS max_total FROM final GROUP BY ma
 out AS (
     SELECT *, CASE
         WHEN player_counts > 1 THEN 'player count changes'
+        WHEN ruleset_counts > 1 THEN 'ruleset changes'
         WHEN NOT distinct_numbers OR first_game <> 1 OR last_game <> games
             THEN 'game numbers are not 1..n'
         WHEN reached_at IS NOT NULL AND reached_at < last_game
-            THEN 'played on after a total reached 100' END AS problem
+            THEN 'played on after a total reached ' || target END AS problem
     FROM last LEFT JOIN best USING (match_id) LEFT JOIN tops USING (match_id)
-    LEFT JOIN reached USING (match_id))
-SELECT match_id, {DIMS}, games, max_total >= {MATCH_TARGET} AS complete,
+    LEFT JOIN reached USING (match_id) JOIN target USING (match_id))
+SELECT match_id, {DIMS}, games, max_total >= target AS complete,
        problem IS NULL AS consistent, problem, winners, winner_total, max_total
 FROM out"""
 

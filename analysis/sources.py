@@ -42,6 +42,7 @@ def quarantine_where(cut: Cut) -> str:
         mode=cut.mode,
         platform=cut.platform,
         client_version=cut.client_version,
+        ruleset=cut.ruleset,
         date_from=cut.date_from,
         date_to=cut.date_to,
     )

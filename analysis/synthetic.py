@@ -393,12 +393,14 @@ def insert(con: duckdb.DuckDBPyConnection, data: dict[str, pl.DataFrame], tag: s
     """Insert generated frames into the store tables (the schema must exist). `game_id` is a
     UUID derived from (tag, gi), so several batches with different tags can go in one store."""
     gid = f"md5('{tag}:' || gi)::UUID"
-    con.register("_syn_games", data["games"].drop("p0").to_arrow())
+    frame = data["games"].drop("p0")
+    ruleset = "ruleset" if "ruleset" in frame.columns else "'standard'"
+    con.register("_syn_games", frame.to_arrow())
     con.execute(
         f"""INSERT INTO games SELECT {gid}, 'slow6', board, powers, hidden, variant, mode,
         ai_side, ai_level, challenge_id, platform, client_version, first, lineup_0, lineup_1,
-        powers_0, powers_1, winner, reason, points_0, points_1, turns, ended_at, received_at
-        FROM _syn_games"""
+        powers_0, powers_1, winner, reason, points_0, points_1, turns, ended_at, received_at,
+        {ruleset} FROM _syn_games"""
     )
     con.register("_syn_pieces", data["pieces"].to_arrow())
     con.execute(
@@ -440,7 +442,8 @@ def quarantine_rows(con, n: int, seed: int = 0, tag: str = "q"):
     con.register("_syn_q", df.to_arrow())
     con.execute(
         f"""INSERT INTO quarantine SELECT md5('{tag}:' || gi)::UUID, game, rule, turn, NULL,
-        'synthetic', platform, client_version, mode, ended_at, received_at FROM _syn_q"""
+        'synthetic', platform, client_version, mode, ended_at, received_at, 'standard'
+        FROM _syn_q"""
     )
     con.unregister("_syn_q")
 

@@ -17,7 +17,7 @@ OUT = ("n", "wins", "draws", "losses")
 SCORE = (*OUT, "score")
 NO_WEEK = tuple(d for d in DIMS if d != "week")
 # tables with many rows per cell carry no platform and no AI level (games_sql.LIGHT_DIMS)
-LIGHT = ("board", "variant", "mode", "client_version", "week")
+LIGHT = ("board", "variant", "mode", "client_version", "ruleset", "week")
 POWER_COUNTS = (
     "sides_n",
     *(f"picked_{c}" for c in OUT),
@@ -52,7 +52,7 @@ LANE_COUNTS = (
 ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = {
     "agg_games_daily": (NO_WEEK, ("day",), ("games", "draws")),
     "agg_ingest_status": (
-        ("mode", "platform", "client_version"),
+        ("mode", "platform", "client_version", "ruleset"),
         ("game", "status", "rule", "day"),
         ("records",),
     ),
@@ -60,7 +60,7 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
     "agg_game_length": (LIGHT, ("reason", "turns"), ("games",)),
     "agg_first_move": (DIMS, (), SCORE),
     "agg_lineup": (
-        ("board", "variant", "mode", "client_version"),
+        ("board", "variant", "mode", "client_version", "ruleset"),
         ("lineup", "lineup_source"),
         SCORE,
     ),
@@ -68,7 +68,7 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
     # agg_trends and agg_lineup_vs, so that neither reads games
     "agg_lineup_week": (LIGHT, ("lineup",), SCORE),
     "agg_lineup_pair": (
-        ("board", "variant", "mode", "client_version"),
+        ("board", "variant", "mode", "client_version", "ruleset"),
         ("lineup", "opp_lineup"),
         SCORE,
     ),
@@ -87,7 +87,7 @@ ADDITIVE: dict[str, tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]] = 
 }
 
 
-SLIDE = ("players", "mode", "platform", "client_version", "week")
+SLIDE = ("players", "mode", "platform", "client_version", "ruleset", "week")
 ADDITIVE.update(
     {
         "agg_slide_seats": (

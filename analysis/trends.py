@@ -1,4 +1,5 @@
-"""Trends: every score rate by week and by client version, in one long table.
+"""Trends: every score rate by week and by client version, in one long table, per ruleset
+(a week's games of two rulesets are two rows, never one: rulesets.md RS6.1).
 
 Lineup trends cover 5x5 only (agg_lineup_week): 7x7 has 5,040 lineups, a few games each a week.
 """
@@ -19,7 +20,7 @@ def _long(frame: pl.DataFrame, metric: str, keys: list[str], key: pl.Expr, perio
     for the (few) aggregated rows."""
     df = (
         frame.lazy()
-        .group_by("board", "variant", *keys, period)
+        .group_by("board", "variant", "ruleset", *keys, period)
         .agg(pl.col(c).sum() for c in OUT)
         .filter(pl.col("n") > 0)
     )
@@ -27,6 +28,7 @@ def _long(frame: pl.DataFrame, metric: str, keys: list[str], key: pl.Expr, perio
         pl.lit(metric).alias("metric"),
         "board",
         pl.col("variant").cast(pl.String),
+        pl.col("ruleset").cast(pl.String),
         key.cast(pl.String).alias("key"),
         pl.lit(period).alias("period_kind"),
         pl.col(period).cast(pl.String).alias("period"),
@@ -66,7 +68,7 @@ def table(fetch, cut: Cut) -> pl.DataFrame:
         period_order=pl.col("period").replace_strict(
             {p: i for i, p in enumerate(order)}, return_dtype=pl.Int32
         )
-    ).sort("metric", "board", "variant", "key", "period_kind", "period_order")
+    ).sort("metric", "board", "variant", "ruleset", "key", "period_kind", "period_order")
     return views.add_score_rates(df, (), None, shrink=False)
 
 
@@ -77,7 +79,8 @@ def _period_key(p: str):
 
 def _empty() -> pl.DataFrame:
     return pl.DataFrame(
-        schema={"metric": pl.String, "board": pl.UInt8, "variant": pl.String, "key": pl.String,
+        schema={"metric": pl.String, "board": pl.UInt8, "variant": pl.String,
+                "ruleset": pl.String, "key": pl.String,
                 "period_kind": pl.String, "period": pl.String, "n": pl.Int64, "wins": pl.Int64,
                 "draws": pl.Int64, "losses": pl.Int64, "period_order": pl.Int32}
     )  # fmt: skip

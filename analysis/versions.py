@@ -38,10 +38,13 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import polars as pl
 
+from replays.rulesets import Ruleset
+
 from . import stats as st
 from . import tables
 from .cuts import HUMAN_MODES, Cut, version_key
 from .live_version import LiveVersion, is_prerelease, live_version
+from .sql import sql_literal
 
 ALPHA = 0.05
 FAMILIES = {
@@ -490,14 +493,52 @@ def lineup_cells(fa, fb):
     return out, notes
 
 
-def adjusted_sample_sql(version: str, where: str = "TRUE") -> str:
-    """The sample adjusted_powers fits for a version: human games (online, friend) of it
-    matching `where` (a predicate on games), at most ADJUSTED_SAMPLE, lowest id hashes."""
+def adjusted_sample_sql(
+    version: str | None, where: str = "TRUE", ruleset: str | None = None
+) -> str:
+    """The sample adjusted_powers fits for a version (and ruleset; None: any): human games
+    (online, friend) of it matching `where` (a predicate on games), at most ADJUSTED_SAMPLE,
+    lowest id hashes."""
     from . import sample
 
     modes = ", ".join(f"'{m}'" for m in HUMAN_MODES)
-    cond = f"client_version = '{version.replace(chr(39), chr(39) * 2)}' AND mode IN ({modes})"
+    cond = f"mode IN ({modes})"
+    if version is not None:
+        cond += f" AND client_version = {sql_literal(version)}"
+    if ruleset is not None:
+        cond += f" AND ruleset = {sql_literal(ruleset)}"
     return sample.rows_sql(f"({where}) AND {cond}", ADJUSTED_SAMPLE)
+
+
+# -- what changed in the rules -------------------------------------------------------------------
+
+
+def rules_changed(a: Ruleset | None, b: Ruleset | None, a_name: str, b_name: str) -> str:
+    """In words, what changed in the rules from A's ruleset to B's (rulesets.md RS6.1: a
+    comparison of rulesets says which parameters differ, next to the differences measured).
+    `a` / `b`: the rulesets' full parameters; None when not known (a name not registered)."""
+    if a_name == b_name:
+        return f"Both sides played ruleset {a_name}: the rules did not change."
+    missing = [n for n, r in ((a_name, a), (b_name, b)) if r is None]
+    if missing:
+        return (
+            f"Ruleset {a_name} (A) -> {b_name} (B); the parameters of {', '.join(missing)} are "
+            "not registered here, so what changed cannot be said."
+        )
+    assert a is not None and b is not None
+    changes = b.changes_from(a)
+    if not changes:
+        return f"Ruleset {a_name} (A) -> {b_name} (B): the same parameters (no rule changed)."
+    what = "; ".join(f"{p} {_shown(x)} -> {_shown(y)}" for p, x, y in changes)
+    return f"Ruleset {a_name} (A) -> {b_name} (B). What changed: {what}."
+
+
+def _shown(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return str(value)
 
 
 def adjusted_powers(fa, fb):

@@ -36,15 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or Path(__file__).resolve().parent / "out")
 
 LINEUP_SQL = """
-SELECT board, variant, mode, client_version, lineup,
+SELECT board, variant, mode, client_version, ruleset, lineup,
        count(*) AS n, count(*) FILTER (res = 1) AS wins, count(*) FILTER (res = 0) AS draws,
        count(*) FILTER (res = -1) AS losses
 FROM (
-    SELECT board, variant, mode, client_version, lineup_0 AS lineup,
+    SELECT board, variant, mode, client_version, ruleset, lineup_0 AS lineup,
            CASE WHEN winner IS NULL THEN 0 WHEN winner = 0 THEN 1 ELSE -1 END AS res
     FROM games WHERE game = 'slow6'
     UNION ALL
-    SELECT board, variant, mode, client_version, lineup_1,
+    SELECT board, variant, mode, client_version, ruleset, lineup_1,
            CASE WHEN winner IS NULL THEN 0 WHEN winner = 1 THEN 1 ELSE -1 END
     FROM games WHERE game = 'slow6'
 )
@@ -129,7 +129,7 @@ def measure(path: Path, new: int, memory_limit: str) -> dict:
     (sql, ours), (out["lineup_sql_s"], out["lineup_ours_s"]) = best_of(
         3, lambda: lineup_sql(con), lambda: lineup_ours(con)
     )
-    key = ["board", "variant", "mode", "client_version", "lineup"]
+    key = ["board", "variant", "mode", "client_version", "ruleset", "lineup"]
     a = ours.select(*key, "n", "wins", "draws", "losses").sort(key)
     b = sql.select(a.columns).cast(a.schema).sort(key)
     out["lineup_tables_equal"] = a.equals(b)

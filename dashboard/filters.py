@@ -24,6 +24,7 @@ AI_LEVELS = tuple(str(n) for n in vocabulary.AI_LEVELS)
 PLATFORMS = vocabulary.PLATFORMS
 PLAYERS = tuple(str(n) for n in vocabulary.SLIDE_PLAYERS)  # Slide table sizes
 VERSION = re.compile(r"[0-9A-Za-z][0-9A-Za-z._+-]{0,63}")
+RULESET = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")  # rulesets.md RS1.1
 
 LABELS = {
     "board": "Board",
@@ -33,6 +34,7 @@ LABELS = {
     "players": "Players",
     "platform": "Platform",
     "client_version": "Client version",
+    "ruleset": "Ruleset",
     "date_from": "From",
     "date_to": "To",
 }
@@ -74,6 +76,8 @@ class Filters:
                 ok = raw in choices[key]
             elif key == "client_version":
                 ok = bool(VERSION.fullmatch(raw))
+            elif key == "ruleset":
+                ok = bool(RULESET.fullmatch(raw))
             else:
                 try:
                     date.fromisoformat(raw)

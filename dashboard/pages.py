@@ -79,7 +79,7 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     table = page.versions_table if page is not None else "agg_games_daily"
     ctx.params["versions"] = catalog.client_versions(ctx, table)
     defaults = None
-    if with_defaults:
+    if with_defaults and (page is None or page.balance_cut):
         ctx.params["live"] = catalog.live(ctx, page)
         defaults = catalog.defaults(ctx.params["live"])
     ctx.filters = Filters.from_args(request.args, defaults)
@@ -150,6 +150,9 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
             "platform": list(PLATFORMS),
         },
         "versions": versions,
+        "rulesets": list(_catalog().rulesets(ctx, page))
+        if page is None or page.version_select
+        else [],
         "defaulted": ctx.filters.defaulted,
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
@@ -165,6 +168,12 @@ def render_page(name: str):
         abort(404)
     ctx = _ctx(page=page)
     views = [build(chart, ctx) for chart in page.charts]
+    for v in views:  # each chart says which ruleset(s) it covers (rulesets.md RS6.1)
+        v.covers = (  # a page that compares sides says it itself (Versions: what changed)
+            ctx.params["covers"]
+            if "covers" in ctx.params
+            else catalog.covers(ctx, page, v.chart.table)
+        )
     coverage, partial = _coverage(ctx, page, views)
     html = render_template(
         "page.html",

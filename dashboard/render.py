@@ -126,6 +126,7 @@ class ChartView:
     n_rows: int = 0
     ms: float = 0.0
     summary: str = ""
+    covers: str = ""  # the ruleset(s) its numbers cover, in words (catalog.covers)
 
     @property
     def id(self) -> str:

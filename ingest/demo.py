@@ -3,7 +3,12 @@
 `balance serve --demo` loads the dataset shipped in `demo_data/` (made once, seeded, by
 `balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/demo_data`; see
 replays/demoset.py): 20,400 Slow6 and 5,200 Slide games over 13 weeks and five client
-versions, and the uploads of a client build with a bug (some quarantined, a few rejected).
+versions, the uploads of a client build with a bug (some quarantined, a few rejected), and a
+few of a play-test build naming a ruleset nobody registered (quarantined RS5.1). Release
+3.1.0 shipped a balance patch: its Slow6 games play the ruleset of `patch-3.1.toml`, which is
+registered before anything is loaded (`RULESETS`), as an operator registers a release's rules
+before it ships; `playtest-3.2.toml` is shipped but not registered (README: "A ruleset that
+arrives late").
 Playing that many games with the bots takes about 15 minutes on two cores, loading them about
 15 seconds. `balance serve --demo N` plays N fresh games instead (a minute for 500).
 """
@@ -30,7 +35,11 @@ DEMO_SET = (
     ("Slow6", "slow6.ndjson.gz"),
     ("Slide", "slide.ndjson.gz"),
     ("buggy client 3.1.0-beta.3+sim (Slow6 and Slide)", "buggy-client.ndjson.gz"),
-)
+    ("play-test build 3.2.0-beta.1+sim (ruleset 3.2-playtest, not registered)",
+     "playtest.ndjson.gz"),
+)  # fmt: skip
+# the rulesets registered before the dataset is loaded (replays/demoset.py PATCH_FILE)
+RULESETS = ("patch-3.1.toml",)
 SIM = "+sim"  # the build label of simulated client versions (replays/demoset.py)
 
 
@@ -90,7 +99,7 @@ def load_records(
     """Judge and store records (dicts, or the bytes of a line) in batches, exactly as
     POST /v1/games would; verdict counts. A progress line every `every` records and at the
     end: "  Slow6: 5,000 of 20,400 records (1,950/s): accepted 5,000"."""
-    judge = judge or Judge()
+    judge = judge or Judge(registry=store.registry)  # the store's rulesets (RS5)
     tally = RejectionTally(store, every=0)  # the rejected ones counted as the server does
     counts: Counter = Counter()
     started = time.perf_counter()
@@ -138,9 +147,24 @@ def load_demo_set(store: Store, echo: Callable[[str], None] = print) -> Counter:
             f"the demo dataset is not in {DATA_DIR} (make it: balance simulate --demo-set "
             "--seed 2026 --jobs 2 --out ingest/demo_data)"
         )
+    register_demo_rulesets(store, echo)
     total: Counter = Counter()
     for label, path in files:
         n = count_lines(path)
         echo(f"{label}: loading {n:,} records from {path.name}")
         total += load_records(store, read_lines(path), echo=echo, label=label, total=n)
     return total
+
+
+def register_demo_rulesets(store, echo: Callable[[str], None] = print) -> None:
+    """Register the dataset's rulesets (`RULESETS`) in `store` (a file or a lake; already
+    registered with the same parameters: nothing changes, RS1.3)."""
+    from .rulesets import register_running
+
+    files: list[tuple[str, str | bytes]] = [
+        (name, (DATA_DIR / name).read_bytes()) for name in RULESETS if (DATA_DIR / name).exists()
+    ]
+    if not files:
+        return
+    for entry in register_running(store, files):
+        echo(f"ruleset {entry['name']} ({entry['game']}): {entry['status']}")

@@ -57,6 +57,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="store_true",
         help="write the demo dataset (replays/demoset.py) into the folder --out",
     )
+    p.add_argument(
+        "--demo-patch",
+        action="store_true",
+        help="patch the demo dataset in the folder --out: only its patched release's Slow6 "
+        "games played again under the patch's ruleset, and the play-test uploads",
+    )
     p.add_argument("--jobs", type=int, default=1, help="processes for --demo-set")
     p.set_defaults(run=run_simulate)
 
@@ -175,13 +181,18 @@ class Progress:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    if args.demo_set:
+    if args.demo_set or args.demo_patch:
+        flag = "--demo-set" if args.demo_set else "--demo-patch"
         if not args.out:
-            print("balance simulate --demo-set: name the folder with --out", file=sys.stderr)
+            print(f"balance simulate {flag}: name the folder with --out", file=sys.stderr)
             return 2
-        from .demoset import write
+        from .demoset import patch, write
 
-        write(args.out, seed=args.seed, jobs=args.jobs, echo=lambda s: print(s, flush=True))
+        echo = lambda s: print(s, flush=True)  # noqa: E731
+        if args.demo_patch:
+            patch(args.out, seed=args.seed, echo=echo)
+        else:
+            write(args.out, seed=args.seed, jobs=args.jobs, echo=echo)
         return 0
     rules = None
     if args.rules:

@@ -8,7 +8,16 @@
 - `buggy-client.ndjson.gz`: records from a client build with a bug (`BUGGY_VERSION`): some
   valid, some breaking a rule in one of a few ways (a move that no piece may make, a piece
   moved into its own side's piece, a move of the opponent's piece, a wrong result, a Slide
-  take out of turn...), and a few malformed lines (a cut line, a bad square, a missing field).
+  take out of turn...), and a few malformed lines (a cut line, a bad square, a missing field);
+- `playtest.ndjson.gz`: a few uploads of a play-test build (`PLAYTEST_VERSION`) whose games
+  name a ruleset nobody registered (`PLAYTEST_FILE`): quarantined as RS5.1 until an operator
+  registers it (`balance rules add`) and runs `balance reverify`.
+
+The balance patch: release `PATCH_VERSION` (3.1.0, the last two weeks) changed the rules. Its
+Slow6 games play the ruleset of `PATCH_FILE` (shipped beside the data; `balance serve --demo`
+registers it before loading), so the Versions page shows what the patch did. `patch_release`
+plays only those games (`balance simulate --demo-patch --out DIR` patches a made dataset in
+place, in minutes, where the whole set takes a quarter of an hour).
 
 Every client version carries the build label `+sim`, so a simulated game says so wherever its
 version shows (filters, tables, the explorer, SQL). Dates fall in the `WEEKS` weeks before
@@ -22,12 +31,13 @@ from __future__ import annotations
 
 import gzip
 import random
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import orjson
 
+from .rulesets import Ruleset
 from .verdict import Record
 
 SIM = "+sim"
@@ -51,7 +61,25 @@ SLIDE_GAMES = 5_200
 BUGGY_SLOW6 = 600
 BUGGY_SLIDE = 120
 CHUNK = 200  # games per seeded chunk
-FILES = ("slow6.ndjson.gz", "slide.ndjson.gz", "buggy-client.ndjson.gz")
+FILES = ("slow6.ndjson.gz", "slide.ndjson.gz", "buggy-client.ndjson.gz", "playtest.ndjson.gz")
+# The balance patch: release 3.1.0 ships on PATCH_FROM_DAY with a ruleset of its own. Most
+# 3.0.0 players update (PATCH_SHARE of the 3.0.0 games from that day on become 3.1.0 games,
+# played again under PATCH_FILE's rules); the rest of the dataset is as it was made.
+PATCH_BASE = "3.0.0" + SIM
+PATCH_VERSION = "3.1.0" + SIM
+PATCH_FROM_DAY = 66
+PATCH_SHARE = 0.8
+PATCH_FILE = "patch-3.1.toml"
+# a play-test build of the next release, naming a ruleset that was never registered (RS5.1)
+PLAYTEST_VERSION = "3.2.0-beta.1" + SIM
+PLAYTEST_FILE = "playtest-3.2.toml"
+PLAYTEST_GAMES = 30
+PLAYTEST_FROM_DAY = 84  # its first day
+# what a game without powers never meets (R8): a ruleset changing only these is played the
+# same in it, so such a game is the same game under the patch and needs no new play
+POWER_PARAMS = frozenset(
+    {"powers", "picks", "dash_reach", "leap_reach", "freeze_turns", "trap_turns", "surge_rest"}
+)
 SLIDE_PLAYERS = ((2, 30), (3, 20), (4, 30), (5, 10), (6, 10))
 
 
@@ -152,6 +180,121 @@ def _run(
             yield from f.result()
             if progress:
                 progress(i, len(chunks))
+
+
+# -- the balance patch and the play-test build ---------------------------------------------------
+
+
+def ruleset_file(folder: str | Path, name: str, *known: Ruleset) -> Ruleset:
+    """A ruleset shipped with the demo data, in the dataset's folder (`based_on` one of
+    `known`, or standard)."""
+    from .rulesets import parse_toml
+
+    def lookup(game: str, base: str) -> Ruleset | None:
+        return next((r for r in known if (r.game, r.name) == (game, base)), None)
+
+    return parse_toml((Path(folder) / name).read_bytes(), lookup)
+
+
+def _replay_under(record: Record, rules: Ruleset) -> Record:
+    """The same game (id, players' seats, mode, board, computer, challenge, client, time) played
+    again by the bots under `rules`, from a generator seeded by its id (the same every time)."""
+    from .slow6.simulate import HUMAN_LEVELS, QUIT_RATE, _weighted
+    from .slow6.simulate import simulate_game as play
+
+    rng = random.Random(record["game_id"])
+    levels = [min(_weighted(rng, HUMAN_LEVELS), 2) for _ in range(2)]
+    ai = record["ai"]
+    if ai:  # the computer plays at its own level (4 as 3: see the module's text)
+        levels[ai["side"]] = min(ai["level"], 3)
+    rules_of = record["rules"]
+    challenge = record.get("challenge")
+    out = play(
+        rng, board=rules_of["board"], powers=rules_of["powers"], hidden=rules_of["hidden"],
+        mode=record["mode"], levels=(levels[0], levels[1]), ai=ai,
+        challenge_id=challenge["id"] if challenge else None, quit_rate=QUIT_RATE,
+        client=record["client"], ended_at=record["ended_at"], rules=rules,
+    )  # fmt: skip
+    out["game_id"] = record["game_id"]
+    return out
+
+
+def _updated(record: Record) -> bool:
+    """Whether this game's player had updated to the patch release by then (by its id: the
+    same answer every time; a game already on it stays)."""
+    version = record["client"]["version"]
+    if version == PATCH_VERSION:
+        return True
+    if version != PATCH_BASE or record.get("game") != "slow6":
+        return False
+    start = _epoch() - timedelta(days=WEEKS * 7) + timedelta(days=PATCH_FROM_DAY)
+    ended = datetime.strptime(record["ended_at"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=start.tzinfo)
+    return ended >= start and random.Random(record["game_id"] + "update").random() < PATCH_SHARE
+
+
+def patch_release(lines: Iterable[bytes], rules: Ruleset) -> Iterator[bytes]:
+    """The dataset with its patch release: the Slow6 games of players who updated
+    (`_updated`) as `PATCH_VERSION` games played under `rules` (the rest as they are). A game
+    without powers is relabelled when the ruleset changes only power parameters (it plays the
+    same); every other game is played again (`_replay_under`)."""
+    from .rulesets import STANDARD
+
+    power_only = {p for p, _, _ in rules.changes_from(STANDARD["slow6"])} <= POWER_PARAMS
+    for line in lines:
+        record = orjson.loads(line)
+        if not _updated(record):
+            yield line
+            continue
+        record["client"] = {**record["client"], "version": PATCH_VERSION}
+        if power_only and not record["rules"]["powers"]:
+            record = {**record, "ruleset": rules.name}
+        else:
+            record = _replay_under(record, rules)
+        yield orjson.dumps(record)
+
+
+def playtest(seed: int, rules: Ruleset) -> list[bytes]:
+    """The play-test build's uploads: Slow6 games with powers, online, played under `rules`
+    (which the demo never registers: each is RS5.1 until an operator does)."""
+    from .slow6.simulate import simulate_game as play
+
+    rng = random.Random(seed)
+    out = []
+    for _ in range(PLAYTEST_GAMES):
+        when = _when(rng, PLAYTEST_FROM_DAY)
+        client = {"platform": "ios", "version": PLAYTEST_VERSION}
+        levels = (rng.choice((1, 2)), rng.choice((1, 2)))
+        record = play(
+            rng, board=5, powers=True, mode="online", levels=levels, client=client,
+            ended_at=_stamp(when), rules=rules,
+        )  # fmt: skip
+        out.append((record["ended_at"], orjson.dumps(record)))
+    return [line for _, line in sorted(out)]
+
+
+def patch(out_dir: str | Path, seed: int = 2026, echo: Callable[[str], object] = print) -> None:
+    """Patch a made dataset in place: the patch release's Slow6 games of `slow6.ndjson.gz`
+    played under its ruleset (again: the same games), and `playtest.ndjson.gz` made again."""
+    out_dir = Path(out_dir)
+    src = out_dir / FILES[0]
+    with gzip.open(src, "rb") as f:
+        lines = [line.rstrip(b"\n") for line in f if line.strip()]
+    patched = ruleset_file(out_dir, PATCH_FILE)
+    _write(src, patch_release(lines, patched))
+    echo(f"patched {src}: {PATCH_VERSION} plays {PATCH_FILE}")
+    path = out_dir / FILES[3]
+    tested = ruleset_file(out_dir, PLAYTEST_FILE, patched)
+    _write(path, iter(playtest(seed * 1_000_003 + 4, tested)))
+    echo(f"wrote {path}")
+
+
+def _write(path: Path, lines: Iterator[bytes]) -> None:
+    tmp = path.with_suffix(".tmp")
+    # mtime=0: the same seed gives the same bytes
+    with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        for line in lines:
+            gz.write(line + b"\n")
+    tmp.replace(path)
 
 
 # -- the buggy client --------------------------------------------------------------------------
@@ -279,7 +422,7 @@ def write(
     echo: Callable[[str], object] = print,
     only: Collection[str] | None = None,
 ) -> list[Path]:
-    """Make the three files in `out_dir` (or those named in `only`); returns their paths."""
+    """Make the four files in `out_dir` (or those named in `only`); returns their paths."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -290,24 +433,22 @@ def write(
 
         return show
 
+    patched = ruleset_file(out_dir, PATCH_FILE)
+    tested = ruleset_file(out_dir, PLAYTEST_FILE, patched)
     parts: list[tuple[str, Callable[[], Iterator[bytes]]]] = [
-        (FILES[0], lambda: _run(slow6_chunk, _chunks(SLOW6_GAMES, seed, 1), jobs,
-                                progress("Slow6"))),
+        (FILES[0], lambda: patch_release(_run(slow6_chunk, _chunks(SLOW6_GAMES, seed, 1), jobs,
+                                              progress("Slow6")), patched)),
         (FILES[1], lambda: _run(slide_chunk, _chunks(SLIDE_GAMES, seed, 2), jobs,
                                 progress("Slide"))),
         (FILES[2], lambda: iter(buggy_client(seed * 1_000_003 + 3))),
+        (FILES[3], lambda: iter(playtest(seed * 1_000_003 + 4, tested))),
     ]  # fmt: skip
     paths = []
     for name, make in parts:
         if only is not None and name not in only:
             continue
         path = out_dir / name
-        tmp = path.with_suffix(".tmp")
-        # mtime=0: the same seed gives the same bytes
-        with open(tmp, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            for line in make():
-                gz.write(line + b"\n")
-        tmp.replace(path)
+        _write(path, make())
         echo(f"wrote {path}")
         paths.append(path)
     return paths

@@ -62,7 +62,9 @@ def line(text: str, id_: str) -> str:
 def test_the_default_is_the_live_release_against_the_one_before(app):
     text = page(app)
     said = line(text, "page-line")
-    assert f"A = {A} with B = {B}" in said and "live version" in said and "release before" in said
+    assert f"A = {A} (standard) with B = {B} (standard)" in said
+    assert "live version" in said and "release before" in said
+    assert "Both sides played ruleset standard: the rules did not change." in said
     # the pre-release is offered, never chosen by default
     assert f'<option value="{BETA}" >' in text or f'<option value="{BETA}">' in text
     for chart in ("first-move", "powers", "ai-levels", "end-reasons", "game-length"):
@@ -112,7 +114,7 @@ def test_each_family_chart_is_the_same_numbers_as_the_table(app):
 def test_chosen_versions_carry_into_the_csv_links(app):
     q = f"?version_a={BETA}&version_b={B}"
     text = page(app, q)
-    assert f"A = {BETA} with B = {B}, as chosen" in line(text, "page-line")
+    assert f"A = {BETA} (standard) with B = {B} (standard) (as chosen)" in line(text, "page-line")
     assert f"/dashboard/chart/versions-all.csv?mode=human&version_a={BETA}&version_b={B}" in text
     rows = table(app, "versions-first-move", q)
     default = table(app, "versions-first-move")
@@ -123,9 +125,9 @@ def test_bad_version_names_are_refused_with_a_message(app):
     text = page(app, "?version_a=9.9.9&version_b=x%27%3B+DROP")
     assert "Version A (before): '9.9.9' has no games in the store (ignored)" in text
     assert "Version B (after): \"x';" in text and "is not a valid value (ignored)" in text
-    assert f"A = {A} with B = {B}" in line(text, "page-line")  # the defaults stand
+    assert f"A = {A} (standard) with B = {B} (standard)" in line(text, "page-line")  # defaults
     same = page(app, f"?version_a={A}&version_b={A}")
-    assert f"Versions A and B are both {A}" in line(same, "page-line")
+    assert f"A and B are both {A} (standard)" in line(same, "page-line")
 
 
 def test_a_family_without_games_says_so(app):

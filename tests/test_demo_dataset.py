@@ -67,6 +67,7 @@ def test_demo_buggy_client_breaks_rules_of_several_kinds_and_sends_malformed_lin
 
 def test_demo_dataset_is_what_its_seeded_command_makes():
     """The first games of each file, made again from their chunk's seed, are the same bytes."""
+    patched = demoset.ruleset_file(demo.DATA_DIR, demoset.PATCH_FILE)
     for name, make, salt in (
         ("slow6.ndjson.gz", demoset.slow6_chunk, 1),
         ("slide.ndjson.gz", demoset.slide_chunk, 2),
@@ -74,7 +75,48 @@ def test_demo_dataset_is_what_its_seeded_command_makes():
         seed, _ = demoset._chunks(100, SEED, salt)[0]
         with gzip.open(demo.DATA_DIR / name, "rb") as f:
             shipped = [f.readline().rstrip(b"\n") for _ in range(2)]
-        assert make(seed, 2)[:2] == shipped, name
+        made = make(seed, 2)[:2]
+        if name.startswith("slow6"):
+            made = list(demoset.patch_release(made, patched))
+        assert made == shipped, name
+
+
+def test_the_demo_ships_a_balance_patch_and_uploads_of_an_unknown_ruleset():
+    """Release 3.1.0's Slow6 games play the registered patch (reach 2 -> 1): valid under it,
+    RS5.1 without it, replayed by the same seeded patch; the play-test build's uploads name a
+    ruleset the demo never registers (RS5.1), valid once it is."""
+    from replays import rulesets as R
+    from replays.verifier import check_text as check
+
+    patched = demoset.ruleset_file(demo.DATA_DIR, demoset.PATCH_FILE)
+    tested = demoset.ruleset_file(demo.DATA_DIR, demoset.PLAYTEST_FILE, patched)
+    assert patched.changes_from(R.STANDARD["slow6"]) == [("reach", 2, 1)]
+    assert tested.changes_from(patched) == [("freeze_turns", 2, 1)]
+    assert demo.RULESETS == (demoset.PATCH_FILE,)  # the play-test's is not registered
+
+    def known(*rulesets):
+        return lambda game, name: next(
+            (r for r in (R.STANDARD[game], *rulesets) if (r.game, r.name) == (game, name)), None
+        )
+
+    slow6 = records("slow6.ndjson.gz")
+    mine = [r for r in slow6 if r["client"]["version"] == demoset.PATCH_VERSION]
+    human = [r for r in mine if r["mode"] in ("online", "friend")]
+    assert len(human) >= 1_000 and {r.get("ruleset") for r in mine} == {patched.name}
+    assert all(r.get("ruleset") is None for r in slow6 if r not in mine)
+    for r in mine[:: len(mine) // 40]:  # a spread of them: valid under 3.1, RS5.1 without
+        line = orjson.dumps(r)
+        assert check(line, rulesets=known(patched))[1].verdict == "valid"
+        assert check(line)[1].rule == "RS5.1"
+    again = list(demoset.patch_release([orjson.dumps(r) for r in mine[:3]], patched))
+    assert again == [orjson.dumps(r) for r in mine[:3]]  # the patch plays the same games
+    playtest = records("playtest.ndjson.gz")
+    assert len(playtest) == demoset.PLAYTEST_GAMES
+    for r in playtest:
+        line = orjson.dumps(r)
+        assert r["ruleset"] == tested.name
+        assert check(line, rulesets=known(patched))[1].rule == "RS5.1"
+        assert check(line, rulesets=known(patched, tested))[1].verdict == "valid"
 
 
 def test_demo_loader_logs_each_stage_without_raw_floats(tmp_path, capsys):
@@ -128,7 +170,7 @@ def test_quick_start_serves_the_demo_within_a_minute(quick_start):
     last = log[-1]
     assert last.startswith("Ready. Dashboard: http://127.0.0.1:") and "/dashboard/" in last
     text = "\n".join(log)
-    for stage in ("Slow6:", "Slide:", "buggy client"):
+    for stage in ("ruleset 3.1 (slow6): added", "Slow6:", "Slide:", "buggy client", "play-test"):
         assert stage in text, stage
     assert re.search(r"quarantined [\d,]+, rejected [\d,]+", text), text
     assert not re.search(r"\d\.\d{3,}", text), text
@@ -146,6 +188,7 @@ def test_quick_start_serves_the_demo_within_a_minute(quick_start):
     assert f"client version <b>{version}</b>" in page
     quality = server.get("/dashboard/p/quality").body.decode()
     assert "3.1.0-beta.3+sim" in quality
+    assert "RS5.1" in quality and demoset.PLAYTEST_VERSION in quality  # the unknown ruleset
 
 
 @pytest.mark.slow
@@ -167,7 +210,7 @@ def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
         assert int(shown.replace(",", "")) == human >= 1_000
         line = browser.evaluate("document.getElementById('default-cut').textContent")
         assert version in line and "newest release" in line, line
-        browser.evaluate("document.getElementById('all-versions').click()")
+        browser.evaluate("document.getElementById('all-rulesets').click()")
         deadline = time.monotonic() + 30
         while "client_version=" not in browser.evaluate("location.search"):
             assert time.monotonic() < deadline
@@ -179,3 +222,79 @@ def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
         assert console(browser) == []
     finally:
         browser.close()
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_versions_page_shows_the_patch_and_what_it_did(quick_start):
+    """In Chromium, the fresh demo's Versions page: 3.0.0 (standard) against the patched 3.1.0
+    (ruleset 3.1), the parameter that changed, and Shield, the strongest power before the
+    patch, with a smaller adjusted effect after it, its interval drawn."""
+    import csv
+    import io
+
+    from support import Browser
+    from test_browser_first_hour import console
+
+    server, _ = quick_start
+    browser = Browser()
+    try:
+        browser.open(server.url + "/dashboard/p/versions", "document.body.dataset.rendered")
+        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+        assert console(browser) == []
+        line = browser.evaluate("document.getElementById('page-line').textContent")
+        assert "A = 3.0.0+sim (standard) with B = 3.1.0+sim (3.1)" in line, line
+        assert "What changed: reach 2 -> 1." in line, line
+        chart = "document.getElementById('chart-versions-adjusted-powers')"
+        said = browser.evaluate(f"{chart}.querySelector('.covers').textContent")
+        assert "What changed: reach 2 -> 1." in said  # next to the differences measured
+        drawn = browser.evaluate(f"{chart}.querySelector('svg') ? {chart}.textContent : ''")
+        assert "shield adjusted effect" in drawn
+    finally:
+        browser.close()
+    body = server.get("/dashboard/chart/versions-adjusted-powers.csv").body.decode()
+    rows = {r["label"]: r for r in csv.DictReader(io.StringIO(body))}
+    shield = rows["shield adjusted effect"]
+    before = {k: float(r["a_value"]) for k, r in rows.items()}
+    assert max(before, key=before.get) == "shield adjusted effect"  # the strongest before
+    lo, diff, hi = (float(shield[k]) for k in ("lo", "rate", "hi"))
+    print(f"shield adjusted effect {shield['a_value']} -> {shield['b_value']}: "
+          f"{diff:+.2f} [{lo:+.2f}, {hi:+.2f}]")  # fmt: skip
+    assert lo < diff < hi < 0  # it shrank, and the whole interval says so
+
+
+def test_the_readme_recovers_the_play_test_uploads(tmp_path):
+    """The README's steps on the demo's play-test uploads (loaded as `balance serve --demo`
+    loads them, the patch registered first): RS5.1 quarantines; `balance rules add` of the
+    shipped play-test ruleset and `balance reverify` move every one to the verified games,
+    under that ruleset, and the next jobs run counts them. Nothing is lost."""
+    import duckdb
+    from support import balance
+
+    from ingest.storage import Store
+
+    db = tmp_path / "store.duckdb"
+    with Store(db) as store:
+        demo.register_demo_rulesets(store, echo=lambda _: None)
+        path = demo.DATA_DIR / "playtest.ndjson.gz"
+        counts = demo.load_records(store, demo.read_lines(path), echo=lambda _: None)
+    assert counts == {"quarantined": demoset.PLAYTEST_GAMES}
+    con = duckdb.connect(str(db))
+    rule = con.execute("SELECT DISTINCT rule, ruleset FROM quarantine").fetchall()
+    con.close()
+    assert rule == [("RS5.1", "3.2-playtest")]
+    toml = str(demo.DATA_DIR / demoset.PLAYTEST_FILE)
+    assert balance("rules", "add", "--db", str(db), toml).returncode == 0
+    assert balance("reverify", "--db", str(db)).returncode == 0
+    assert balance("jobs", "run", "--db", str(db)).returncode == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM quarantine").fetchone() == (0,)
+        verified = con.execute("SELECT ruleset, count(*) FROM games GROUP BY ALL").fetchall()
+        assert verified == [("3.2-playtest", demoset.PLAYTEST_GAMES)]
+        counted = con.execute(
+            "SELECT sum(n) FROM agg_first_move WHERE ruleset = '3.2-playtest'"
+        ).fetchone()
+        assert counted == (demoset.PLAYTEST_GAMES,)
+    finally:
+        con.close()

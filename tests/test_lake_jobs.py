@@ -18,7 +18,7 @@ from support import agg_tables, demo_copy
 
 from analysis import jobs
 from ingest import cli
-from ingest.demo import DATA_DIR, load_records
+from ingest.demo import DATA_DIR, load_records, register_demo_rulesets
 from ingest.storage import Store
 from ingest.storage.lake import LakeStore, connect
 from ingest.storage.lake_admin import import_store, maintain
@@ -79,11 +79,15 @@ def compare(db, catalog: str) -> None:
 
 
 def upload_to_both(db, catalog: str, records: list[bytes]) -> None:
+    """The records uploaded to both, the demo's rulesets registered first (its patch release's
+    games play one: ingest/demo.py), so both count games of two rulesets."""
     quiet = {"echo": lambda _line: None}
     with Store(db) as file:
+        register_demo_rulesets(file, **quiet)
         file_counts = load_records(file, records, **quiet)
     store = LakeStore(catalog)
     try:
+        register_demo_rulesets(store, **quiet)
         lake_counts = load_records(store, records, **quiet)
     finally:
         store.close()

@@ -20,7 +20,7 @@ from ingest.storage import Store
 GAME = (
     "INSERT INTO games VALUES ('{gid}', 'slow6', 5, false, false, 'classic', 'online', NULL, "
     "NULL, NULL, 'ios', '2.4.0', 0, '31524', '25143', NULL, NULL, {winner}, 'points', 9, 12, 30, "
-    "TIMESTAMP '2026-11-28 19:04:11', TIMESTAMP '2026-11-28 19:05:00')"
+    "TIMESTAMP '2026-11-28 19:04:11', TIMESTAMP '2026-11-28 19:05:00', 'standard')"
 )
 
 

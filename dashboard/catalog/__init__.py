@@ -9,8 +9,9 @@ Besides the pages: the furniture every page shows (freshness, coverage, default 
 
 from __future__ import annotations
 
-from analysis.live_version import LiveVersion, human_games_sql, live_version
+from analysis.live_version import LiveVersion, human_games_sql, live_cut
 
+from ..filters import Filters
 from ..render import Chart, Ctx
 from ..sqlsafe import QueryError
 from . import (
@@ -101,19 +102,88 @@ def client_versions(ctx: Ctx, table: str = "agg_games_daily") -> list[str]:
 
 
 def live(ctx: Ctx, page: Page | None = None) -> LiveVersion:
-    """The live client version of the page's game, as the jobs choose it for the rate tables
-    (analysis.live_version), from the human games by version of the page's versions table."""
+    """The live client version of the page's game and its ruleset, as the jobs choose them for
+    the rate tables (analysis.live_version), from the human games by version and ruleset of
+    the page's versions table."""
     table = page.versions_table if page is not None else "agg_games_daily"
     count = page.versions_games if page is not None else "sum(games)"
-    result = _one(ctx, human_games_sql(table, count=count)) if ctx.has(table) else None
-    games = {} if result is None else dict(zip(*result.table.to_pydict().values(), strict=True))
-    return live_version({v: int(n or 0) for v, n in games.items()})
+    by_ruleset = "ruleset" in ctx.columns(table)  # (a snapshot from before rulesets: none)
+    sql = human_games_sql(table, count=count, ruleset=by_ruleset)
+    result = _one(ctx, sql) if ctx.has(table) else None
+    rows = [] if result is None else list(zip(*result.table.to_pydict().values(), strict=True))
+    if not by_ruleset:
+        rows = [(v, None, n) for v, n in rows]
+    return live_cut(rows)
 
 
 def defaults(live: LiveVersion) -> dict[str, str]:
     """The default balance cut (analysis.live_version.default_cut): human against human on
-    the live client version ("" = every version, when there is no release yet)."""
-    return {"mode": "human", "client_version": live.version or ""}
+    the live client version ("" = every version, when there is no release yet) and its
+    ruleset (rulesets.md RS6.1: never pooled with another unless chosen)."""
+    return {"mode": "human", "client_version": live.version or "", "ruleset": live.ruleset or ""}
+
+
+def rulesets(ctx: Ctx, page: Page | None = None) -> dict[str, list[str]]:
+    """The rulesets of the page's games under its filters (the ruleset filter aside), each
+    with its client versions, newest first."""
+    from analysis.cuts import version_key
+
+    table = page.versions_table if page is not None else "agg_games_daily"
+    cols = ctx.columns(table)
+    if "ruleset" not in cols:
+        return {}
+    others = Filters({k: v for k, v in ctx.filters.values.items() if k != "ruleset"})
+    where, _ = others.where(cols, "day" if "day" in cols else "week")
+    sql = (
+        f"SELECT ruleset, list(DISTINCT client_version) FROM {table} {where} "
+        "GROUP BY ruleset ORDER BY ruleset"
+    )
+    result = _one(ctx, sql)
+    if result is None:
+        return {}
+    names, versions = result.table.to_pydict().values()
+    return {
+        r: sorted(v or [], key=version_key, reverse=True)
+        for r, v in zip(names, versions, strict=True)
+    }
+
+
+def covers(ctx: Ctx, page: Page, table: str) -> str:
+    """What a chart says of the ruleset(s) its numbers cover (rulesets.md RS6.1): the one
+    chosen (and the releases it pools, when they share it), or that every ruleset is pooled
+    because the reader chose "all"."""
+    if "ruleset" not in ctx.columns(table):
+        return ""
+    from analysis.tables import ADDITIVE
+
+    if table.startswith("agg_") and table not in ADDITIVE:  # a table the jobs computed whole
+        result = _one(ctx, f"SELECT DISTINCT ruleset FROM {table} ORDER BY 1")
+        names = [] if result is None else [r for r in result.table.column(0).to_pylist() if r]
+        if names:
+            return (
+                f"Ruleset: {', '.join(names)} (this table is computed by the analysis jobs on "
+                "the default cut: other rulesets have no rows in it)."
+            )
+        return ""
+    if "_rulesets" not in ctx.params:
+        ctx.params["_rulesets"] = rulesets(ctx, page)
+    present: dict[str, list[str]] = ctx.params["_rulesets"]
+    chosen = ctx.filters.get("ruleset")
+    if chosen:
+        line = f"Ruleset: {chosen}."
+        versions = present.get(chosen, [])
+        if not ctx.filters.get("client_version") and len(versions) > 1:
+            line += f" Client versions {', '.join(versions)} share it and are pooled."
+        return line
+    if len(present) == 1:
+        (only,) = present
+        return f"Ruleset: {only} (the only one under these filters)."
+    if present:
+        return (
+            f"Every ruleset pooled, as chosen (Ruleset: all): {', '.join(present)}. Games played "
+            "under different rules are summed here: choose a ruleset to keep them apart."
+        )
+    return ""
 
 
 def coverage(ctx: Ctx, page: Page) -> int | None:

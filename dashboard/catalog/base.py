@@ -34,6 +34,9 @@ class Page:
     prepare: Callable[[Ctx, Mapping[str, str]], None] | None = None
     params: tuple[str, ...] = ()  # the query keys prepare reads
     version_select: bool = True  # the client version select (a page may choose its own)
+    # whether the page opens on the default balance cut; False: on every record (a page about
+    # what was uploaded, not about balance: every version, ruleset and mode)
+    balance_cut: bool = True
 
 
 def analysis_views():

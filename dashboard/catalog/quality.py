@@ -176,4 +176,5 @@ PAGE = Page(
     "Data quality",
     [q_by_rule, q_share, q_platform, q_examples, q_rejected, q_skew],
     coverage_table="",
+    balance_cut=False,  # every upload: a quarantine of any version or ruleset (RS5.1) shows
 )
