@@ -7,7 +7,8 @@ SQL_TIMEOUT (5 s),
 SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT_MAX_AGE
 (seconds between snapshots of a changing store, 60), DOCS_DIR (where tables.md and
 agg-tables.md are), CACHE_DIR (for the built JavaScript bundle), DASHBOARD_SLOTS (requests
-served at once, 6; `balance serve` makes it its threads less two: slots.py).
+served at once, 6; `balance serve` makes it its threads less two: slots.py), DASHBOARD_SHARE
+(of those, what one client address may hold while they are scarce; 0: an eighth, at least 2).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
+EXT_SLOTS = "dashboard.slots"
 
 
 def setting(app, name: str, default=None):
@@ -66,5 +68,9 @@ def init_app(app) -> None:
     bundle.warm()
     app.register_blueprint(pages_bp)
     app.register_blueprint(sql_bp)
-    slots = Slots(int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)))
+    slots = Slots(
+        int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)),
+        int(setting(app, "DASHBOARD_SHARE", 0)),
+    )
     slots.install(app, frozenset({pages_bp.name, sql_bp.name}))
+    app.extensions[EXT_SLOTS] = slots

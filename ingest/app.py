@@ -83,6 +83,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.wsgi_app = route  # type: ignore[method-assign]
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
     metrics.sources.append(route.uploads.gauges)
+    slots = app.extensions[dashboard.EXT_SLOTS]
+    slots.on_refused = lambda why: metrics.count_event("balance_dashboard_refused_total", why)
+    metrics.sources.append(slots.gauges)
     if isinstance(store, LakeStore):
         metrics.sources.append(store.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()

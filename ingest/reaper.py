@@ -20,6 +20,11 @@ and out) and shuts down (shutdown(2): granian then sees the end of the stream an
   keep-alive connection carries earlier requests too, a chunked body its framing), the one
   whose last data came in nearest the read's last progress. Only its reading side is shut
   (SHUT_RD): the read returns, and the 408 still goes out before granian closes;
+- *slow*: the connection of a body (an upload's, or another route's: guard.py) whose read is
+  blocked past its grace (BALANCE_BODY_GRACE) while the bytes its socket received (less the
+  request's head) fall behind BALANCE_BODY_MIN_RATE, found as a stalled one is and shut the
+  same way; the guard answers 408. (A keep-alive socket's earlier requests count as body
+  bytes here: such a body is judged leniently, never the other way.)
 - *shed*: above 90% of BALANCE_MAX_CONNECTIONS, every connection with no request in flight
   (nothing received since its last answer, or nothing ever) for a second or more, looking
   again every 0.25 s while it lasts: granian accepts new connections again at once, and the
@@ -102,6 +107,7 @@ class Reaper(threading.Thread):
         max_connections: int,
         stalled: Callable[[float], list[GuardedStream]] = lambda now: [],
         metrics=None,
+        dawdling: Callable[[float], list[GuardedStream]] = lambda now: [],
         interval: float | None = None,
     ):
         super().__init__(name="reaper", daemon=True)
@@ -109,6 +115,7 @@ class Reaper(threading.Thread):
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
         self.stalled = stalled
+        self.dawdling = dawdling
         self.metrics = metrics
         self.interval = interval or min(1.0, max(0.25, idle_timeout / 4))
         self._stop = threading.Event()
@@ -155,15 +162,20 @@ class Reaper(threading.Thread):
             hit = self.match(stream, conns, closing, now)
             if hit is not None:
                 closing[hit.inode] = (hit, "stalled", socket.SHUT_RD, stream)
+        for stream in self.dawdling(now):
+            hit = self.match(stream, conns, closing, now)
+            if hit is not None and stream.late(now, max(0, hit.received - stream.head)):
+                stream.slow = True  # the guard answers 408 "too slow" once its read returns
+                closing[hit.inode] = (hit, "slow", socket.SHUT_RD, stream)
         if self._stopping or len(conns) - len(closing) > self.max_connections * SHED_AT:
             least = 0.0 if self._stopping else SHED_IDLE
             for c in conns:
                 quiet = min(c.recv_ago, c.sent_ago if c.sent else c.recv_ago)
                 if c.inode not in closing and c.waiting and quiet >= least:
                     closing[c.inode] = (c, "shed", socket.SHUT_RDWR, None)
-        closed = {"idle": 0, "stalled": 0, "shed": 0}
+        closed = {"idle": 0, "stalled": 0, "slow": 0, "shed": 0}
         for c, reason, how, body in closing.values():
-            if self._shutdown(c, how, same=reason != "stalled"):
+            if self._shutdown(c, how, same=reason not in ("stalled", "slow")):
                 if body is not None:
                     body.shut = now  # looked at again in RETRY s if its read still blocks
                 closed[reason] += 1

@@ -67,6 +67,7 @@ def start_reaper(app: Flask) -> None:
         float(conf["BALANCE_IDLE_TIMEOUT"]),
         int(conf["BALANCE_MAX_CONNECTIONS"]),
         stalled=uploads.stalled,
+        dawdling=uploads.dawdling,
         metrics=app.extensions["ingest"].metrics,
     )
     reaper.start()
