@@ -20,7 +20,7 @@ its request was answered stops the whole worker until it returns (measured). So:
   socket among the worker's own (same address, bytes received, no answer since the request
   began) and shuts its reading side, so the read returns and the 408 goes out;
 - a declared Content-Length over the limit (64 KiB + a line break for a single record, the
-  batch limit for NDJSON), an unknown Content-Type or a compressed body is answered at once
+  batch limit for NDJSON), an unknown Content-Type or Content-Encoding is answered at once
   (413 / 415 / 429, by `upload.handle` on an empty body) without reading a byte of it; granian
   closes a connection whose body was left unread, as it does after a chunked body cut off one
   byte past the limit;
@@ -46,6 +46,7 @@ import orjson
 from dashboard.slots import Shares, client_key
 
 from .bodies import BodyTooLarge
+from .encodings import coding
 from .metrics import OTHER, method_label
 from .pipeline import MAX_RECORD
 from .responses import error_payload
@@ -524,7 +525,7 @@ class GuardedUploadRoute(UploadRoute):
         limit = upload_limit(kind, state.config["BALANCE_MAX_BODY"])
         if (
             kind not in (JSON, NDJSON)
-            or encoding.lower() not in ("identity", "")
+            or coding(encoding) is None
             or (length is not None and length > limit)
             or length == 0
         ):
@@ -563,7 +564,7 @@ class GuardedUploadRoute(UploadRoute):
             if cut[0] != "incomplete":  # (a client that went away: no refusal)
                 recent.refuse(cut[0])
             return cut[1]
-        if length is None and not stream.eof:
+        if (length is None and not stream.eof) or (length is not None and stream.total < length):
             headers = {**headers, "Connection": "close"}  # the rest of it was never read
         return status, payload, headers
 
