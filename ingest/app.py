@@ -12,7 +12,7 @@ from flask import Flask, g, request
 
 import dashboard
 
-from . import admin, api, ops
+from . import accesslog, admin, api, ops
 from . import config as settings
 from .gather import Gatherer
 from .guard import GuardedUploadRoute
@@ -76,6 +76,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(bp)
     register_error_handlers(app)
     _instrument(app, metrics)
+    accesslog.install(conf["BALANCE_ACCESS_LOG_REFUSALS"])
     dashboard.init_app(app)  # /dashboard and /sql
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     route = GuardedUploadRoute(app.wsgi_app, state)

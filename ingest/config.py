@@ -43,6 +43,8 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_UPLOAD_SHARE": (0, int),
     "BALANCE_IDLE_TIMEOUT": (10.0, float),  # seconds a connection may wait between requests
     "BALANCE_MAX_CONNECTIONS": (2048, int),  # open connections (idle ones shed from 90%)
+    # access-log lines a second for each refusal status (408, 429, 503); 0 = every one
+    "BALANCE_ACCESS_LOG_REFUSALS": (10, int),
 }
 
 
