@@ -104,7 +104,7 @@ class GuardedStream:
         """Whether `received` body bytes by `now` is slower than the minimum rate: past the
         grace, each `min_rate` bytes buy one more second (as Apache's mod_reqtimeout
         MinRate does)."""
-        if self.min_rate <= 0 or self.eof:
+        if self.min_rate <= 0:
             return False
         return now >= self.started + self.grace + received / self.min_rate
 
@@ -497,6 +497,8 @@ class GuardedUploadRoute(UploadRoute):
 
     def _cut_off(self, stream: GuardedStream) -> tuple[str, Answer] | None:
         """(the reason, the answer) for a body that was not read whole, or None."""
+        if stream.failed and stream.late(time.monotonic(), stream.total):
+            stream.slow = True  # its socket shut for being slow (reaper.py), or the client gave up
         if stream.slow:
             message = (
                 f"the body arrived slower than {_secs(self.min_rate)} bytes a second "
