@@ -42,6 +42,9 @@ SETTINGS: dict[str, tuple[object, type]] = {
     # eighth of BALANCE_MAX_UPLOADS, at least 2; more: 429 (dashboard/slots.py)
     "BALANCE_UPLOAD_SHARE": (0, int),
     "BALANCE_IDLE_TIMEOUT": (10.0, float),  # seconds a connection may wait between requests
+    # seconds an answer may wait in a connection's send queue with nothing going out (the
+    # client stopped reading) before the connection is closed; 0 = never
+    "BALANCE_SEND_TIMEOUT": (30.0, float),
     "BALANCE_MAX_CONNECTIONS": (2048, int),  # open connections (idle ones shed from 90%)
     # access-log lines a second for each refusal status (408, 429, 503); 0 = every one
     "BALANCE_ACCESS_LOG_REFUSALS": (10, int),

@@ -39,9 +39,10 @@ EVENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "balance_connections_closed_total": (
         "Connections the server closed itself, by reason (idle: never sent a request; "
         "stalled: an upload body blocked past BALANCE_BODY_TIMEOUT; slow: a body arriving "
-        "below BALANCE_BODY_MIN_RATE; shed: idle ones closed near BALANCE_MAX_CONNECTIONS).",
+        "below BALANCE_BODY_MIN_RATE; unread: an answer not read for BALANCE_SEND_TIMEOUT; "
+        "shed: idle ones closed near BALANCE_MAX_CONNECTIONS).",
         "reason",
-        ("idle", "stalled", "slow", "shed"),
+        ("idle", "stalled", "slow", "unread", "shed"),
     ),
 }
 

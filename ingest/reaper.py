@@ -25,6 +25,10 @@ and out) and shuts down (shutdown(2): granian then sees the end of the stream an
   request's head) fall behind BALANCE_BODY_MIN_RATE, found as a stalled one is and shut the
   same way; the guard answers 408. (A keep-alive socket's earlier requests count as body
   bytes here: such a body is judged leniently, never the other way.)
+- *unread*: a connection whose answer waits in its send queue while nothing went out for
+  BALANCE_SEND_TIMEOUT seconds: a client that stopped reading (granian takes a download's
+  whole answer into memory at once, so such clients held it there for as long as they
+  stayed). Shut both ways; a client reading, however slowly, is never one.
 - *shed*: above 90% of BALANCE_MAX_CONNECTIONS, every connection with no request in flight
   (nothing received since its last answer, or nothing ever) for a second or more, looking
   again every 0.25 s while it lasts: granian accepts new connections again at once, and the
@@ -36,11 +40,13 @@ in the same state, so an fd that granian closed and reused meanwhile is never to
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Container
@@ -95,6 +101,15 @@ def tcp_info(sock: socket.socket) -> tuple[int, int, float, float]:
     return received, acked, recv_ms / 1000, sent_ms / 1000
 
 
+def unsent(fd: int) -> int:
+    """Bytes in the socket's send queue, not yet acknowledged by the client (SIOCOUTQ)."""
+    try:
+        raw = fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return struct.unpack("i", raw)[0]
+
+
 def _address(ip: str) -> str:
     return ip[7:] if ip.startswith("::ffff:") else ip
 
@@ -108,6 +123,7 @@ class Reaper(threading.Thread):
         stalled: Callable[[float], list[GuardedStream]] = lambda now: [],
         metrics=None,
         dawdling: Callable[[float], list[GuardedStream]] = lambda now: [],
+        send_timeout: float = 0.0,
         interval: float | None = None,
     ):
         super().__init__(name="reaper", daemon=True)
@@ -116,6 +132,7 @@ class Reaper(threading.Thread):
         self.max_connections = max_connections
         self.stalled = stalled
         self.dawdling = dawdling
+        self.send_timeout = send_timeout
         self.metrics = metrics
         self.interval = interval or min(1.0, max(0.25, idle_timeout / 4))
         self._stop = threading.Event()
@@ -158,6 +175,10 @@ class Reaper(threading.Thread):
         for c in conns:
             if c.received == 0 and c.recv_ago >= self.idle_timeout:
                 closing[c.inode] = (c, "idle", socket.SHUT_RDWR, None)
+        if self.send_timeout > 0:
+            for c in conns:
+                if c.sent_ago >= self.send_timeout and c.inode not in closing and unsent(c.fd):
+                    closing[c.inode] = (c, "unread", socket.SHUT_RDWR, None)
         for stream in self.stalled(now):
             hit = self.match(stream, conns, closing, now)
             if hit is not None:
@@ -173,9 +194,9 @@ class Reaper(threading.Thread):
                 quiet = min(c.recv_ago, c.sent_ago if c.sent else c.recv_ago)
                 if c.inode not in closing and c.waiting and quiet >= least:
                     closing[c.inode] = (c, "shed", socket.SHUT_RDWR, None)
-        closed = {"idle": 0, "stalled": 0, "slow": 0, "shed": 0}
+        closed = {"idle": 0, "stalled": 0, "slow": 0, "unread": 0, "shed": 0}
         for c, reason, how, body in closing.values():
-            if self._shutdown(c, how, same=reason not in ("stalled", "slow")):
+            if self._shutdown(c, how, same=reason not in ("stalled", "slow", "unread")):
                 if body is not None:
                     body.shut = now  # looked at again in RETRY s if its read still blocks
                 closed[reason] += 1

@@ -68,6 +68,7 @@ def start_reaper(app: Flask) -> None:
         int(conf["BALANCE_MAX_CONNECTIONS"]),
         stalled=uploads.stalled,
         dawdling=uploads.dawdling,
+        send_timeout=float(conf["BALANCE_SEND_TIMEOUT"]),
         metrics=app.extensions["ingest"].metrics,
     )
     reaper.start()

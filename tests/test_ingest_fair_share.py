@@ -267,3 +267,38 @@ def test_an_address_has_its_share_of_the_declared_bytes_too():
     assert uploads.admit(1_500, "a") == "share"
     uploads.release(7_000, "b")
     assert uploads.admit(1_500, "a") is None  # bytes no longer scarce: it may go over
+
+
+@pytest.mark.slow
+def test_a_client_that_never_reads_its_download_is_cut_off_after_the_send_deadline(tmp_path):
+    """granian takes a download's whole answer at once and holds it until the client reads it:
+    a client that never reads held it (64 MiB at most each) as long as it stayed connected."""
+    server = Server(tmp_path / "srv", env={"BALANCE_SEND_TIMEOUT": "2"}).start()
+    big = "/sql/download.csv?q=SELECT+repeat('x',+1000)+AS+x+FROM+range(20000)"
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.settimeout(10)
+        sock.connect((server.host, server.port))
+        sock.sendall(f"GET {big} HTTP/1.1\r\nHost: {server.host}:{server.port}\r\n\r\n".encode())
+        text = lambda: server.get("/metrics").body.decode()  # noqa: E731
+        wait_for(
+            lambda: 'balance_connections_closed_total{reason="unread"} 1' in text(),
+            "the unread download's connection closed",
+        )
+        # the client finds its connection closed long before the 20 MB could have come
+        got, closed = 0, False
+        while not closed:
+            try:
+                chunk = sock.recv(65536)
+            except OSError:
+                break
+            closed = not chunk
+            got += len(chunk)
+        assert got < 20_000_000
+        # everyone else downloads as before
+        r = request_from(server, "127.0.0.2", "GET", "/sql/download.csv?q=SELECT+1+AS+one")
+        assert r.status == 200 and r.body.strip().splitlines()[-1] == b"1"
+    finally:
+        sock.close()
+        server.stop()
