@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
 EXT_SLOTS = "dashboard.slots"
+_SNAPSHOTS_LOCK = threading.Lock()
 
 
 def setting(app, name: str, default=None):
@@ -43,7 +45,13 @@ def _snapshot_dir(app, store) -> Path:
 def snapshots(app):
     """The app's snapshot manager, created on first use (the store may be attached after init)."""
     snaps = app.extensions.get(EXT_SNAPSHOTS)
-    if snaps is None:
+    if snaps is not None:
+        return snaps
+    # the first requests come at once: two managers would each clear the other's downloads
+    with _SNAPSHOTS_LOCK:
+        snaps = app.extensions.get(EXT_SNAPSHOTS)
+        if snaps is not None:
+            return snaps
         from .snapshot import Snapshots
 
         store = app.extensions["store"]

@@ -50,3 +50,26 @@ def test_one_address_has_its_share_of_the_downloads():
     downloads = Shares(4)  # BALANCE_SQL_DOWNLOADS' default: one address may hold two
     assert [downloads.take("198.51.100.7") for _ in range(3)] == [None, None, "share"]
     assert downloads.take("203.0.113.9") is None
+
+
+def test_the_first_requests_at_once_share_one_snapshot_manager(tmp_path):
+    """Two managers made by the first requests at once each cleared the other's download
+    files: 2 of 4 first downloads were 500 (FileNotFoundError) on a fresh server."""
+    from dashboard import snapshots
+
+    app = AppClient(tmp_path / "app").start()
+    try:
+        got, start = [], threading.Barrier(8)
+
+        def first():
+            start.wait()
+            got.append(snapshots(app.app))
+
+        threads = [threading.Thread(target=first) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert len(got) == 8 and all(s is got[0] for s in got)
+    finally:
+        app.stop()
