@@ -18,7 +18,8 @@ and out) and shuts down (shutdown(2): granian then sees the end of the stream an
   match what the upload read (request line and headers, as sized from the environ, plus the
   body so far, plus at most what the blocked read asked for); failing an exact match (a
   keep-alive connection carries earlier requests too, a chunked body its framing), the one
-  whose last data came in nearest the read's last progress. Only its reading side is shut
+  whose last data came in nearest the read's last progress; never one a scan that began
+  after the upload did had not seen (opened after it). Only its reading side is shut
   (SHUT_RD): the read returns, and the 408 still goes out before granian closes;
 - *slow*: the connection of a body (an upload's, or another route's: guard.py) whose read is
   blocked past its grace (BALANCE_BODY_GRACE) while the bytes its socket received (less the
@@ -80,6 +81,7 @@ class Conn:
     sent: int  # bytes sent and acknowledged, ever
     recv_ago: float  # seconds since data last came in (or since it was opened)
     sent_ago: float  # seconds since data last went out (or since it was opened)
+    opened_after: float = 0.0  # the start of the last scan it was not in (time.monotonic())
 
     @property
     def waiting(self) -> bool:
@@ -138,7 +140,10 @@ class Reaper(threading.Thread):
         self._stop = threading.Event()
         self._poke = threading.Event()
         self._stopping = False
-        self._known: dict[int, tuple[int, str] | None] = {}  # inode -> (family, peer) or None
+        # inode -> (family, peer, opened after: the start of the last scan it was not in) or
+        # None (not a connection of the port)
+        self._known: dict[int, tuple[int, str, float] | None] = {}
+        self._last_scan = 0.0
         self.open = 0
 
     def stop(self) -> None:
@@ -229,6 +234,8 @@ class Reaper(threading.Thread):
         for c in conns:
             if c.inode in taken or not c.received or _address(c.peer) != ip:
                 continue
+            if c.opened_after > body.started:
+                continue  # opened after the request began: another request's
             if c.received < lo:
                 continue  # fewer bytes than this upload has read: another request
             if c.sent and now - c.sent_ago > body.started + MATCH:
@@ -242,6 +249,7 @@ class Reaper(threading.Thread):
     def scan(self) -> list[Conn]:
         """The worker's accepted TCP connections on the server's port."""
         out, seen = [], set()
+        began = time.monotonic()
         for name in os.listdir("/proc/self/fd"):
             try:
                 fd = int(name)
@@ -253,11 +261,12 @@ class Reaper(threading.Thread):
             inode = int(link[8:-1])
             seen.add(inode)
             if inode not in self._known:
-                self._known[inode] = self._classify(fd)
+                found = self._classify(fd)
+                self._known[inode] = None if found is None else (*found, self._last_scan)
             known = self._known[inode]
             if known is None:
                 continue
-            family, peer = known
+            family, peer, opened_after = known
             sock = socket.socket(family, socket.SOCK_STREAM, 0, fileno=fd)
             try:
                 received, sent, recv_ago, sent_ago = tcp_info(sock)
@@ -265,9 +274,12 @@ class Reaper(threading.Thread):
                 continue
             finally:
                 sock.detach()  # the fd stays granian's
-            out.append(Conn(fd, inode, family, peer, received, sent, recv_ago, sent_ago))
+            out.append(
+                Conn(fd, inode, family, peer, received, sent, recv_ago, sent_ago, opened_after)
+            )
         for inode in self._known.keys() - seen:
             del self._known[inode]
+        self._last_scan = began
         return out
 
     def _classify(self, fd: int) -> tuple[int, str] | None:

@@ -180,8 +180,9 @@ def brisk(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 16, 50])
 def test_silent_uploads_keep_nobody_else_waiting(patient, n):
-    # from seven addresses: within each one's share of the slots, so all of them hold one
-    socks = open_uploads(patient, n, sources=[f"127.0.1.{1 + i % 7}" for i in range(n)])
+    # from seven addresses of this test's own (the last test's may still be leaving): within
+    # each one's share of the slots, so all of them hold one
+    socks = open_uploads(patient, n, sources=[f"127.{n}.1.{1 + i % 7}" for i in range(n)])
     try:
         time.sleep(0.3)  # every one of them is in the server, waiting for its body
         assert_others_answered(patient, socks)
@@ -471,3 +472,9 @@ def test_the_reaper_finds_the_socket_of_a_stalled_read_by_its_bytes_and_answers(
     assert Reaper.match(body, others, set(), now).inode == 5  # failing an exact match
     assert Reaper.match(body, others[:3], set(), now) is None
     assert Reaper.match(body, [stalled], {1}, now) is None  # already being closed
+    # a socket a scan that began after the upload did had not seen is another request's
+    younger = conn(6)
+    younger.opened_after = now - 4
+    assert Reaper.match(body, [younger], set(), now) is None
+    younger.opened_after = now - 6  # it was there before the upload began
+    assert Reaper.match(body, [younger], set(), now) is younger
