@@ -170,7 +170,8 @@ def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
             assert thread.is_alive(), "the store committed while another held the token"
         thread.join(10)
         assert result["value"] == ["accepted"] * 3
-        assert result["seconds"] < 4.5, "the store waited past the token's release"
+        # it took the token once released, rather than going ahead after its own wait
+        assert store._token.counters["missed"] == 0, "the store waited past the token's release"
         with holder.held():  # held past the store's wait: the commit goes ahead without
             thread, result = _in_thread(lambda: store.ingest(_games(2)))
             thread.join(15)
