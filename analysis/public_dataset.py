@@ -29,10 +29,13 @@ snapshot, whose id and time the manifest records).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import io
 import os
+import random
 import re
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -316,6 +319,30 @@ class LakeSource(_DuckDBConnection):
         self.snapshot_at = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+RETRIES = 6  # a busy server's answer is retried this many times (waits from 1 s to 30 s)
+RESETS = (
+    ConnectionResetError,
+    ConnectionAbortedError,
+    http.client.RemoteDisconnected,
+    http.client.IncompleteRead,  # a download cut off mid-way (the server's send deadline)
+)
+
+
+class _Reset(Exception):
+    """The server closed the connection mid-answer (retried)."""
+
+
+def _backoff(attempt: int, retry_after: str | None) -> float:
+    """Seconds before retry `attempt` (from 0): the server's Retry-After where it gives
+    whole seconds, else doubling from one second, with jitter (clients retrying together
+    would meet again); never more than 30 s."""
+    try:
+        wait = float(retry_after) if retry_after is not None else 2.0**attempt
+    except ValueError:
+        wait = 2.0**attempt
+    return min(30.0, max(0.5, wait)) * random.uniform(1.0, 1.25)
+
+
 class ServerSource(Source):
     """A running server: each part is a whole download of its SQL console, in Parquet."""
 
@@ -328,6 +355,25 @@ class ServerSource(Source):
         self.snapshot_at = None
 
     def _get(self, sql: str) -> tuple[int, dict, bytes]:
+        """One download, retried while the server is busy (503 or 429: after its Retry-After)
+        or the connection is reset, with growing waits, RETRIES times at most: a server under
+        load (its download slots taken) answers busy for a while, and an export is long."""
+        for attempt in range(RETRIES + 1):
+            try:
+                status, headers, body = self._get_once(sql)
+            except _Reset as exc:
+                if attempt == RETRIES:
+                    raise ExportError(f"{self.base} closed the connection: {exc}", 2) from None
+                wait = _backoff(attempt, None)
+            else:
+                if status not in (429, 503) or attempt == RETRIES:
+                    return status, headers, body
+                retry_after = {k.lower(): v for k, v in headers.items()}.get("retry-after")
+                wait = _backoff(attempt, retry_after)
+            time.sleep(wait)
+        raise AssertionError("unreachable")
+
+    def _get_once(self, sql: str) -> tuple[int, dict, bytes]:
         query = urllib.parse.urlencode({"q": sql, "name": "export"})
         req = urllib.request.Request(f"{self.base}/sql/download.parquet?{query}")
         req.add_header("Accept", "application/json")
@@ -338,7 +384,13 @@ class ServerSource(Source):
                 return resp.status, dict(resp.headers.items()), resp.read()
         except urllib.error.HTTPError as exc:
             return exc.code, dict(exc.headers.items()), exc.read()
-        except (urllib.error.URLError, OSError) as exc:
+        except RESETS as exc:  # (a refused connection is no busy server: not retried)
+            raise _Reset(type(exc).__name__) from None
+        except urllib.error.URLError as exc:
+            if isinstance(exc.reason, RESETS):
+                raise _Reset(type(exc.reason).__name__) from None
+            raise ExportError(f"cannot reach {self.base}: {exc.reason}", 2) from None
+        except OSError as exc:
             raise ExportError(
                 f"cannot reach {self.base}: {getattr(exc, 'reason', exc)}", 2
             ) from None

@@ -1,28 +1,35 @@
 """A soak: uploads, console queries and hostile clients against one `balance serve` at once.
 
     python benchmarks/soak.py [--seconds 180] [--uploaders 3] [--silent 16] [--trickle 8]
-                              [--idle 300] [--pool 1000]
+                              [--idle 300] [--flood 70] [--slow-console 6] [--never-read 4]
+                              [--pool 1000]
 
 For `--seconds`, on a fresh store with the default limits (docs/ingest.md, "Limits and
 timeouts"):
 
 - uploaders: keep-alive clients sending single records (4 in 5) and batches of 20 simulated
-  Slow6 games with fresh ids; a game counts as acknowledged once its `accepted` answer is in;
-- the console: a SQL query (POST /sql/api) every 0.5 s and the dashboard page every 5 s; one
-  query in four is hostile (a setting that would kill DuckDB, a file read, a query past the
-  memory or time limit) and counts with the hostile clients;
-- hostile clients, each kept up for the whole run (reopened when the server closes them):
-  `--silent` upload connections that send headers declaring 60,000 bytes and then nothing,
-  `--trickle` ones sending one byte a second, `--idle` connections that never send a byte,
+  Slow6 games with fresh ids, from 127.0.0.2; a game counts as acknowledged once its
+  `accepted` answer is in, and each upload's time to its answer is kept (p50 / p99);
+- the console, from 127.0.0.3: a SQL query (POST /sql/api) every 0.5 s, the dashboard page
+  every 5 s and a small CSV download every 10 s; one query in four is hostile (a setting that
+  would kill DuckDB, a file read, a query past the memory or time limit) and counts with the
+  hostile clients;
+- hostile clients, all from 127.0.0.1, each kept up for the whole run (reopened when the
+  server answers or closes them): `--silent` upload connections that send headers declaring
+  60,000 bytes and then nothing, `--trickle` ones sending one byte a second, the `--flood`
+  (the same, 70 of them: more than the 64 upload slots), `--slow-console` `POST /sql/api`
+  bodies sent a byte a second, `--never-read` console downloads whose answer is never read,
+  `--idle` connections that never send a byte,
   a declared 100 MiB upload every 2 s, and a request with an invented method or a path folded
   onto the upload route (`//v1/games`) every 0.1 s;
 - a prober: GET /healthz every 0.25 s (10 s timeout); the server's RSS (every process under
   `balance serve`, from /proc) every 0.5 s.
 
 Then the server is stopped (SIGTERM) and the store read: it prints acknowledged against
-stored games (a missing acknowledged game is a failure: exit 1), the 5xx answers the
-legitimate clients got, the p50/p99/max of /healthz, the peak RSS, and what the hostile
-clients were answered.
+stored games (a missing acknowledged game is a failure: exit 1), the legitimate uploads'
+success rate and p50/p99 time to their answer (the goal while one address floods: 99%
+accepted, p99 under a second), the 5xx answers the legitimate clients got, the p50/p99/max
+of /healthz, the peak RSS, and what the hostile clients were answered.
 """
 
 from __future__ import annotations
@@ -39,6 +46,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from collections import Counter
 from pathlib import Path
 
@@ -48,6 +56,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402
 
 HOST = "127.0.0.1"
+UPLOADERS, CONSOLE = "127.0.0.2", "127.0.0.3"  # the legitimate clients' own addresses
+DOWNLOAD = "/sql/download.csv?" + urllib.parse.urlencode(
+    {"q": "SELECT game_id, board, winner FROM games LIMIT 2000"}
+)
+BIG_DOWNLOAD = "/sql/download.csv?" + urllib.parse.urlencode(
+    {"q": "SELECT repeat('x', 1000) AS x FROM range(20000)"}
+)
 
 
 def start_server(db: Path, log: Path) -> tuple[subprocess.Popen, int]:
@@ -100,6 +115,7 @@ class Soak:
         self.acked: set[str] = set()
         self.statuses: Counter = Counter()  # (client kind, status or error)
         self.healthz: list[float] = []
+        self.upload_seconds: list[float] = []  # each legitimate upload's time to its answer
         self.healthz_failed = 0
         self.peak_rss = 0
         self.hostile: Counter = Counter()
@@ -128,19 +144,22 @@ class Soak:
             self.next_line += n
             return self.lines[start : start + n]
 
-    def conn(self, timeout: float = 60) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection(HOST, self.port, timeout=timeout)
+    def conn(self, timeout: float = 60, source: str = CONSOLE) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(
+            HOST, self.port, timeout=timeout, source_address=(source, 0)
+        )
 
     # -- legitimate clients --------------------------------------------------------------------
 
     def uploader(self, seed: int) -> None:
         rng = random.Random(seed)
-        conn = self.conn()
+        conn = self.conn(source=UPLOADERS)
         while not self.stop.is_set():
             batch = rng.random() < 0.2
             lines = self.take(20 if batch else 1)
             body = b"\n".join(lines) + b"\n" if batch else lines[0]
             ctype = "application/x-ndjson" if batch else "application/json"
+            started = time.perf_counter()
             try:
                 conn.request("POST", "/v1/games", body, {"Content-Type": ctype})
                 resp = conn.getresponse()
@@ -148,8 +167,10 @@ class Soak:
             except (OSError, http.client.HTTPException) as exc:
                 self.count("upload", type(exc).__name__)
                 conn.close()
-                conn = self.conn()
+                conn = self.conn(source=UPLOADERS)
                 continue
+            with self.lock:
+                self.upload_seconds.append(time.perf_counter() - started)
             self.count("upload", resp.status)
             if resp.status not in (200, 503) and len(self.unexpected) < 5:
                 with self.lock:  # what a legitimate client should never see: keep the answer
@@ -158,11 +179,11 @@ class Soak:
                 results = orjson.loads(data)["results"]
                 with self.lock:
                     self.acked.update(r["game_id"] for r in results if r["verdict"] == "accepted")
-            elif resp.status == 503:
+            elif resp.status in (429, 503):
                 time.sleep(float(resp.getheader("Retry-After") or 1))
             if resp.will_close:
                 conn.close()
-                conn = self.conn()
+                conn = self.conn(source=UPLOADERS)
         conn.close()
 
     def console(self) -> None:
@@ -184,7 +205,10 @@ class Soak:
             conn = self.conn()
             kind = "console"
             try:
-                if i % 10 == 0:
+                if i % 20 == 0:
+                    kind = "download"
+                    conn.request("GET", DOWNLOAD)
+                elif i % 10 == 0:
                     conn.request("GET", "/dashboard/")
                 else:
                     if i % 4 == 0:
@@ -261,6 +285,39 @@ class Soak:
         for s in socks:
             s.close()
 
+    def never_read(self, n: int) -> None:
+        """`n` connections that ask for a large console download and never read a byte of
+        it; one the server closes is opened again."""
+        socks: list[socket.socket] = []
+        head = f"GET {BIG_DOWNLOAD} HTTP/1.1\r\nHost: {HOST}:{self.port}\r\n\r\n".encode()
+        while not self.stop.is_set():
+            while len(socks) < n and not self.stop.is_set():
+                try:
+                    s = socket.socket()
+                    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                    s.settimeout(5)
+                    s.connect((HOST, self.port))
+                    s.sendall(head)
+                    socks.append(s)
+                except OSError:
+                    self.hit("never-read download", "connect failed")
+                    break
+            self.stop.wait(1.0)
+            for s in list(socks):  # closed by the server? (a peek reads nothing)
+                try:
+                    s.setblocking(False)
+                    gone = s.recv(1, socket.MSG_PEEK) == b""
+                except BlockingIOError:
+                    gone = False
+                except OSError:
+                    gone = True
+                if gone:
+                    self.hit("never-read download", "closed")
+                    s.close()
+                    socks.remove(s)
+        for s in socks:
+            s.close()
+
     def huge(self) -> None:
         head = (
             b"POST /v1/games HTTP/1.1\r\nHost: s\r\nContent-Type: application/x-ndjson\r\n"
@@ -306,6 +363,13 @@ class Soak:
         jobs += [(self.held, (a.silent, upload, False, "silent upload"))]
         jobs += [(self.held, (a.trickle, upload, True, "trickling upload"))]
         jobs += [(self.held, (a.idle, b"", False, "idle connection"))]
+        jobs += [(self.held, (a.flood, upload, True, "flood upload"))]
+        slow_sql = (
+            b"POST /sql/api HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 5000\r\n\r\n"
+        )
+        jobs += [(self.held, (a.slow_console, slow_sql, True, "slow console body"))]
+        jobs += [(self.never_read, (a.never_read,))]
         threads = [threading.Thread(target=f, args=x, daemon=True) for f, x in jobs]
         for t in threads:
             t.start()
@@ -337,12 +401,15 @@ def main() -> int:
     ap.add_argument("--silent", type=int, default=16)
     ap.add_argument("--trickle", type=int, default=8)
     ap.add_argument("--idle", type=int, default=300)
+    ap.add_argument("--flood", type=int, default=70, help="slow upload bodies from one address")
+    ap.add_argument("--slow-console", type=int, default=6, help="slow POST /sql/api bodies")
+    ap.add_argument("--never-read", type=int, default=4, help="downloads never read")
     ap.add_argument("--pool", type=int, default=1000, help="distinct simulated games uploaded")
     args = ap.parse_args()
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    want = args.idle + args.silent + args.trickle + 256
+    want = args.idle + args.silent + args.trickle + args.flood + args.slow_console + 256
     if soft < want:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(want, hard), hard))
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
@@ -377,6 +444,16 @@ def main() -> int:
     print(
         "legitimate answers: "
         + ", ".join(f"{k} {w}: {n:,}" for (k, w), n in sorted(legit.items(), key=str))
+    )
+    uploads = sum(n for (kind, _), n in legit.items() if kind == "upload")
+    ok = legit["upload", 200]
+    t = soak.upload_seconds
+    print(
+        f"legitimate uploads: {ok:,} of {uploads:,} accepted "
+        f"({100 * ok / max(1, uploads):.2f}%); time to the answer p50 "
+        f"{pct(t, 0.5) * 1000:.1f} ms, p99 {pct(t, 0.99) * 1000:.1f} ms, "
+        f"max {max(t, default=float('nan')) * 1000:.1f} ms; acknowledged games lost: "
+        f"{len(missing)}"
     )
     print(f"5xx to legitimate clients: {sum(five.values())} {dict(five) or ''}".rstrip())
     if errors:

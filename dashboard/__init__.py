@@ -8,17 +8,22 @@ SQL_ROW_LIMIT (10,000), SNAPSHOT_DIR (default: next to the store file), SNAPSHOT
 (seconds between snapshots of a changing store, 60), DOCS_DIR (where tables.md and
 agg-tables.md are), CACHE_DIR (for the built JavaScript bundle), DASHBOARD_SLOTS (requests
 served at once, 6; `balance serve` makes it its threads less two: slots.py), SAVED_MAX,
-SAVED_MAX_BYTES, SAVED_TOTAL_BYTES, SAVED_RATE (the saved queries' bounds: saved.py).
+SAVED_MAX_BYTES, SAVED_TOTAL_BYTES, SAVED_RATE (the saved queries' bounds: saved.py),
+DASHBOARD_SHARE (of the slots, what one client address may hold while they are scarce; 0: an
+eighth, at least 2).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
+EXT_SLOTS = "dashboard.slots"
+_SNAPSHOTS_LOCK = threading.Lock()
 
 
 def setting(app, name: str, default=None):
@@ -42,7 +47,13 @@ def _snapshot_dir(app, store) -> Path:
 def snapshots(app):
     """The app's snapshot manager, created on first use (the store may be attached after init)."""
     snaps = app.extensions.get(EXT_SNAPSHOTS)
-    if snaps is None:
+    if snaps is not None:
+        return snaps
+    # the first requests come at once: two managers would each clear the other's downloads
+    with _SNAPSHOTS_LOCK:
+        snaps = app.extensions.get(EXT_SNAPSHOTS)
+        if snaps is not None:
+            return snaps
         from .snapshot import Snapshots
 
         store = app.extensions["store"]
@@ -67,5 +78,9 @@ def init_app(app) -> None:
     bundle.warm()
     app.register_blueprint(pages_bp)
     app.register_blueprint(sql_bp)
-    slots = Slots(int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)))
+    slots = Slots(
+        int(setting(app, "DASHBOARD_SLOTS", DEFAULT_SLOTS)),
+        int(setting(app, "DASHBOARD_SHARE", 0)),
+    )
     slots.install(app, frozenset({pages_bp.name, sql_bp.name}))
+    app.extensions[EXT_SLOTS] = slots

@@ -20,6 +20,7 @@ the disk keeps room for the limit plus a reserve.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -36,6 +37,7 @@ from ingest.storage import livefile
 from ingest.storage.lake import LakeStore, latest_snapshot
 
 from . import export
+from .slots import Shares, client_key
 from .sqlsafe import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_BYTES,
@@ -211,7 +213,9 @@ class Snapshots:
         for old in self.downloads_dir.glob("download-*"):
             old.unlink(missing_ok=True)
         self.max_downloads = int(_setting("SQL_DOWNLOADS", 4))
-        self._downloads = threading.BoundedSemaphore(max(1, self.max_downloads))
+        # each client address has its share of them (slots.py): one address's downloads
+        # that never finish leave the others to everyone else
+        self._downloads = Shares(max(1, self.max_downloads), int(_setting("SQL_DOWNLOAD_SHARE", 0)))
         self._download_seq = itertools.count(1)
 
     @property
@@ -412,16 +416,26 @@ class Snapshots:
         timeout: float = DEFAULT_TIMEOUT,
         max_bytes: int = DEFAULT_MAX_BYTES,
         params: dict | None = None,
+        client: str = "",
     ) -> tuple[dict, Download]:
         """The whole result as a file (a download): (its facts, the Download to stream).
+        `client`: the address asking (each has its share of the downloads: slots.py).
 
         Busy when SQL_DOWNLOADS downloads are being written or sent; TooBig when the disk has
         no room for `max_bytes` and the reserve. The caller closes the Download."""
-        if not self._downloads.acquire(timeout=min(timeout, 5.0)):
+        key = client_key(client)
+        why = self._take_download(key, min(timeout, 5.0))
+        if why == "share":
+            raise Busy(
+                "This address already has its share of the downloads being prepared or sent; "
+                "try again when one of them is done."
+            )
+        if why is not None:
             raise Busy(
                 f"{self.max_downloads} downloads are being prepared or sent; try again in a "
                 f"few seconds."
             )
+        release = functools.partial(self._downloads.give, key)
         try:
             free = shutil.disk_usage(self.downloads_dir).free
             if free < max_bytes + DOWNLOAD_RESERVE:
@@ -440,9 +454,19 @@ class Snapshots:
                 # Linux keeps the open file readable; nothing is left behind if the server dies
                 path.unlink(missing_ok=True)
         except BaseException:
-            self._downloads.release()
+            release()
             raise
-        return meta, Download(f, int(meta.get("bytes") or 0), self._downloads.release)
+        return meta, Download(f, int(meta.get("bytes") or 0), release)
+
+    def _take_download(self, key: str, wait: float) -> str | None:
+        """A download slot for client `key`, waiting up to `wait` seconds for one to free:
+        None, or why not (slots.Shares.take)."""
+        until = time.monotonic() + wait
+        while True:
+            why = self._downloads.take(key)
+            if why is None or time.monotonic() >= until:
+                return why
+            time.sleep(0.05)
 
     def _file(self, sql, fmt, path, timeout, max_bytes, params) -> dict:
         if self.workers <= 0:

@@ -379,7 +379,12 @@ def whole_download(run: Run, fmt: str, name: str) -> Response:
     size, timeout = download_limits()
     try:
         meta, download = snapshots(current_app).write_file(
-            run.text, fmt, timeout=timeout, max_bytes=size, params=run.params or None
+            run.text,
+            fmt,
+            timeout=timeout,
+            max_bytes=size,
+            params=run.params or None,
+            client=request.remote_addr or "",
         )
     except QueryError as exc:
         return _download_error(exc, run)

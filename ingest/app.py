@@ -12,7 +12,7 @@ from flask import Flask, g, request
 
 import dashboard
 
-from . import admin, api, ops, rulesets_api
+from . import accesslog, admin, api, ops, rulesets_api
 from . import config as settings
 from .gather import Gatherer
 from .guard import GuardedUploadRoute
@@ -78,6 +78,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(bp)
     register_error_handlers(app)
     _instrument(app, metrics)
+    accesslog.install(conf["BALANCE_ACCESS_LOG_REFUSALS"])
     dashboard.init_app(app)  # /dashboard and /sql
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     route = GuardedUploadRoute(app.wsgi_app, state)
@@ -86,6 +87,9 @@ def create_app(config: dict | None = None) -> Flask:
     app.wsgi_app = SecurityHeaders(route)  # type: ignore[method-assign]
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
     metrics.sources.append(route.uploads.gauges)
+    slots = app.extensions[dashboard.EXT_SLOTS]
+    slots.on_refused = lambda why: metrics.count_event("balance_dashboard_refused_total", why)
+    metrics.sources.append(slots.gauges)
     if isinstance(store, LakeStore):
         metrics.sources.append(store.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()

@@ -33,10 +33,21 @@ SETTINGS: dict[str, tuple[object, type]] = {
     # limits and timeouts against slow, silent and idle clients (docs/ingest.md, guard.py,
     # reaper.py, serve.py)
     "BALANCE_BODY_TIMEOUT": (30.0, float),  # seconds for an upload's whole body, else 408
+    # past the grace a body must keep up this many bytes a second on average, else 408
+    "BALANCE_BODY_GRACE": (10.0, float),
+    "BALANCE_BODY_MIN_RATE": (500.0, float),  # 0 = no minimum rate
     "BALANCE_MAX_UPLOADS": (64, int),  # uploads in flight; more: 503 + Retry-After
     "BALANCE_UPLOAD_BYTES": (64 * MiB, int),  # their declared body bytes together; more: 503
+    # the slots one client address (an IPv6 /64) may hold while they are scarce; 0 = an
+    # eighth of BALANCE_MAX_UPLOADS, at least 2; more: 429 (dashboard/slots.py)
+    "BALANCE_UPLOAD_SHARE": (0, int),
     "BALANCE_IDLE_TIMEOUT": (10.0, float),  # seconds a connection may wait between requests
+    # seconds an answer may wait in a connection's send queue with nothing going out (the
+    # client stopped reading) before the connection is closed; 0 = never
+    "BALANCE_SEND_TIMEOUT": (30.0, float),
     "BALANCE_MAX_CONNECTIONS": (2048, int),  # open connections (idle ones shed from 90%)
+    # access-log lines a second for each refusal status (408, 429, 503); 0 = every one
+    "BALANCE_ACCESS_LOG_REFUSALS": (10, int),
 }
 
 

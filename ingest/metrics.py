@@ -18,16 +18,31 @@ OTHER = "other"
 EVENTS: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "balance_upload_refused_total": (
         "Uploads refused by the server's limits before their body was processed, by reason "
-        "(busy / memory: 503, timeout: 408, too_large: 413 by declared length, incomplete: 400).",
+        "(busy / memory: 503; share: 429, the client's address holds its share of the slots "
+        "or bytes; timeout / slow: 408, past BALANCE_BODY_TIMEOUT or below "
+        "BALANCE_BODY_MIN_RATE; too_large: 413 by declared length; incomplete: 400).",
         "reason",
-        ("busy", "memory", "timeout", "too_large", "incomplete"),
+        ("busy", "memory", "share", "timeout", "slow", "too_large", "incomplete"),
+    ),
+    "balance_body_refused_total": (
+        "Request bodies for other routes than uploads (the console's, the admin's) refused by "
+        "the same limits, by reason (as balance_upload_refused_total).",
+        "reason",
+        ("busy", "memory", "share", "timeout", "slow", "incomplete"),
+    ),
+    "balance_dashboard_refused_total": (
+        "Dashboard and console requests refused at once, by reason (busy: every slot "
+        "taken; share: the client's address holds its share, BALANCE_DASHBOARD_SHARE).",
+        "reason",
+        ("busy", "share"),
     ),
     "balance_connections_closed_total": (
         "Connections the server closed itself, by reason (idle: never sent a request; "
-        "stalled: an upload body blocked past BALANCE_BODY_TIMEOUT; shed: idle ones closed "
-        "near BALANCE_MAX_CONNECTIONS).",
+        "stalled: an upload body blocked past BALANCE_BODY_TIMEOUT; slow: a body arriving "
+        "below BALANCE_BODY_MIN_RATE; unread: an answer not read for BALANCE_SEND_TIMEOUT; "
+        "shed: idle ones closed near BALANCE_MAX_CONNECTIONS).",
         "reason",
-        ("idle", "stalled", "shed"),
+        ("idle", "stalled", "slow", "unread", "shed"),
     ),
 }
 

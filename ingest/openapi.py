@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from .encodings import ACCEPTED
 from .metrics import VERDICTS
 
 
@@ -41,7 +42,19 @@ def document(config: dict) -> dict:
                     "summary": "Upload one game (application/json) or a batch (NDJSON)",
                     "description": f"A batch is one record a line, at most {max_lines} records "
                     f"and {max_body} bytes; blank lines are skipped. A record is at most 64 KiB. "
-                    "Each record gets its own verdict, in order.",
+                    "Each record gets its own verdict, in order. The body may be compressed "
+                    "(Content-Encoding gzip, or deflate: zlib or raw); it is inflated as it is "
+                    "read, and the limits apply to the inflated body.",
+                    "parameters": [
+                        {
+                            "name": "Content-Encoding",
+                            "in": "header",
+                            "required": False,
+                            "description": "How the body is compressed, if at all (one "
+                            "coding); x-gzip is read as gzip. Any other: 415",
+                            "schema": {"type": "string", "enum": list(ACCEPTED)},
+                        }
+                    ],
                     "requestBody": {
                         "required": True,
                         "content": {
@@ -61,12 +74,15 @@ def document(config: dict) -> dict:
                             "content": results,
                         },
                         "400": {
-                            "description": "Empty body, or no record in it is JSON",
+                            "description": "Empty body, no record in it is JSON, or the body "
+                            "is not valid in its Content-Encoding (`encoding` names it)",
                             "content": results,
                         },
                         "413": _error("Body, record or batch over its limit; nothing stored"),
                         "415": _error(
-                            "Not application/json or application/x-ndjson, or a compressed body"
+                            "Not application/json or application/x-ndjson, or a "
+                            "Content-Encoding other than identity, gzip or deflate (the answer's "
+                            "`accepted` lists them)"
                         ),
                         "422": {
                             "description": "The single JSON record was rejected (not "

@@ -38,7 +38,13 @@ def index():
 @bp.get("/healthz")
 def healthz():
     """200 {"status": "ok", ...} when uploads can be stored; 503 + Retry-After with the reason
-    (a full disk, an I/O error) while they cannot: take the server out of rotation."""
+    (a full disk, an I/O error) while they cannot: take the server out of rotation.
+
+    200 {"status": "degraded", "uploads": {...}} while the server's limits refuse many of the
+    last minute's uploads (guard.Uploads.health): the server works, but some client is being
+    turned away (a flood from one address, or too little capacity), and the refusals by
+    reason and the slots held say which. It stays 200: taking the server out of rotation
+    would not help the clients it refuses."""
     store = current_app.extensions["store"]
     health = store.health()
     if health["failure"] is not None:
@@ -49,7 +55,7 @@ def healthz():
             journal_backlog=health["journal_backlog"],
         )
     if isinstance(store, LakeStore):  # no lake query: a hung catalog must not hang /healthz
-        return json_response({"status": "ok", "stored_records": store.known_count()})
+        return _healthy(store.known_count())
     try:
         cur = store.reader()
         try:
@@ -61,7 +67,15 @@ def healthz():
     except Exception as exc:  # storage unreachable: tell the load balancer
         store.report(exc)
         return error(503, f"storage unreachable: {type(exc).__name__}", {"Retry-After": "5"})
-    return json_response({"status": "ok", "stored_records": stored})
+    return _healthy(stored)
+
+
+def _healthy(stored: int):
+    uploads = current_app.extensions["uploads"].health()
+    degraded = uploads.pop("degraded")
+    return json_response(
+        {"status": "degraded" if degraded else "ok", "stored_records": stored, "uploads": uploads}
+    )
 
 
 @bp.get("/metrics")

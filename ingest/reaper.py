@@ -18,8 +18,18 @@ and out) and shuts down (shutdown(2): granian then sees the end of the stream an
   match what the upload read (request line and headers, as sized from the environ, plus the
   body so far, plus at most what the blocked read asked for); failing an exact match (a
   keep-alive connection carries earlier requests too, a chunked body its framing), the one
-  whose last data came in nearest the read's last progress. Only its reading side is shut
+  whose last data came in nearest the read's last progress; never one a scan that began
+  after the upload did had not seen (opened after it). Only its reading side is shut
   (SHUT_RD): the read returns, and the 408 still goes out before granian closes;
+- *slow*: the connection of a body (an upload's, or another route's: guard.py) whose read is
+  blocked past its grace (BALANCE_BODY_GRACE) while the bytes its socket received (less the
+  request's head) fall behind BALANCE_BODY_MIN_RATE, found as a stalled one is and shut the
+  same way; the guard answers 408. (A keep-alive socket's earlier requests count as body
+  bytes here: such a body is judged leniently, never the other way.)
+- *unread*: a connection whose answer waits in its send queue while nothing went out for
+  BALANCE_SEND_TIMEOUT seconds: a client that stopped reading (granian takes a download's
+  whole answer into memory at once, so such clients held it there for as long as they
+  stayed). Shut both ways; a client reading, however slowly, is never one.
 - *shed*: above 90% of BALANCE_MAX_CONNECTIONS, every connection with no request in flight
   (nothing received since its last answer, or nothing ever) for a second or more, looking
   again every 0.25 s while it lasts: granian accepts new connections again at once, and the
@@ -31,11 +41,13 @@ in the same state, so an fd that granian closed and reused meanwhile is never to
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import socket
 import struct
 import sys
+import termios
 import threading
 import time
 from collections.abc import Callable, Container
@@ -69,6 +81,7 @@ class Conn:
     sent: int  # bytes sent and acknowledged, ever
     recv_ago: float  # seconds since data last came in (or since it was opened)
     sent_ago: float  # seconds since data last went out (or since it was opened)
+    opened_after: float = 0.0  # the start of the last scan it was not in (time.monotonic())
 
     @property
     def waiting(self) -> bool:
@@ -90,6 +103,15 @@ def tcp_info(sock: socket.socket) -> tuple[int, int, float, float]:
     return received, acked, recv_ms / 1000, sent_ms / 1000
 
 
+def unsent(fd: int) -> int:
+    """Bytes in the socket's send queue, not yet acknowledged by the client (SIOCOUTQ)."""
+    try:
+        raw = fcntl.ioctl(fd, termios.TIOCOUTQ, b"\0\0\0\0")
+    except OSError:
+        return 0
+    return struct.unpack("i", raw)[0]
+
+
 def _address(ip: str) -> str:
     return ip[7:] if ip.startswith("::ffff:") else ip
 
@@ -102,6 +124,8 @@ class Reaper(threading.Thread):
         max_connections: int,
         stalled: Callable[[float], list[GuardedStream]] = lambda now: [],
         metrics=None,
+        dawdling: Callable[[float], list[GuardedStream]] = lambda now: [],
+        send_timeout: float = 0.0,
         interval: float | None = None,
     ):
         super().__init__(name="reaper", daemon=True)
@@ -109,12 +133,17 @@ class Reaper(threading.Thread):
         self.idle_timeout = idle_timeout
         self.max_connections = max_connections
         self.stalled = stalled
+        self.dawdling = dawdling
+        self.send_timeout = send_timeout
         self.metrics = metrics
         self.interval = interval or min(1.0, max(0.25, idle_timeout / 4))
         self._stop = threading.Event()
         self._poke = threading.Event()
         self._stopping = False
-        self._known: dict[int, tuple[int, str] | None] = {}  # inode -> (family, peer) or None
+        # inode -> (family, peer, opened after: the start of the last scan it was not in) or
+        # None (not a connection of the port)
+        self._known: dict[int, tuple[int, str, float] | None] = {}
+        self._last_scan = 0.0
         self.open = 0
 
     def stop(self) -> None:
@@ -151,19 +180,28 @@ class Reaper(threading.Thread):
         for c in conns:
             if c.received == 0 and c.recv_ago >= self.idle_timeout:
                 closing[c.inode] = (c, "idle", socket.SHUT_RDWR, None)
+        if self.send_timeout > 0:
+            for c in conns:
+                if c.sent_ago >= self.send_timeout and c.inode not in closing and unsent(c.fd):
+                    closing[c.inode] = (c, "unread", socket.SHUT_RDWR, None)
         for stream in self.stalled(now):
             hit = self.match(stream, conns, closing, now)
             if hit is not None:
                 closing[hit.inode] = (hit, "stalled", socket.SHUT_RD, stream)
+        for stream in self.dawdling(now):
+            hit = self.match(stream, conns, closing, now)
+            if hit is not None and stream.late(now, max(0, hit.received - stream.head)):
+                stream.slow = True  # the guard answers 408 "too slow" once its read returns
+                closing[hit.inode] = (hit, "slow", socket.SHUT_RD, stream)
         if self._stopping or len(conns) - len(closing) > self.max_connections * SHED_AT:
             least = 0.0 if self._stopping else SHED_IDLE
             for c in conns:
                 quiet = min(c.recv_ago, c.sent_ago if c.sent else c.recv_ago)
                 if c.inode not in closing and c.waiting and quiet >= least:
                     closing[c.inode] = (c, "shed", socket.SHUT_RDWR, None)
-        closed = {"idle": 0, "stalled": 0, "shed": 0}
+        closed = {"idle": 0, "stalled": 0, "slow": 0, "unread": 0, "shed": 0}
         for c, reason, how, body in closing.values():
-            if self._shutdown(c, how, same=reason != "stalled"):
+            if self._shutdown(c, how, same=reason not in ("stalled", "slow", "unread")):
                 if body is not None:
                     body.shut = now  # looked at again in RETRY s if its read still blocks
                 closed[reason] += 1
@@ -196,6 +234,8 @@ class Reaper(threading.Thread):
         for c in conns:
             if c.inode in taken or not c.received or _address(c.peer) != ip:
                 continue
+            if c.opened_after > body.started:
+                continue  # opened after the request began: another request's
             if c.received < lo:
                 continue  # fewer bytes than this upload has read: another request
             if c.sent and now - c.sent_ago > body.started + MATCH:
@@ -209,6 +249,7 @@ class Reaper(threading.Thread):
     def scan(self) -> list[Conn]:
         """The worker's accepted TCP connections on the server's port."""
         out, seen = [], set()
+        began = time.monotonic()
         for name in os.listdir("/proc/self/fd"):
             try:
                 fd = int(name)
@@ -220,11 +261,12 @@ class Reaper(threading.Thread):
             inode = int(link[8:-1])
             seen.add(inode)
             if inode not in self._known:
-                self._known[inode] = self._classify(fd)
+                found = self._classify(fd)
+                self._known[inode] = None if found is None else (*found, self._last_scan)
             known = self._known[inode]
             if known is None:
                 continue
-            family, peer = known
+            family, peer, opened_after = known
             sock = socket.socket(family, socket.SOCK_STREAM, 0, fileno=fd)
             try:
                 received, sent, recv_ago, sent_ago = tcp_info(sock)
@@ -232,9 +274,12 @@ class Reaper(threading.Thread):
                 continue
             finally:
                 sock.detach()  # the fd stays granian's
-            out.append(Conn(fd, inode, family, peer, received, sent, recv_ago, sent_ago))
+            out.append(
+                Conn(fd, inode, family, peer, received, sent, recv_ago, sent_ago, opened_after)
+            )
         for inode in self._known.keys() - seen:
             del self._known[inode]
+        self._last_scan = began
         return out
 
     def _classify(self, fd: int) -> tuple[int, str] | None:

@@ -18,6 +18,7 @@ import orjson
 from werkzeug.wsgi import get_input_stream
 
 from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
+from .encodings import ACCEPTED, BadEncoding, Inflating, coding
 from .pipeline import MAX_RECORD, TooLong, recheck_unknown, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
@@ -57,8 +58,18 @@ def handle(state, client: str, mimetype: str, encoding: str, length: int | None,
 def _upload(state, kind, encoding, length, stream) -> Answer:
     if kind not in (JSON, NDJSON):
         return error(415, f"send {JSON} (one record) or {NDJSON} (one record a line)")
-    if encoding.lower() not in ("identity", ""):
-        return error(415, "compressed bodies are not accepted; send identity encoding")
+    coded = coding(encoding)
+    if coded is None:
+        return error(
+            415,
+            f"Content-Encoding {encoding.strip()[:40]!r} is not accepted; send "
+            + ", ".join(ACCEPTED)
+            + " (one of them, not several)",
+            accepted=list(ACCEPTED),
+        )
+    if coded != "identity":
+        # inflated as it is read: the limits below apply to the inflated body
+        stream = Inflating(stream, coded)
     # a single record may carry a trailing line break beyond its 64 KiB
     limit = MAX_RECORD + 2 if kind == JSON else state.config["BALANCE_MAX_BODY"]
     if length is not None and length > limit:
@@ -86,6 +97,8 @@ def _upload(state, kind, encoding, length, stream) -> Answer:
                 lines.append((number, text))
     except BodyTooLarge:
         return _too_large(kind, limit)
+    except BadEncoding as exc:
+        return error(400, f"{exc}; nothing was stored", encoding=exc.encoding)
     if not lines:
         return error(400, "the body holds no record")
     try:

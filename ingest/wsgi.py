@@ -67,6 +67,8 @@ def start_reaper(app: Flask) -> None:
         float(conf["BALANCE_IDLE_TIMEOUT"]),
         int(conf["BALANCE_MAX_CONNECTIONS"]),
         stalled=uploads.stalled,
+        dawdling=uploads.dawdling,
+        send_timeout=float(conf["BALANCE_SEND_TIMEOUT"]),
         metrics=app.extensions["ingest"].metrics,
     )
     reaper.start()

@@ -75,8 +75,11 @@ RUNS = {
     ),
     "simulate_slide.py": ("--games 2", r"\n +2 +[\d,]+ +[\d,]+ +[\d,]+\n.*greedy vs", []),
     "soak.py": (
-        "--seconds 2 --uploaders 1 --silent 1 --trickle 1 --idle 2 --pool 10",
-        r"games: [\d,]+ acknowledged, [\d,]+ of them stored, 0 missing.*/healthz: \d+ answered",
+        "--seconds 2 --uploaders 1 --silent 1 --trickle 1 --idle 2 --flood 2 --slow-console 1 "
+        "--never-read 1 --pool 10",
+        r"games: [\d,]+ acknowledged, [\d,]+ of them stored, 0 missing.*legitimate uploads: "
+        r"[\d,]+ of [\d,]+ accepted \([\d.]+%\); time to the answer p50 [\d.]+ ms, p99 "
+        r"[\d.]+ ms.*acknowledged games lost: 0.*/healthz: \d+ answered",
         [slow],
     ),
     "verify.py": (

@@ -68,3 +68,41 @@ def test_a_request_that_fails_gives_its_slot_back(app):
     for _ in range(3):  # more than the slots: each failure gave its slot back
         assert app.app.test_client().get("/dashboard/").status_code == 500
     assert app.app.test_client().post("/sql/api", json={"sql": "SELECT 1"}).status_code == 200
+
+
+def test_one_address_looping_heavy_pages_leaves_the_other_slots_to_others(tmp_path):
+    """Six slots (`balance serve`'s default): one address's pages stuck on their queries
+    hold at most half of them, the next is refused at once, and another address's page is
+    answered while they are still stuck."""
+    app = AppClient(tmp_path / "six", {"BALANCE_DASHBOARD_SLOTS": 6}).start()
+    try:
+        release, entered = _hold(app, "dashboard.index")
+        answers: list[int] = []
+
+        def visit(address: str):
+            client = app.app.test_client()
+            answers.append(
+                client.get("/dashboard/", environ_base={"REMOTE_ADDR": address}).status_code
+            )
+
+        looping = [threading.Thread(target=visit, args=("198.51.100.7",)) for _ in range(3)]
+        for t in looping:
+            t.start()
+        for _ in looping:
+            assert entered.acquire(timeout=10)  # three slots held by one address
+        refused = app.app.test_client().get(
+            "/dashboard/", environ_base={"REMOTE_ADDR": "198.51.100.7"}
+        )
+        assert refused.status_code == 503 and "share" in refused.get_data(as_text=True)
+        other = threading.Thread(target=visit, args=("203.0.113.9",))
+        other.start()
+        assert entered.acquire(timeout=10)  # another address gets in while they are stuck
+        assert answers == []
+        release.set()
+        for t in [*looping, other]:
+            t.join(30)
+        assert answers == [200] * 4
+        text = app.get("/metrics").body.decode()
+        assert 'balance_dashboard_refused_total{reason="share"} 1' in text
+    finally:
+        app.stop()

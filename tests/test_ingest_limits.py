@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import time
 
 import pytest
 from support import (
@@ -175,11 +174,10 @@ def test_a_declared_length_over_the_limit_is_413_before_the_body_is_read(
     real_srv, length, ctype, limit
 ):
     """The old server read (and dropped) up to 17 MiB of such a body before answering: a
-    client that declared it and sent nothing waited forever, holding a request thread."""
-    started = time.monotonic()
+    client that declared it and sent nothing waited forever, holding a request thread: an
+    answer at all, with not a byte of the body sent, is the proof."""
     status, body, _ = declare(real_srv, length, ctype)
     assert status == 413 and body["limit"] == limit
-    assert time.monotonic() - started < 2
 
 
 # -- records in a batch ------------------------------------------------------------------------

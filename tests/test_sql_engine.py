@@ -171,7 +171,8 @@ def test_an_endless_query_is_interrupted_and_the_engine_keeps_serving(snaps):
             timeout=0.5,
         )
     elapsed = time.monotonic() - start
-    assert 0.4 < elapsed < 30, elapsed  # interrupted, not run to the end (it never ends)
+    # it never ends: returning at all is the interruption; not before its time limit
+    assert elapsed > 0.4, elapsed
     assert "0.5 s" in err.value.message
     assert snaps.run("SELECT count(*) AS n FROM games").table.column("n")[0].as_py() == 3
 
