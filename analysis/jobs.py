@@ -46,7 +46,7 @@ from .sql import sql_literal
 # 2.2: agg_challenge.solve_turns_sum; challenge and lane-distance tests against the board's
 #      own rate; the shrinkage prior by maximum marginal likelihood
 # 2.3: agg_adjusted has family, q_value, flagged; agg_lineup_model, agg_lineup_model_terms
-JOB_VERSION = "2.3"
+JOB_VERSION = "2.4"
 
 
 def _now() -> dt.datetime:

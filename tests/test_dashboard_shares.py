@@ -1,0 +1,141 @@
+"""Every share a page draws has the same records above and below its line: each is checked
+against a count made here, in SQL over the stored records (games, slide_games, slide_seats,
+quarantine), never against the agg_* tables the page itself reads.
+
+The store: the session's demo store plus the spec's quarantined Slide examples, so that both
+games have verified and quarantined records in the same client versions.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import duckdb
+import pytest
+from support import AppClient, demo_copy, demo_env, example_records
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, demo_db):
+    from analysis import jobs
+    from ingest.demo import load_records
+    from ingest.storage import Store
+
+    work = tmp_path_factory.mktemp("shares")
+    db = demo_copy(demo_db, work)
+    store = Store(db)
+    try:
+        load_records(store, example_records("slide-invalid"), echo=lambda _: None)
+    finally:
+        store.close()
+    con = duckdb.connect(str(db))
+    try:
+        jobs.run(con, lambda fn: fn(con))
+    finally:
+        con.close()
+    client = AppClient(work, env=demo_env(), db=db).start()
+    yield client
+    client.stop()
+
+
+def count(app, sql: str) -> list[tuple]:
+    """Rows of a query over the stored records, through the app's SQL API (the app holds
+    the file)."""
+    r = app.post("/sql/api", json.dumps({"sql": sql}), "application/json")
+    assert r.status == 200, r.body[:500]
+    return [tuple(row) for row in r.json()["rows"]]
+
+
+def csv_rows(app, path: str) -> list[dict]:
+    r = app.get(path)
+    assert r.status == 200, (path, r.status, r.body[:300])
+    return list(csv.DictReader(io.StringIO(r.body.decode())))
+
+
+def close(a: float, b: float) -> bool:
+    return abs(a - b) < 1e-9
+
+
+def test_share_quarantined_counts_each_games_records_above_and_below(app):
+    """The share of records quarantined per game and client version: that game's quarantined
+    records over that game's stored records (verified + quarantined). It once divided the
+    Slow6 and Slide quarantines by the Slow6 records alone."""
+    truth = count(
+        app,
+        """SELECT game, client_version, count(*) FILTER (WHERE status = 'quarantined'),
+                  count(*)
+           FROM (SELECT game_id, 'slow6' AS game, 'verified' AS status, client_version
+                 FROM games
+                 UNION ALL SELECT game_id, 'slide', 'verified', client_version FROM slide_games
+                 UNION ALL SELECT game_id, game, 'quarantined', client_version FROM quarantine)
+           GROUP BY ALL""",
+    )
+    both = {v for g, v, q, _ in truth if g == "slide" and q} & {
+        v for g, v, q, _ in truth if g == "slow6" and q
+    }
+    assert both, "the store must hold quarantines of both games in one version"
+    rows = csv_rows(app, "/dashboard/chart/quarantine-share.csv?mode=&client_version=")
+    got = {(r["game"], r["client_version"]): r for r in rows}
+    assert len(got) == len(truth)
+    for game, version, quarantined, records in truth:
+        r = got[(game, version)]
+        assert int(r["quarantined"]) == quarantined and int(r["n"]) == records, (game, version)
+        assert close(float(r["rate"]), quarantined / records)
+        assert float(r["lo"]) <= float(r["rate"]) <= float(r["hi"])
+    # one version under its own filter: the same two shares
+    version = sorted(both)[0]
+    rows = csv_rows(app, f"/dashboard/chart/quarantine-share.csv?mode=&client_version={version}")
+    assert {(r["game"], int(r["quarantined"]), int(r["n"])) for r in rows} == {
+        (g, q, n) for g, v, q, n in truth if v == version
+    }
+
+
+def test_end_reason_shares_count_every_game_of_the_board_below_the_line(app):
+    version = count(app, "SELECT client_version FROM games GROUP BY 1 ORDER BY count(*) DESC")[0][0]
+    rows = csv_rows(app, f"/dashboard/chart/end-reasons.csv?mode=human&client_version={version}")
+    truth = count(
+        app,
+        f"""SELECT board, r, n, (sum(n) OVER (PARTITION BY board))::BIGINT FROM (
+                SELECT board, CASE WHEN winner IS NULL THEN 'draw' ELSE reason END AS r,
+                       count(*) AS n
+                FROM games WHERE mode IN ('online', 'friend') AND client_version = '{version}'
+                GROUP BY ALL)""",
+    )
+    got = {(r["board"], r["reason"]): float(r["share"]) for r in rows}
+    assert len(got) == len(truth)
+    for board, reason, games, total in truth:
+        assert close(got[(f"{board}×{board}", reason)], games / total), (board, reason)
+
+
+def test_pick_rate_counts_the_sides_of_games_with_powers(app):
+    rows = csv_rows(app, "/dashboard/chart/power-pick-rate.csv?mode=&client_version=")
+    truth = count(
+        app,
+        """WITH sides AS (
+             SELECT board, powers_0 AS picks FROM games WHERE len(powers_0) > 0
+             UNION ALL SELECT board, powers_1 FROM games WHERE len(powers_1) > 0)
+           SELECT board, p, count(*) FILTER (WHERE list_contains(picks, p)), count(*)
+           FROM sides, (SELECT unnest(list_distinct(flatten(list(picks)))) AS p FROM sides)
+           GROUP BY ALL""",
+    )
+    got = {(r["board"], r["power"]): r for r in rows}
+    assert truth
+    for board, power, picked, sides in truth:
+        r = got[(str(board), power)]
+        assert int(r["n"]) == sides, (board, power)
+        assert close(float(r["rate"]), picked / sides), (board, power)
+
+
+def test_slide_group_share_counts_every_seat_below_the_line(app):
+    rows = csv_rows(app, "/dashboard/chart/slide-group-rate.csv?mode=&client_version=")
+    truth = count(
+        app,
+        "SELECT players, count(*) FILTER (WHERE groups_removed > 0), count(*) "
+        "FROM slide_seats GROUP BY 1",
+    )
+    got = {int(r["players"]): (int(r["seats_with_groups"]), int(r["n"])) for r in rows}
+    assert got == {p: (k, n) for p, k, n in truth}
+    for r in rows:
+        assert close(float(r["rate"]), int(r["seats_with_groups"]) / int(r["n"]))
