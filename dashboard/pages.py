@@ -81,8 +81,15 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     defaults = None
     if with_defaults:
         ctx.params["live"] = catalog.live(ctx, page)
-        defaults = catalog.defaults(ctx.params["live"])
+        defaults = catalog.defaults(ctx.params["live"], page)
     ctx.filters = Filters.from_args(request.args, defaults)
+    version = ctx.filters.values.get("client_version")
+    versions = ctx.params["versions"]
+    if version and versions and version not in versions and "client_version" in request.args:
+        ctx.filters.errors.append(
+            f"Client version: {version!r} has no games in this store, so every chart is empty; "
+            f"choose one of {', '.join(versions)}"
+        )
     if page is not None and page.prepare is not None:
         page.prepare(ctx, request.args)
     return ctx
@@ -97,7 +104,7 @@ def _nav():
     f = Filters.from_args(request.args)
     return {
         "nav_pages": [(key, page.title) for key, page in _catalog().PAGES.items()],
-        "nav_query": f.query_string(),
+        "nav_query": f.url_query(),
         "bundle_url": url_for("dashboard.bundle", filename=assets_mod.FILENAME),
         "simulated": simulated_games(),
         "_g": g,
@@ -151,11 +158,31 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         },
         "versions": versions,
         "defaulted": ctx.filters.defaulted,
+        "cut_line": _cut_line(ctx, page),
+        "balance_query": _balance_query(ctx, page),
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
         "extra": ctx.params.get("form_extra", []),  # a page's own selects (Page.prepare)
         "extra_line": ctx.params.get("form_line"),
     }
+
+
+def _cut_line(ctx: Ctx, page) -> str | None:
+    """What the page shows when the URL left its cut to the page, and why (None: the URL
+    chose every filter of the cut itself)."""
+    if page is None or not ctx.filters.defaulted:
+        return None
+    if page.cut_why:
+        return f"This page opens on {page.cut_why}."
+    return None
+
+
+def _balance_query(ctx: Ctx, page) -> str | None:
+    """The link from a page opened on its own cut to the balance cut (None: it is on it)."""
+    live = ctx.params.get("live")
+    if page is None or page.cut == "balance" or live is None or not page.version_select:
+        return None
+    return "?" + urlencode({"mode": "human", "client_version": live.version or "all"})
 
 
 def render_page(name: str):
@@ -177,7 +204,9 @@ def render_page(name: str):
         coverage=coverage,
         partial=partial,
         console_link=console_link,
-        query=ctx.filters.query_string(**ctx.params.get("query", {})),
+        query=ctx.filters.query_string(
+            () if page.version_select else ("client_version",), **ctx.params.get("query", {})
+        ),
         title=page.title,
         brand=f"{page.game_label} balance" if page.game_label else None,
     )

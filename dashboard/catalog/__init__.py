@@ -110,9 +110,15 @@ def live(ctx: Ctx, page: Page | None = None) -> LiveVersion:
     return live_version({v: int(n or 0) for v, n in games.items()})
 
 
-def defaults(live: LiveVersion) -> dict[str, str]:
-    """The default balance cut (analysis.live_version.default_cut): human against human on
-    the live client version ("" = every version, when there is no release yet)."""
+def defaults(live: LiveVersion, page: Page | None = None) -> dict[str, str]:
+    """The cut a page opens on. The balance cut (analysis.live_version.default_cut): human
+    against human on the live client version ("" = every version, when there is no release
+    yet); pages about other questions than how the live game plays choose theirs (Page.cut)."""
+    cut = page.cut if page is not None else "balance"
+    if cut == "records":
+        return {}
+    if cut == "human":
+        return {"mode": "human"}
     return {"mode": "human", "client_version": live.version or ""}
 
 

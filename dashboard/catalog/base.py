@@ -34,6 +34,11 @@ class Page:
     prepare: Callable[[Ctx, Mapping[str, str]], None] | None = None
     params: tuple[str, ...] = ()  # the query keys prepare reads
     version_select: bool = True  # the client version select (a page may choose its own)
+    # the cut the page opens on: "balance" (human against human on the live version: how the
+    # live game plays), "records" (every record of every mode and version), "human" (human
+    # games of every version); `cut_why` says why a page opens on another than "balance"
+    cut: str = "balance"
+    cut_why: str = ""
 
 
 def analysis_views():

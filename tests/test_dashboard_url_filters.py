@@ -1,0 +1,175 @@
+"""One rule for a page's URL: a filter left out means the page's default, every value the form
+can show is accepted ("all" included), the form submitted gives back the same page, and a
+filter that cannot match says why. Pages whose question is not how the live game plays (Data
+quality, Trends, Versions) open on the cut that answers theirs, and say so.
+
+On the app in-process over a copy of the session's demo store; counts are checked against SQL
+over the stored games.
+"""
+
+from __future__ import annotations
+
+import csv
+import html as htmllib
+import io
+import json
+import re
+from urllib.parse import urlencode
+
+import pytest
+from support import AppClient, demo_copy, demo_env
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory, demo_db):
+    work = tmp_path_factory.mktemp("url-filters")
+    client = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
+    yield client
+    client.stop()
+
+
+def get(app, path: str) -> str:
+    r = app.get(path)
+    assert r.status == 200, (path, r.status, r.body[:300])
+    return r.body.decode()
+
+
+def sql(app, text: str) -> list:
+    return app.post("/sql/api", json.dumps({"sql": text}), "application/json").json()["rows"]
+
+
+def coverage(page: str) -> int:
+    return int(re.search(r'id="coverage">([\d,]+)', page).group(1).replace(",", ""))
+
+
+def errors(page: str) -> list[str]:
+    return [htmllib.unescape(e) for e in re.findall(r'<p class="error">(.*?)</p>', page, re.S)]
+
+
+def form_state(page: str) -> dict[str, str]:
+    """What the filter form would submit: each select's chosen option (else its first), each
+    input's value."""
+    form = re.search(r'<form class="filters" method="get".*?</form>', page, re.S).group(0)
+    out = {}
+    for name, body in re.findall(r'<select name="(\w+)">(.*?)</select>', form, re.S):
+        options = re.findall(r'<option value="([^"]*)"\s*(selected)?', body)
+        chosen = [v for v, sel in options if sel]
+        out[name] = htmllib.unescape(chosen[0] if chosen else options[0][0])
+    for name, value in re.findall(r'<input type="date" name="(\w+)" value="([^"]*)"', form):
+        out[name] = value
+    return out
+
+
+def live(app) -> str:
+    from analysis.live_version import live_version
+
+    rows = sql(
+        app,
+        "SELECT client_version, count(*) FROM games WHERE mode IN ('online', 'friend') "
+        "GROUP BY ALL",
+    )
+    return live_version(dict(rows)).version
+
+
+def human_games(app, where: str = "TRUE") -> int:
+    return sql(app, f"SELECT count(*) FROM games WHERE mode IN ('online', 'friend') AND {where}")[
+        0
+    ][0]
+
+
+def test_every_value_the_form_shows_is_accepted_and_a_filter_left_out_is_the_default(app):
+    version = live(app)
+    default = get(app, "/dashboard/")
+    assert coverage(default) == human_games(app, f"client_version = '{version}'") > 0
+    # "all", what the selects show, is every value; the rest of the default cut stays
+    every_version = get(app, "/dashboard/?client_version=all")
+    assert errors(every_version) == []
+    assert coverage(every_version) == human_games(app) > coverage(default)
+    for board in ("all", ""):
+        page = get(app, f"/dashboard/?board={board}")
+        assert errors(page) == [] and coverage(page) == coverage(default), board
+    # one filter in the URL keeps the rest of the default cut (mode and version)
+    five = get(app, "/dashboard/?board=5")
+    assert coverage(five) == human_games(app, f"client_version = '{version}' AND board = 5")
+    state = form_state(five)
+    assert (state["board"], state["mode"], state["client_version"]) == ("5", "human", version)
+    # every mode of every version, as the form sends it
+    everything = get(app, "/dashboard/?mode=all&client_version=all")
+    assert coverage(everything) == sql(app, "SELECT count(*) FROM games")[0][0]
+
+
+def test_the_form_submitted_gives_back_the_same_page(app):
+    for path in (
+        "/dashboard/",
+        "/dashboard/?board=7",
+        "/dashboard/?client_version=all",
+        "/dashboard/p/quality",
+        "/dashboard/p/trends?variant=powers",
+        "/dashboard/p/setups?mode=all&platform=ios",
+    ):
+        first = get(app, path)
+        state = form_state(first)
+        again = get(app, path.split("?")[0] + "?" + urlencode(state))
+        assert form_state(again) == state, path
+        if 'id="coverage"' in first:
+            assert coverage(again) == coverage(first), path
+        # and the chart downloads carry that same cut
+        csv_links = re.findall(r'href="(/dashboard/chart/[\w-]+\.csv[^"]*)"', again)
+        first_links = re.findall(r'href="(/dashboard/chart/[\w-]+\.csv[^"]*)"', first)
+        assert csv_links == first_links, path
+
+
+def test_an_impossible_filter_says_why(app):
+    page = get(app, "/dashboard/?board=9")
+    (e,) = errors(page)
+    assert "Board: '9' is not one of all, 5, 7" in e and "ignored" in e
+    page = get(app, "/dashboard/?client_version=9.9.9")
+    (e,) = errors(page)
+    assert "'9.9.9' has no games in this store" in e
+    assert coverage(page) == 0
+    page = get(app, "/dashboard/?mode=online&ai_level=2")
+    assert any("only computer games have one" in e for e in errors(page))
+    page = get(app, "/dashboard/?date_from=2026-12-01&date_to=2026-01-01")
+    assert any("is after To" in e for e in errors(page))
+
+
+def csv_rows(app, path: str) -> list[dict]:
+    r = app.get(path)
+    assert r.status == 200, (path, r.body[:300])
+    return list(csv.DictReader(io.StringIO(r.body.decode())))
+
+
+def test_pages_about_other_questions_open_on_their_own_cut_and_say_so(app):
+    version = live(app)
+    # Data quality: every record; the pre-release quarantines are there on opening
+    page = get(app, "/dashboard/p/quality")
+    line = htmllib.unescape(re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1))
+    assert "every stored record" in line and "balance cut" in line
+    shares = csv_rows(app, "/dashboard/chart/quarantine-share.csv")
+    quarantined = sql(
+        app, "SELECT game, client_version, count(*) FROM quarantine GROUP BY ALL ORDER BY ALL"
+    )
+    assert sorted(
+        [r["game"], r["client_version"], int(r["quarantined"])]
+        for r in shares
+        if int(r["quarantined"])
+    ) == [list(q) for q in quarantined]
+    assert any(v != version for _, v, _ in quarantined)
+    # Trends: human games of every version
+    page = get(app, "/dashboard/p/trends")
+    line = htmllib.unescape(re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1))
+    assert "every client version" in line
+    rows = csv_rows(app, "/dashboard/chart/trend-first-version.csv")
+    human_versions = {
+        v for (v,) in sql(app, "SELECT DISTINCT client_version FROM games WHERE mode = 'online'")
+    }
+    assert {r["client_version"] for r in rows} >= human_versions and len(human_versions) > 1
+    # Versions: says which pair it compares and why
+    page = get(app, "/dashboard/p/versions")
+    line = htmllib.unescape(re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1))
+    assert "live release" in line and "release before it" in line
+    # a page on the balance cut says which version, and a filter chosen removes no line
+    page = get(app, "/dashboard/p/setups")
+    assert version in re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1)
+    page = get(app, "/dashboard/p/quality?mode=human&client_version=" + version)
+    assert 'id="default-cut"' not in page
