@@ -1,0 +1,77 @@
+"""Real browser, the dashboard on a phone and from a chart to its games.
+
+Headless Chromium (support.Browser) on one `balance serve` of the session's demo store:
+- at 390 px every page's document is as wide as the screen (charts size to their card, tables
+  scroll inside theirs, legends below), and Versions at 1,400 px too;
+- a point of a rate chart opens the explorer on the same cut and row, a game of it opens the
+  replay (two clicks), and the replay's "back" returns to the explorer with its filters.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support import PAGES, Browser, Server, demo_copy, demo_env
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PHONE = 390
+READY = "document.body.dataset.rendered !== undefined"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, demo_db):
+    work = tmp_path_factory.mktemp("phone")
+    s = Server(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
+    yield s
+    s.stop()
+
+
+def screen(browser: Browser, width: int, height: int = 900) -> None:
+    browser.call(
+        "Emulation.setDeviceMetricsOverride",
+        session=True,
+        width=width,
+        height=height,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+
+
+WIDTHS = """(() => {
+  const wide = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const r = el.getBoundingClientRect();
+    if (r.right > window.innerWidth + 1 && !el.closest('.vis, .scroll, .chart-table')) {
+      wide.push(el.tagName + '.' + el.className + ' ' + Math.round(r.right));
+    }
+  }
+  const spill = Array.from(document.querySelectorAll('div.vis'))
+    .filter(el => el.scrollWidth > el.clientWidth + 1)
+    .map(el => el.closest('section').id + ' ' + el.scrollWidth);
+  const broken = Array.from(document.querySelectorAll('div.vis'))
+    .filter(el => el.dataset.rendered !== '1').map(el => el.closest('section').id);
+  return {doc: document.documentElement.scrollWidth, view: document.documentElement.clientWidth,
+          screen: window.innerWidth, wide: wide.slice(0, 5), spill: spill, broken: broken};
+})()"""
+
+
+def test_every_page_is_as_wide_as_a_phone_screen(browser, server):
+    screen(browser, PHONE)
+    try:
+        wrong = {}
+        for path in [*PAGES, "/dashboard/games", "/sql"]:
+            ready = READY if path.startswith("/dashboard/p") or path == "/dashboard/" else "1"
+            browser.open(server.url + path, ready)
+            got = browser.evaluate(WIDTHS)
+            assert got["screen"] == PHONE and got["broken"] == [], (path, got)
+            # the page is as wide as the screen, and no chart needs its card's scroll bar
+            if got["doc"] != got["view"] or got["wide"] or got["spill"]:
+                wrong[path] = got
+        assert wrong == {}, wrong
+        # Versions at a desktop width too (it was wider than 1,400 px)
+        screen(browser, 1400)
+        browser.open(server.url + "/dashboard/p/versions", READY)
+        got = browser.evaluate(WIDTHS)
+        assert got["doc"] == got["view"] and got["screen"] == 1400 and not got["spill"], got
+    finally:
+        screen(browser, 1400, 1000)
