@@ -47,6 +47,11 @@ def _tooltip(rows: list[dict], first: list[str]) -> list[alt.Tooltip]:
     return tips[:16]
 
 
+def _link(rows: list[dict]) -> dict:
+    """A point's link to the games behind it (render.drill), when its rows carry one."""
+    return {"href": alt.Href("_href:N")} if rows and "_href" in rows[0] else {}
+
+
 def mark_rows(rows: list[dict], min_n: int, n_field: str = "n") -> list[dict]:
     out = []
     for r in rows:
@@ -78,7 +83,12 @@ def _signature(data: list[dict]) -> tuple:
         for k, v in r.items():
             if v is not None and k not in fields:
                 fields[k] = type(v).__name__
-    cats = hash(tuple(tuple(v for v in r.values() if isinstance(v, str | bool)) for r in data))
+    cats = hash(
+        tuple(
+            tuple(v for k, v in r.items() if isinstance(v, str | bool) and k != "_href")
+            for r in data
+        )
+    )
     return tuple(sorted(fields.items())), cats, len(data)
 
 
@@ -159,6 +169,7 @@ def rate_chart(
                 color=alt.Color("_sample:N", scale=SAMPLE_SCALE),
                 shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=alt.Legend(title=None)),
                 tooltip=tips,
+                **_link(data),
             )
         )
         layers = [bars, dots]
@@ -328,6 +339,7 @@ def trend(
                 opacity=opacity,
                 shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
                 tooltip=tips,
+                **_link(data),
             )
         )
         ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(y=alt.datum(0.5))

@@ -17,6 +17,7 @@ from . import facets as facets_mod
 from .auth import require_token
 from .filters import (
     AI_LEVELS,
+    ALL,
     BOARDS,
     KEYS,
     LABELS,
@@ -76,6 +77,7 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     (the live client version of the page's game: Slide has its own)."""
     catalog = _catalog()
     ctx = Ctx(Filters(), snapshots(current_app))
+    ctx.params["explorer"] = url_for("dashboard.explorer")  # each rate point's link (render.drill)
     table = page.versions_table if page is not None else "agg_games_daily"
     ctx.params["versions"] = catalog.client_versions(ctx, table)
     defaults = None
@@ -400,6 +402,13 @@ def explorer_query(args) -> Explorer:
             page = int(raw_page)
         else:
             errors.append(f"Page: {raw_page!r} is not a page number (ignored)")
+    game = (args.get("game") or "").strip().lower()
+    if game:
+        chosen["game"] = game
+        if game not in ("slow6", "slide", ALL):
+            errors.append(f"Game: {game!r} is not one of all, slow6, slide (ignored)")
+        if game not in ("slow6", "slide"):
+            game = ""
     # mode, platform, client version and dates are columns of both games and quarantine
     common, _ = f.conditions({"mode", "platform", "client_version", "ended_at"}, "ended_at")
     if id_cond:
@@ -407,18 +416,41 @@ def explorer_query(args) -> Explorer:
     rules_of_play, _ = f.conditions({"board", "variant", "ai_level"})
     played += rules_of_play
     keep = page * PER_PAGE
+    # Slide games have no board, lineup, power or end reason, Slow6 games no table size; a
+    # rule's letter says its game (R: Slow6, S: Slide)
+    players = f.values.get("players")
+    with_slow6 = game != "slide" and not players and not rule.startswith("S")
+    with_slide = game != "slow6" and not played and not rule.startswith("R")
 
     def where(conds: list[str]) -> str:
         return ("WHERE " + "\n    AND ".join(conds)) if conds else ""
 
     verified = None
-    if status != "quarantined" and not rule:
+    if with_slow6 and status != "quarantined" and not rule:
         verified = f"FROM games\n  {where(common + played + verified_only)}"
+    slide_verified = None
+    slide_conds = [f"players = {int(players)}"] if players else []
+    if with_slide and status != "quarantined" and not rule:
+        slide_verified = f"FROM slide_games\n  {where(common + slide_conds)}"
+    slide_quarantined = None
+    if with_slide and status != "verified":
+        sq = ["game = 'slide'", *common] + ([rule_cond] if rule_cond else [])
+        slide_quarantined = f"""FROM (
+    SELECT q.game_id, 'slide' AS game, 'quarantined' AS status, q.mode, q.platform,
+           q.client_version, (j->>'$.players')::INTEGER AS players, q.rule,
+           q.turn AS broken_turn, q.ended_at
+    FROM (SELECT * FROM quarantine {where(sq)}) q
+    JOIN (SELECT game_id, record, codec FROM raw_records WHERE status = 'quarantined') r
+      USING (game_id),
+    LATERAL (SELECT raw_json(r.record, r.codec)::JSON AS j)
+  )
+  {where(slide_conds)}"""
     quarantined = None
-    if status != "verified":
+    if with_slow6 and status != "verified":
         qconds = ["game = 'slow6'", *common] + ([rule_cond] if rule_cond else [])
         quarantined = f"""FROM (
-    SELECT q.game_id, 'quarantined' AS status, (j->>'$.rules.board')::INTEGER AS board,
+    SELECT q.game_id, 'slow6' AS game, 'quarantined' AS status,
+           (j->>'$.rules.board')::INTEGER AS board,
            CASE WHEN (j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
                 WHEN (j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END AS variant,
            q.mode, (j->>'$.ai.level')::INTEGER AS ai_level, q.platform, q.client_version,
@@ -437,14 +469,22 @@ def explorer_query(args) -> Explorer:
 
     branches = []
     if verified:
-        branches.append(f"""  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level,
-         platform, client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
-         NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
+        branches.append(f"""  SELECT game_id, 'slow6' AS game, 'verified' AS status, board, variant,
+         mode, ai_level, platform, client_version, lineup_0, lineup_1, powers_0, powers_1,
+         winner, reason, turns, NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
   {verified}
   ORDER BY ended_at DESC LIMIT {keep}""")
     if quarantined:
         early = "" if played else f" ORDER BY ended_at DESC LIMIT {keep}"
         branches.append(f"""  SELECT * {quarantined.replace("{early}", early)}
+  ORDER BY ended_at DESC LIMIT {keep}""")
+    if slide_verified:
+        branches.append(f"""  SELECT game_id, 'slide' AS game, 'verified' AS status, mode, platform,
+         client_version, players, winners, rounds AS turns, ended_at
+  {slide_verified}
+  ORDER BY ended_at DESC LIMIT {keep}""")
+    if slide_quarantined:
+        branches.append(f"""  SELECT * {slide_quarantined}
   ORDER BY ended_at DESC LIMIT {keep}""")
     if not branches:
         branches.append("  SELECT NULL::UUID AS game_id, NULL::TIMESTAMP AS ended_at WHERE false")
@@ -487,23 +527,48 @@ LIMIT {PER_PAGE}{offset}"""
         if quarantined
         else "(SELECT 0 AS quarantined)"
     )
-    totals_sql = f"SELECT * FROM {v_totals} v, {q_totals} q"
+    s_verified = f"(SELECT count(*) FROM (SELECT 1 {slide_verified}))" if slide_verified else "0"
+    s_quarantined = (
+        f"(SELECT count(*) FROM (SELECT 1 {slide_quarantined}))" if slide_quarantined else "0"
+    )
+    # W/D/L are Slow6's (side 0 against side 1): a Slide game has no sides to count
+    totals_sql = (
+        f"SELECT v.verified + {s_verified} AS verified, v.verified AS slow6_verified, "
+        f"v.wins, v.draws, v.losses, q.quarantined + {s_quarantined} AS quarantined "
+        f"FROM {v_totals} v, {q_totals} q"
+    )
 
     # the facets: every matching game (no page, no LIMIT), only the columns they count
     facet_cols = "board, variant, mode, client_version"
     matched = []
     if verified:
         matched.append(
-            f"SELECT 'verified' AS status, {facet_cols}, NULL::VARCHAR AS rule {verified}"
+            f"SELECT 'verified' AS status, 'slow6' AS game, {facet_cols}, NULL::VARCHAR AS rule "
+            f"{verified}"
         )
     if quarantined:
-        matched.append(f"SELECT status, {facet_cols}, rule {quarantined.replace('{early}', '')}")
+        matched.append(
+            f"SELECT status, game, {facet_cols}, rule {quarantined.replace('{early}', '')}"
+        )
+    if slide_verified:
+        matched.append(
+            "SELECT 'verified' AS status, 'slide' AS game, NULL::INTEGER AS board, "
+            f"NULL::VARCHAR AS variant, mode, client_version, NULL::VARCHAR AS rule "
+            f"{slide_verified}"
+        )
+    if slide_quarantined:
+        matched.append(
+            "SELECT status, game, NULL::INTEGER AS board, NULL::VARCHAR AS variant, mode, "
+            f"client_version, rule {slide_quarantined}"
+        )
     facets_sql = (
         facets_mod.counts_sql("\nUNION ALL BY NAME\n".join(matched), EXPLORER_FACETS)
         if matched
         else None
     )
     applied = {k: v for k, v in f.values.items() if k in EXPLORER_FACETS}
+    if game:
+        applied["game"] = game
     if status:
         applied["status"] = status
     if rule:
@@ -511,9 +576,10 @@ LIMIT {PER_PAGE}{offset}"""
     return Explorer(sql, totals_sql, chosen, errors, page, perspective, facets_sql, applied)
 
 
-EXPLORER_FACETS = ("status", "board", "variant", "mode", "client_version", "rule")
-FACET_LABELS = {**LABELS, "status": "Status", "rule": "Rule broken"}
+EXPLORER_FACETS = ("game", "status", "board", "variant", "mode", "client_version", "rule")
+FACET_LABELS = {**LABELS, "status": "Status", "rule": "Rule broken", "game": "Game"}
 FACET_OK = {  # what the explorer's filter takes: a value it would refuse gets no link
+    "game": lambda v: v in ("slow6", "slide"),
     "status": lambda v: v in ("verified", "quarantined"),
     "board": lambda v: v in BOARDS,
     "variant": lambda v: v in VARIANTS,
@@ -527,7 +593,8 @@ def explorer_facets(q: Explorer, rows) -> list[dict]:
     """The facet boxes of the explorer from the rows of `q.facets_sql`: each value a link to
     the same filters with that value for its column (and page 1)."""
     counts = facets_mod.ranked(rows, EXPLORER_FACETS)
-    counts["rule"] = [(v, n) for v, n in counts["rule"] if v is not None]  # verified: no rule
+    # no value: a verified game has no rule, a Slide game no board or variant
+    counts = {c: [(v, n) for v, n in vs if v is not None] for c, vs in counts.items()}
     kept = [(k, v) for k, v in request.args.items(multi=True) if k != "page"]
 
     def url(column: str, value: str | None) -> str:
@@ -607,8 +674,16 @@ def explorer():
         reasons=REASONS,
         powers=POWERS,
         console_link=console_link,
+        back_query="?" + urlencode(list(request.args.items(multi=True))) if request.args else "",
     )
     return Response(html, mimetype="text/html")
+
+
+def _back(status: str) -> str:
+    """The viewer's way back: the explorer with the filters it was opened from (the game's
+    link carries them), else the explorer on the game's status."""
+    kept = [(k, v) for k, v in request.args.items(multi=True)]
+    return url_for("dashboard.explorer") + "?" + urlencode(kept or [("status", status)])
 
 
 def load_record(game_id: str):
@@ -665,7 +740,7 @@ def game(game_id: str):
         replay=replay,
         start=start,
         fresh=_freshness(_ctx(with_defaults=False)),
-        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+        back=_back(status),
     )
     return Response(html, mimetype="text/html")
 
@@ -685,7 +760,7 @@ def slide_game(game_id: str, record: dict, status: str, quarantine: dict | None)
         quarantine=quarantine,
         replay=replay,
         fresh=_freshness(_ctx(with_defaults=False)),
-        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+        back=_back(status),
         brand="Slide balance",
     )
     return Response(html, mimetype="text/html")

@@ -75,3 +75,56 @@ def test_every_page_is_as_wide_as_a_phone_screen(browser, server):
         assert got["doc"] == got["view"] and got["screen"] == 1400 and not got["spill"], got
     finally:
         screen(browser, 1400, 1000)
+
+
+def click(browser: Browser, selector: str) -> None:
+    """A real mouse click (press and release) at the middle of the element."""
+    box = browser.evaluate(
+        f"""(() => {{ const el = document.querySelector({selector!r});
+        el.scrollIntoView({{block: 'center'}}); const r = el.getBoundingClientRect();
+        return [r.left + r.width / 2, r.top + r.height / 2]; }})()"""
+    )
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.call(
+            "Input.dispatchMouseEvent",
+            session=True,
+            type=kind,
+            x=box[0],
+            y=box[1],
+            button="left",
+            clickCount=1,
+        )
+
+
+def wait_path(browser: Browser, path: str) -> str:
+    browser.wait_for(f"location.pathname.startsWith({path!r}) && document.readyState == 'complete'")
+    return browser.evaluate("location.pathname + location.search")
+
+
+def test_a_chart_point_opens_its_games_and_a_replay_in_two_clicks_and_back(browser, server):
+    cut = "?mode=all&client_version=all&platform=web"
+    browser.open(server.url + "/dashboard/" + cut, READY)
+    rows = browser.evaluate(
+        "JSON.parse(document.getElementById('spec-first-move').textContent).data.values"
+    )
+    assert rows and all("_href" in r for r in rows)
+    # click 1: a point of the first-move chart (Vega draws it as a symbol with its link)
+    point = "#chart-first-move svg g.mark-symbol path"
+    click(browser, point)
+    explorer = wait_path(browser, "/dashboard/games")
+    row = next(r for r in rows if explorer.endswith(r["_href"].split("/dashboard/games")[1]))
+    # the same cut (the page's filters) and the same row (its board and variant)
+    assert "platform=web" in explorer and f"board={row['board']}" in explorer
+    assert f"variant={row['variant']}" in explorer
+    verified = browser.evaluate("document.querySelector('#totals b:nth-of-type(2)').textContent")
+    assert int(verified.replace(",", "")) == row["n"]  # the games behind the point, all of them
+    # click 2: a game of the list opens the replay viewer
+    click(browser, "#games a.game-link")
+    wait_path(browser, "/dashboard/games/")
+    browser.wait_for("document.getElementById('back')")
+    # back: the explorer with the same filters
+    click(browser, "#back")
+    browser.wait_for(
+        "location.pathname === '/dashboard/games' && document.readyState == 'complete'"
+    )
+    assert browser.evaluate("location.pathname + location.search") == explorer

@@ -139,3 +139,31 @@ def test_slide_group_share_counts_every_seat_below_the_line(app):
     assert got == {p: (k, n) for p, k, n in truth}
     for r in rows:
         assert close(float(r["rate"]), int(r["seats_with_groups"]) / int(r["n"]))
+
+
+def test_the_explorer_lists_slide_games_and_their_quarantines(app):
+    """`rule=S3.3` once found no game: the explorer listed Slow6 games only."""
+    import re
+
+    quarantined = count(app, "SELECT game_id FROM quarantine WHERE rule = 'S3.3'")
+    assert quarantined
+    r = app.get("/dashboard/games?rule=S3.3")
+    page = r.body.decode()
+    listed = re.findall(r'href="/dashboard/games/([0-9a-f-]{36})[^"]*" class="game-link"', page)
+    assert sorted(listed) == sorted(str(g) for (g,) in quarantined)
+    assert "Slide, " in page and " players" in page
+    # verified Slide games, by table size, with Slow6 games left out
+    (n,) = count(app, "SELECT count(*) FROM slide_games WHERE players = 4")[0]
+    page = app.get("/dashboard/games?game=slide&players=4&status=verified").body.decode()
+    assert re.search(r'id="totals"><b>([\d,]+)</b>', page).group(1).replace(",", "") == str(n)
+    # every game: Slow6 and Slide, verified and quarantined, W/D/L from Slow6 games alone
+    page = app.get("/dashboard/games").body.decode()
+    (total,) = count(app, "SELECT count(*) FROM raw_records")[0]
+    assert re.search(r'id="totals"><b>([\d,]+)</b>', page).group(1).replace(",", "") == str(total)
+    assert "Verified Slow6, side 0 against side 1" in page
+    # the viewer of a listed Slide game, its way back keeping the explorer's filters
+    page = app.get("/dashboard/games?rule=S3.3&platform=all").body.decode()
+    game = re.search(r'href="([^"]+)" class="game-link"', page).group(1)
+    viewer = app.get(game.replace("&amp;", "&")).body.decode()
+    assert "Slide game" in viewer
+    assert '<a href="/dashboard/games?rule=S3.3&amp;platform=all" id="back">' in viewer
