@@ -85,8 +85,10 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
         ctx.params["live"] = catalog.live(ctx, page)
         defaults = catalog.defaults(ctx.params["live"], page)
     ctx.filters = Filters.from_args(request.args, defaults)
-    version = ctx.filters.values.get("client_version")
     versions = ctx.params["versions"]
+    if with_defaults:
+        _pin(ctx, request.args.get("live"), versions)
+    version = ctx.filters.values.get("client_version")
     if version and versions and version not in versions and "client_version" in request.args:
         ctx.filters.errors.append(
             f"Client version: {version!r} has no games in this store, so every chart is empty; "
@@ -95,6 +97,27 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     if page is not None and page.prepare is not None:
         page.prepare(ctx, request.args)
     return ctx
+
+
+def _pin(ctx: Ctx, pinned: str | None, versions: list[str]) -> None:
+    """A URL that left the client version to the page names the live version it showed
+    (`live=`, written into the address bar by dashboard.js): the same link next month shows
+    that release again, and says that the live release has moved since."""
+    if "client_version" not in ctx.filters.defaulted_keys:
+        return
+    now = ctx.filters.values["client_version"]
+    ctx.params["pin"] = now
+    pinned = (pinned or "").strip()
+    if not pinned or pinned == now:
+        return
+    if VERSION.fullmatch(pinned) and pinned in versions:
+        ctx.filters.values["client_version"] = ctx.params["pin"] = pinned
+        ctx.params["moved"] = (pinned, now)
+    else:
+        ctx.filters.errors.append(
+            f"This link showed the live release of its day, {pinned!r}, which has no games in "
+            f"this store now: showing today's live release, {now}"
+        )
 
 
 @bp.app_context_processor
@@ -161,12 +184,17 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         "versions": versions,
         "defaulted": ctx.filters.defaulted,
         "cut_line": _cut_line(ctx, page),
+        "pin": ctx.params.get("pin"),
+        "moved": ctx.params.get("moved"),
         "balance_query": _balance_query(ctx, page),
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
         "extra": ctx.params.get("form_extra", []),  # a page's own selects (Page.prepare)
         "extra_line": ctx.params.get("form_line"),
     }
+
+
+VALUES_SHOWN = 200  # rows of a chart's "values as a table" (its CSV has them all)
 
 
 def _cut_line(ctx: Ctx, page) -> str | None:
@@ -206,6 +234,7 @@ def render_page(name: str):
         coverage=coverage,
         partial=partial,
         console_link=console_link,
+        values_shown=VALUES_SHOWN,
         query=ctx.filters.query_string(
             () if page.version_select else ("client_version",), **ctx.params.get("query", {})
         ),
@@ -245,14 +274,42 @@ def page(name: str):
     return render_page(name)
 
 
+IMAGE_TYPES = {"svg": "image/svg+xml", "png": "image/png"}
+
+
+def chart_image(chart, ctx: Ctx, fmt: str) -> Response:
+    """The chart as the page draws it, rendered here by vl-convert (no browser, no network:
+    no data URL is allowed), titled with the cut it shows so that the file says it alone."""
+    import vl_convert
+
+    ctx.params.pop("explorer", None)  # a file's points link nowhere
+    view = build(chart, ctx)
+    if view.error or view.spec is None:
+        message = view.error or "Nothing to draw under these filters."
+        return Response(export.dumps({"error": "empty", "message": message}), 404,
+                        mimetype="application/json")  # fmt: skip
+    cut = ", ".join(f"{LABELS[k].lower()} {v}" for k, v in ctx.filters.values.items())
+    spec = {**view.spec, "title": {"text": chart.title, "subtitle": cut or "every game"}}
+    if fmt == "svg":
+        body: bytes = vl_convert.vegalite_to_svg(spec, allowed_base_urls=[]).encode()
+    else:
+        body = vl_convert.vegalite_to_png(spec, scale=2, allowed_base_urls=[])
+    resp = Response(body, mimetype=IMAGE_TYPES[fmt])
+    resp.headers["Content-Disposition"] = f'attachment; filename="{chart.id}.{fmt}"'
+    return resp
+
+
 @bp.get("/chart/<chart_id>.<fmt>")
 def chart_data(chart_id: str, fmt: str):
-    """The table behind one chart, under the page's filters, as CSV/JSON/Parquet."""
+    """The table behind one chart, under the page's filters, as CSV/JSON/Parquet; or the
+    chart itself as SVG/PNG."""
     catalog = _catalog()
     ctx = _ctx(page=catalog.page_of(chart_id))
     chart = catalog.chart(ctx, chart_id)
-    if chart is None or fmt not in export.MEDIA_TYPES:
+    if chart is None or fmt not in {**export.MEDIA_TYPES, **IMAGE_TYPES}:
         abort(404)
+    if fmt in IMAGE_TYPES:
+        return chart_image(chart, ctx, fmt)
     try:
         sql, frame, truncated = table_of(chart, ctx)
     except QueryError as exc:

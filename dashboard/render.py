@@ -127,6 +127,8 @@ class ChartView:
     n_rows: int = 0
     ms: float = 0.0
     summary: str = ""
+    values: list[dict] = field(default_factory=list)  # the points drawn (the table toggle)
+    value_columns: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -226,6 +228,9 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
             if "rate" in drawn.columns and ctx.params.get("explorer"):
                 drill(rows, ctx)
             view.spec = chart.draw(rows, ctx)
+            # what the tooltips show, readable without a mouse: the drawn rows' columns
+            view.values = rows
+            view.value_columns = [c for c in drawn.columns if not c.startswith("_")]
     view.ms = (time.perf_counter() - start) * 1000
     return view
 

@@ -63,6 +63,9 @@ def test_every_page_is_as_wide_as_a_phone_screen(browser, server):
             ready = READY if path.startswith("/dashboard/p") or path == "/dashboard/" else "1"
             browser.open(server.url + path, ready)
             got = browser.evaluate(WIDTHS)
+            if path == "/dashboard/":  # on the default cut: the address names its release
+                pin = browser.evaluate("document.getElementById('filters').dataset.pin")
+                assert pin and browser.evaluate("location.search") == f"?live={pin}"
             assert got["screen"] == PHONE and got["broken"] == [], (path, got)
             # the page is as wide as the screen, and no chart needs its card's scroll bar
             if got["doc"] != got["view"] or got["wide"] or got["spill"]:

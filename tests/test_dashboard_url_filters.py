@@ -173,3 +173,66 @@ def test_pages_about_other_questions_open_on_their_own_cut_and_say_so(app):
     assert version in re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1)
     page = get(app, "/dashboard/p/quality?mode=human&client_version=" + version)
     assert 'id="default-cut"' not in page
+
+
+ALL_GAMES = "?mode=all&client_version=all"
+
+
+def test_each_chart_downloads_as_svg_and_png_drawn_on_the_server(app):
+    page = get(app, "/dashboard/" + ALL_GAMES)
+    assert '/dashboard/chart/first-move.svg?mode=all&amp;client_version=all"' in page
+    r = app.get("/dashboard/chart/first-move.svg" + ALL_GAMES)
+    assert r.status == 200 and r.headers["content-type"].startswith("image/svg+xml")
+    svg = r.body.decode()
+    assert svg.startswith("<svg") and "First-move advantage" in svg
+    labels = {row["label"] for row in csv_rows(app, "/dashboard/chart/first-move.csv" + ALL_GAMES)}
+    assert labels and all(label in svg for label in labels)  # every row drawn, named
+    assert "mode all" not in svg and "href" not in svg  # a file's points link nowhere
+    r = app.get("/dashboard/chart/first-move.png?board=5")
+    assert r.status == 200 and r.headers["content-type"] == "image/png"
+    assert r.body[:8] == b"\x89PNG\r\n\x1a\n"
+    width = int.from_bytes(r.body[16:20], "big")
+    assert width > 300
+    # nothing to draw: said, not an empty picture
+    r = app.get("/dashboard/chart/first-move.svg?client_version=0.0.1")
+    assert r.status == 404 and "Nothing to draw" in r.json()["message"]
+
+
+def test_every_chart_has_its_values_as_a_table(app):
+    page = get(app, "/dashboard/" + ALL_GAMES)
+    drawn = set(re.findall(r'id="spec-([\w-]+)"', page))
+    tables = set(re.findall(r'<details class="values" id="values-([\w-]+)"', page))
+    assert drawn and tables == drawn
+    block = re.search(r'id="values-first-move">.*?</details>', page, re.S).group(0)
+    head = re.findall(r"<th>(\w+)</th>", block)
+    cells = [re.findall(r"<td>(.*?)</td>", tr) for tr in re.findall(r"<tr>(<td>.*?)</tr>", block)]
+    rows = csv_rows(app, "/dashboard/chart/first-move.csv" + ALL_GAMES)
+    assert len(cells) == len(rows)
+    for got, want in zip(cells, rows, strict=True):
+        shown = dict(zip(head, got, strict=True))
+        assert shown["label"] == htmllib.escape(want["label"]) or shown["label"] == want["label"]
+        assert shown["n"] == want["n"] and shown["rate"] == f"{float(want['rate']):.3f}"
+
+
+def test_a_link_on_the_default_cut_keeps_its_release_and_says_when_it_moved(app):
+    version = live(app)
+    page = get(app, "/dashboard/")
+    assert f'data-pin="{version}"' in page  # dashboard.js writes it into the address: live=
+    same = get(app, f"/dashboard/?live={version}")
+    assert 'id="cut-moved"' not in same and coverage(same) == coverage(page)
+    older = next(
+        v
+        for (v,) in sql(app, "SELECT DISTINCT client_version FROM games ORDER BY 1")
+        if v != version and "-" not in v
+    )
+    then = get(app, f"/dashboard/?live={older}")
+    note = htmllib.unescape(re.search(r'id="cut-moved">(.*?)</p>', then, re.S).group(1))
+    assert older in note and version in note
+    assert coverage(then) == human_games(app, f"client_version = '{older}'")
+    assert f'<option value="{older}" selected' in then
+    gone = get(app, "/dashboard/?live=0.0.1")
+    assert any("has no games in this store now" in e for e in errors(gone))
+    assert coverage(gone) == coverage(page)
+    # a version chosen in the form is the form's: no pin
+    chosen = get(app, f"/dashboard/?client_version={older}&live={version}")
+    assert "data-pin" not in chosen and 'id="cut-moved"' not in chosen

@@ -71,5 +71,17 @@
         .finally(function () { done += 1; if (done === pending) { document.body.dataset.rendered = String(done); } });
     });
   }
+  // A page shown on the default cut names the live version it used in its address (live=),
+  // so that the link a designer copies shows the same release later (the server says if the
+  // live release moved since).
+  function pin() {
+    var form = document.getElementById("filters");
+    if (!form || !form.dataset.pin || !window.history.replaceState) { return; }
+    var params = new URLSearchParams(window.location.search);
+    if (params.has("client_version") || params.get("live") === form.dataset.pin) { return; }
+    params.set("live", form.dataset.pin);
+    window.history.replaceState(null, "", window.location.pathname + "?" + params.toString() + window.location.hash);
+  }
+  pin();
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", draw); } else { draw(); }
 })();
