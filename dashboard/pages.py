@@ -189,6 +189,7 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         "balance_query": _balance_query(ctx, page),
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
+        "dates": page is None or page.dates,
         "extra": ctx.params.get("form_extra", []),  # a page's own selects (Page.prepare)
         "extra_line": ctx.params.get("form_line"),
     }
@@ -235,6 +236,7 @@ def render_page(name: str):
         partial=partial,
         console_link=console_link,
         values_shown=VALUES_SHOWN,
+        pages_titles={k: p.title for k, p in catalog.PAGES.items()},
         query=ctx.filters.query_string(
             () if page.version_select else ("client_version",), **ctx.params.get("query", {})
         ),

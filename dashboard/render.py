@@ -112,6 +112,9 @@ class Chart:
     # a line shown above the chart, made from its table (the table may be empty) and the request
     summary: Callable[[pl.DataFrame, Ctx], str] | None = None
     row_limit: int = 0  # rows its SQL may return (0: CHART_ROW_LIMIT); post steps that fit
+    # a chart of another page that answers the same question another way: (page, chart id or
+    # "", what it does differently), shown as a link under this one
+    see: tuple[str, str, str] | None = None
 
 
 @dataclass

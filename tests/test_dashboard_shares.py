@@ -167,3 +167,86 @@ def test_the_explorer_lists_slide_games_and_their_quarantines(app):
     viewer = app.get(game.replace("&amp;", "&")).body.decode()
     assert "Slide game" in viewer
     assert '<a href="/dashboard/games?rule=S3.3&amp;platform=all" id="back">' in viewer
+
+
+ALL = "?mode=&client_version="
+# the first mover's score (win 1, draw ½), as a number the SQL API answers with
+SCORE = (
+    '(count(*) FILTER (WHERE winner = "first") + 0.5 * count(*) FILTER (WHERE winner IS NULL))'
+    "::DOUBLE"
+)
+
+
+def test_summaries_of_length_end_reasons_first_move_and_hidden_against_the_games(app):
+    rows = csv_rows(app, "/dashboard/chart/summary-length.csv" + ALL)
+    truth = count(
+        app,
+        """SELECT board, variant, count(*), avg(turns),
+                  quantile_disc(turns, 0.5),
+                  count(*) FILTER (WHERE turns >= 2 * CASE board WHEN 5 THEN 15 ELSE 21 END)
+           FROM games GROUP BY ALL""",
+    )
+    got = {(int(r["board"]), r["variant"]): r for r in rows}
+    assert len(got) == len(truth)
+    for board, variant, n, mean, median, at_limit in truth:
+        r = got[(board, variant)]
+        assert int(r["n"]) == n and int(r["at_limit"]) == at_limit, (board, variant)
+        assert close(float(r["mean_turns"]), mean) and float(r["median_turns"]) == median
+        assert float(r["mean_lo"]) <= mean <= float(r["mean_hi"])
+        assert float(r["median_lo"]) <= median <= float(r["median_hi"])
+        assert close(float(r["rate"]), at_limit / n)
+    reasons = csv_rows(app, "/dashboard/chart/summary-end-reasons.csv" + ALL)
+    truth = count(
+        app,
+        """SELECT board, r, n, (sum(n) OVER (PARTITION BY board))::BIGINT FROM (
+             SELECT board, CASE WHEN winner IS NULL THEN 'draw' ELSE reason END AS r,
+                    count(*) AS n FROM games GROUP BY ALL)""",
+    )
+    got = {(int(r["board"]), r["reason"]): r for r in reasons}
+    assert len(got) == len(truth)
+    for board, reason, k, n in truth:
+        r = got[(board, reason)]
+        assert int(r["games"]) == k and int(r["n"]) == n
+        assert float(r["lo"]) <= k / n <= float(r["hi"]) and close(float(r["rate"]), k / n)
+    pooled = csv_rows(app, "/dashboard/chart/summary-first-move.csv" + ALL)
+    truth = count(
+        app,
+        f"SELECT board, count(*), {SCORE} FROM games GROUP BY 1",
+    )
+    assert {int(r["board"]): (int(r["n"]), round(float(r["rate"]), 6)) for r in pooled} == {
+        b: (n, round(k / n, 6)) for b, n, k in truth
+    }
+    hidden = csv_rows(app, "/dashboard/chart/summary-hidden-open.csv" + ALL)
+    truth = count(
+        app,
+        f"SELECT board, variant, count(*), {SCORE} FROM games "
+        "WHERE variant IN ('hidden', 'classic') GROUP BY ALL",
+    )
+    by = {(b, v): (n, k) for b, v, n, k in truth}
+    assert hidden
+    for r in hidden:
+        b = int(r["board"])
+        (nh, kh), (no, ko) = by[(b, "hidden")], by[(b, "classic")]
+        assert int(r["hidden_n"]) == nh and int(r["open_n"]) == no
+        assert close(float(r["rate"]), kh / nh - ko / no)
+        assert float(r["lo"]) <= float(r["rate"]) <= float(r["hi"])
+
+
+def test_slide_mean_score_per_table_size_against_the_seats(app):
+    rows = csv_rows(app, "/dashboard/chart/slide-mean-score.csv" + ALL)
+    truth = count(app, "SELECT players, count(*), avg(score) FROM slide_seats GROUP BY 1")
+    got = {int(r["players"]): r for r in rows}
+    assert len(got) == len(truth)
+    for players, n, mean in truth:
+        r = got[players]
+        assert int(r["n"]) == n and close(float(r["mean_score"]), mean)
+        assert float(r["lo"]) < mean < float(r["hi"])
+
+
+def test_boards_and_findings_link_each_other(app):
+    boards = app.get("/dashboard/p/boards").body.decode()
+    findings = app.get("/dashboard/p/findings").body.decode()
+    assert 'href="/dashboard/p/findings"' in boards.split('id="see-board-first-move"')[1][:400]
+    assert 'href="/dashboard/p/boards"' in findings.split('id="see-findings"')[1][:400]
+    # the Findings page's tables are the default cut's: no date input that would do nothing
+    assert 'name="date_from"' not in findings

@@ -37,6 +37,7 @@ class Page:
     # the cut the page opens on: "balance" (human against human on the live version: how the
     # live game plays), "records" (every record of every mode and version), "human" (human
     # games of every version); `cut_why` says why a page opens on another than "balance"
+    dates: bool = True  # the form's date inputs (a page whose tables take no date has none)
     cut: str = "balance"
     cut_why: str = ""
 
