@@ -204,14 +204,17 @@ def _cut_line(ctx: Ctx, page) -> str | None:
     if page is None or not ctx.filters.defaulted:
         return None
     if page.cut_why:
-        return f"This page opens on {page.cut_why}."
+        live = ctx.params.get("live")
+        version = ctx.filters.values.get("client_version") or "every version"
+        why = page.cut_why.format(version=version if live is None else f"{version} ({live.reason})")
+        return f"This page opens on {why}."
     return None
 
 
 def _balance_query(ctx: Ctx, page) -> str | None:
     """The link from a page opened on its own cut to the balance cut (None: it is on it)."""
     live = ctx.params.get("live")
-    if page is None or page.cut == "balance" or live is None or not page.version_select:
+    if page is None or page.cut not in ("records", "human") or live is None:
         return None
     return "?" + urlencode({"mode": "human", "client_version": live.version or "all"})
 

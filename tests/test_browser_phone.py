@@ -4,13 +4,17 @@ Headless Chromium (support.Browser) on one `balance serve` of the session's demo
 - at 390 px every page's document is as wide as the screen (charts size to their card, tables
   scroll inside theirs, legends below), and Versions at 1,400 px too;
 - a point of a rate chart opens the explorer on the same cut and row, a game of it opens the
-  replay (two clicks), and the replay's "back" returns to the explorer with its filters.
+  replay (two clicks), and the replay's "back" returns to the explorer with its filters;
+- on request only (BALANCE_UPDATE_SCREENSHOT=1), the README's screenshot: the overview of a
+  fresh `balance serve --demo`, written to docs/img/dashboard.png.
 """
 
 from __future__ import annotations
 
+import os
+
 import pytest
-from support import PAGES, Browser, Server, demo_copy, demo_env
+from support import PAGES, REPO, Browser, Server, demo_copy, demo_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -131,3 +135,21 @@ def test_a_chart_point_opens_its_games_and_a_replay_in_two_clicks_and_back(brows
         "location.pathname === '/dashboard/games' && document.readyState == 'complete'"
     )
     assert browser.evaluate("location.pathname + location.search") == explorer
+
+
+@pytest.mark.skipif(
+    not os.environ.get("BALANCE_UPDATE_SCREENSHOT"),
+    reason="writes docs/img/dashboard.png only when asked (BALANCE_UPDATE_SCREENSHOT=1)",
+)
+def test_readme_screenshot_of_a_fresh_demo(browser, tmp_path):
+    """The README's picture is today's first screen: a fresh `balance serve --demo` (the
+    shipped demo set through the upload path, the jobs run), its overview at 1,400 px."""
+    demo = Server(tmp_path, args=("--demo",)).start(timeout=1200)
+    try:
+        screen(browser, 1400, 1000)
+        browser.open(demo.url + "/dashboard/", READY)
+        assert browser.evaluate(WIDTHS)["broken"] == []
+        assert browser.evaluate("document.getElementById('default-cut').textContent")
+        browser.screenshot(REPO / "docs" / "img" / "dashboard.png")
+    finally:
+        demo.stop()

@@ -236,3 +236,48 @@ def test_a_link_on_the_default_cut_keeps_its_release_and_says_when_it_moved(app)
     # a version chosen in the form is the form's: no pin
     chosen = get(app, f"/dashboard/?client_version={older}&live={version}")
     assert "data-pin" not in chosen and 'id="cut-moved"' not in chosen
+
+
+def spec_of(page: str, chart: str) -> dict:
+    return json.loads(
+        re.search(
+            rf'<script type="application/json" id="spec-{chart}">(.*?)</script>', page, re.S
+        ).group(1)
+    )
+
+
+def layers(spec: dict) -> list[dict]:
+    inner = spec.get("spec", spec)
+    return inner.get("layer", [inner])
+
+
+def test_small_things(app):
+    from dashboard.charts import INK, PAPER
+    from replays.vocabulary import POWERS
+
+    # the Computer page says it shows computer games, and its form says so too
+    page = get(app, "/dashboard/p/computer")
+    line = htmllib.unescape(re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1))
+    assert "computer games" in line and "human against human" not in line
+    assert form_state(page)["mode"] == "computer"
+    # heat-map numbers: white on the darkest cells, ink on the others
+    page = get(app, "/dashboard/p/powers" + ALL_GAMES)
+    spec = spec_of(page, "power-vs")
+    (text,) = [x for x in layers(spec) if x["mark"]["type"] == "text"]
+    assert text["encoding"]["color"]["condition"]["test"] == f"datum._ink == '{PAPER}'"
+    for r in spec["data"]["values"]:
+        t = (r["rate"] - 0.4) / 0.2
+        assert r["_ink"] == (PAPER if t < 0.18 or t > 0.82 else INK), r
+    assert {r["_ink"] for r in spec["data"]["values"]} == {PAPER, INK}
+    # the pair-synergy map: both triangles, the same power order across and down
+    spec = spec_of(page, "power-pairs")
+    rows = spec["data"]["values"]
+    cells = {(r["board_label"], r["power_a"], r["power_b"]): r["synergy"] for r in rows}
+    assert all(cells[(b, y, x)] == s for (b, x, y), s in cells.items())
+    enc = layers(spec)[0]["encoding"]
+    assert enc["x"]["sort"] == enc["y"]["sort"] == list(POWERS)
+    # the pick-rate axis spans the rates, not 0-1; rate charts' labels are not cut at 180 px
+    spec = spec_of(page, "power-pick-rate")
+    rule = layers(spec)[0]["encoding"]
+    assert rule["x"]["scale"] == {"zero": False}
+    assert rule["y"]["axis"]["labelLimit"] == 360

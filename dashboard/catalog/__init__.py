@@ -119,6 +119,8 @@ def defaults(live: LiveVersion, page: Page | None = None) -> dict[str, str]:
         return {}
     if cut == "human":
         return {"mode": "human"}
+    if cut == "computer":
+        return {"mode": "computer", "client_version": live.version or ""}
     return {"mode": "human", "client_version": live.version or ""}
 
 
