@@ -228,7 +228,12 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
             drawn = drawn.head(chart.draw_limit)
         if drawn.height:
             rows = jsonable_rows(drawn)
-            if "rate" in drawn.columns and ctx.params.get("explorer"):
+            # (a finding or a version difference is no set of games: its rows have a family)
+            if (
+                "rate" in drawn.columns
+                and "family" not in drawn.columns
+                and ctx.params.get("explorer")
+            ):
                 drill(rows, ctx)
             view.spec = chart.draw(rows, ctx)
             # what the tooltips show, readable without a mouse: the drawn rows' columns

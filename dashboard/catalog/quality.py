@@ -8,6 +8,7 @@ import polars as pl
 from .. import charts
 from ..render import Chart, Ctx
 from .base import Page, draw_rate, proportion, sums
+from .overview import records_status
 
 q_by_rule = Chart(
     "quarantine-rules",
@@ -126,7 +127,7 @@ q_rejected = Chart(
 
 PAGE = Page(
     "Data quality",
-    [q_by_rule, q_share, q_platform, q_examples, q_rejected],
+    [records_status, q_by_rule, q_share, q_platform, q_examples, q_rejected],
     coverage_table="",
     cut="records",
     cut_why="every stored record, of every mode and client version: quarantines come mostly "
