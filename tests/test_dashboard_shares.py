@@ -250,3 +250,29 @@ def test_boards_and_findings_link_each_other(app):
     assert 'href="/dashboard/p/boards"' in findings.split('id="see-findings"')[1][:400]
     # the Findings page's tables are the default cut's: no date input that would do nothing
     assert 'name="date_from"' not in findings
+
+
+def test_promotion_and_take_lowest_shares_against_the_pieces_and_rounds(app):
+    rows = csv_rows(app, "/dashboard/chart/board-promotion.csv" + ALL)
+    truth = count(
+        app,
+        "SELECT g.board, p.rank, count(*), count(p.promoted_turn) "
+        "FROM game_pieces p JOIN games g USING (game_id) GROUP BY ALL",
+    )
+    got = {(int(r["board"]), int(r["rank"])): r for r in rows}
+    assert len(got) == len(truth)
+    for board, rank, pieces, promoted in truth:
+        r = got[(board, rank)]
+        assert int(r["n"]) == pieces and close(float(r["rate"]), promoted / pieces)
+    rows = csv_rows(app, "/dashboard/chart/slide-take-lowest.csv" + ALL)
+    truth = count(
+        app,
+        "SELECT g.players, r.take_order, count(*), "
+        "count(*) FILTER (WHERE r.took = list_min(r.available)) "
+        "FROM slide_rounds r JOIN slide_games g USING (game_id) WHERE r.had_choice GROUP BY ALL",
+    )
+    got = {(int(r["players"]), int(r["take_order"])): r for r in rows}
+    assert len(got) == len(truth)
+    for players, order, takes, lowest in truth:
+        r = got[(players, order)]
+        assert int(r["takes"]) == takes and close(float(r["rate"]), lowest / takes)
