@@ -48,7 +48,8 @@ from .sql import sql_literal
 # 2.3: agg_adjusted has family, q_value, flagged; agg_lineup_model, agg_lineup_model_terms
 # 2.4: every table has a `ruleset` dimension (rulesets.md RS6.1); the default cut is the live
 #      version and its ruleset; the rate tables and agg_adjusted say which ruleset they cover
-JOB_VERSION = "2.4"
+# 2.5: agg_ingest_status counts verified Slide games too (the quarantined share's denominator)
+JOB_VERSION = "2.5"
 
 
 def _now() -> dt.datetime:

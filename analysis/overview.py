@@ -27,6 +27,14 @@ SELECT mode, platform, client_version, ruleset,
 FROM g GROUP BY ALL"""
 
 
+def _slide_verified(sel: Selection) -> str:
+    # verified Slide games belong here as much as quarantined Slide records do: a share of
+    # records quarantined per game and version needs both sides of its line
+    return f"""SELECT mode, platform, client_version, 'slide' AS game, 'verified' AS status,
+       NULL::VARCHAR AS rule, ended_at::DATE AS day, count(*) AS records
+FROM {sel.table("slide_games")} WHERE {sel.where} GROUP BY ALL"""
+
+
 def _quarantined(sel: Selection) -> str:
     # quarantined records are counted, never analysed: this is all the jobs read of them
     return f"""SELECT mode, platform, client_version, ruleset, game, 'quarantined' AS status, rule,
@@ -60,7 +68,20 @@ def _first(sel: Selection) -> str:
 
 CUBES = [
     Cube("agg_games_daily", "games", _daily, week=DAY),
-    Cube("agg_ingest_status", "games", _verified, selector="status = 'verified'", week=DAY),
+    Cube(
+        "agg_ingest_status",
+        "games",
+        _verified,
+        selector="status = 'verified' AND game = 'slow6'",
+        week=DAY,
+    ),
+    Cube(
+        "agg_ingest_status",
+        "slide_games",
+        _slide_verified,
+        selector="status = 'verified' AND game = 'slide'",
+        week=DAY,
+    ),
     Cube("agg_ingest_status", "quarantine", _quarantined, "status = 'quarantined'", DAY),
     Cube("agg_end_reasons", "games", _reasons),
     Cube("agg_game_length", "games", _length),

@@ -47,6 +47,24 @@ def _tooltip(rows: list[dict], first: list[str]) -> list[alt.Tooltip]:
     return tips[:16]
 
 
+INK, PAPER = "#1d2430", "#ffffff"
+
+
+def _ink(v, lo: float, hi: float, *, diverging: bool) -> str:
+    """The colour of a cell's number: white where the cell's colour is dark (both ends of a
+    diverging scheme, the top of a sequential one), else the page's ink."""
+    if not isinstance(v, int | float) or hi <= lo:
+        return INK
+    t = min(max((v - lo) / (hi - lo), 0.0), 1.0)
+    dark = (t < 0.18 or t > 0.82) if diverging else t > 0.6
+    return PAPER if dark else INK
+
+
+def _link(rows: list[dict]) -> dict:
+    """A point's link to the games behind it (render.drill), when its rows carry one."""
+    return {"href": alt.Href("_href:N")} if rows and "_href" in rows[0] else {}
+
+
 def mark_rows(rows: list[dict], min_n: int, n_field: str = "n") -> list[dict]:
     out = []
     for r in rows:
@@ -78,7 +96,12 @@ def _signature(data: list[dict]) -> tuple:
         for k, v in r.items():
             if v is not None and k not in fields:
                 fields[k] = type(v).__name__
-    cats = hash(tuple(tuple(v for v in r.values() if isinstance(v, str | bool)) for r in data))
+    cats = hash(
+        tuple(
+            tuple(v for k, v in r.items() if isinstance(v, str | bool) and k != "_href")
+            for r in data
+        )
+    )
     return tuple(sorted(fields.items())), cats, len(data)
 
 
@@ -134,7 +157,8 @@ def rate_chart(
 
     def make():
         tips = _tooltip(data, [label, n_field, "rate", "lo", "hi", "shrunk", "flagged"])
-        y = alt.Y(f"{label}:N", sort=None, title=None)
+        # long labels (a lineup and its source, a power pair) whole: Vega cuts at 180 px
+        y = alt.Y(f"{label}:N", sort=None, title=None, axis=alt.Axis(labelLimit=360))
         scale = alt.Scale(domain=list(domain)) if domain else alt.Scale(zero=False)
         color = alt.Color("_sample:N", scale=SAMPLE_SCALE, legend=alt.Legend(title=None))
         bars = (
@@ -159,6 +183,7 @@ def rate_chart(
                 color=alt.Color("_sample:N", scale=SAMPLE_SCALE),
                 shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=alt.Legend(title=None)),
                 tooltip=tips,
+                **_link(data),
             )
         )
         layers = [bars, dots]
@@ -203,17 +228,27 @@ def heatmap(
     text: str | None = "n",
     facet: str | None = None,
     n_field: str = "n",
+    order: list[str] | None = None,
 ) -> dict:
-    """A cell per row; colour = value, faded when n < min_n, a red ring on flagged cells."""
+    """A cell per row; colour = value, faded when n < min_n, a red ring on flagged cells.
+    `order`: the categories of both axes in this order (a square matrix, e.g. power by power:
+    the same order across and down). The number in a cell is white on its darkest colours."""
     data = mark_rows(rows, min_n, n_field)
+    values = [float(v) for r in data if isinstance(v := r.get(value), int | float)]
+    lo, hi = domain if domain else (min(values, default=0.0), max(values, default=1.0))
     for r in data:
         r["_flag"] = 1 if r.get("flagged") else 0
+        r["_ink"] = _ink(r.get(value), lo, hi, diverging=scheme == "redblue") if text else None
     nx = max(len({r.get(x) for r in rows}), 1)
     ny = max(len({r.get(y) for r in rows}), 1)
 
     def make():
         tips = _tooltip(data, [y, x, value, n_field, "lo", "hi", "shrunk", "flagged"])
-        enc = {"x": alt.X(f"{x}:O", title=x_title or x), "y": alt.Y(f"{y}:O", title=y_title or y)}
+        sort = order if order is not None else "ascending"
+        enc = {
+            "x": alt.X(f"{x}:O", title=x_title or x, sort=sort),
+            "y": alt.Y(f"{y}:O", title=y_title or y, sort=sort),
+        }
         scale = (
             alt.Scale(scheme=scheme, domain=list(domain), clamp=True)
             if domain
@@ -238,13 +273,21 @@ def heatmap(
         if text:
             layers.append(
                 alt.Chart()
-                .mark_text(fontSize=9, color="#1d2430")
-                .encode(**enc, text=alt.Text(f"{text}:Q"), tooltip=tips)
+                .mark_text(fontSize=9)
+                .encode(
+                    **enc,
+                    text=alt.Text(f"{text}:Q"),
+                    # a value per cell, not a scale: the cells' colour scale stays the only one
+                    color=alt.condition(
+                        f"datum._ink == '{PAPER}'", alt.value(PAPER), alt.value(INK)
+                    ),
+                    tooltip=tips,
+                )
             )
         return alt.layer(*layers).properties(width=min(cell * nx, 900), height=min(cell * ny, 900))
 
     key = ("heat", x, y, value, min_n, x_title, y_title, domain, scheme, cell, text, n_field,
-           nx, ny)  # fmt: skip
+           nx, ny, tuple(order or ()))  # fmt: skip
     return _finish(make, data, facet, key, resolve=("x", "y"))
 
 
@@ -328,6 +371,7 @@ def trend(
                 opacity=opacity,
                 shape=alt.Shape("_sample:N", scale=SHAPE_SCALE, legend=None),
                 tooltip=tips,
+                **_link(data),
             )
         )
         ref = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(y=alt.datum(0.5))

@@ -17,6 +17,7 @@ from . import facets as facets_mod
 from .auth import require_token
 from .filters import (
     AI_LEVELS,
+    ALL,
     BOARDS,
     KEYS,
     LABELS,
@@ -76,16 +77,47 @@ def _ctx(with_defaults: bool = True, page=None) -> Ctx:
     (the live client version of the page's game: Slide has its own)."""
     catalog = _catalog()
     ctx = Ctx(Filters(), snapshots(current_app))
+    ctx.params["explorer"] = url_for("dashboard.explorer")  # each rate point's link (render.drill)
     table = page.versions_table if page is not None else "agg_games_daily"
     ctx.params["versions"] = catalog.client_versions(ctx, table)
     defaults = None
-    if with_defaults and (page is None or page.balance_cut):
+    if with_defaults:  # a page's own cut (catalog.defaults: Page.cut)
         ctx.params["live"] = catalog.live(ctx, page)
-        defaults = catalog.defaults(ctx.params["live"])
+        defaults = catalog.defaults(ctx.params["live"], page)
     ctx.filters = Filters.from_args(request.args, defaults)
+    versions = ctx.params["versions"]
+    if with_defaults:
+        _pin(ctx, request.args.get("live"), versions)
+    version = ctx.filters.values.get("client_version")
+    if version and versions and version not in versions and "client_version" in request.args:
+        ctx.filters.errors.append(
+            f"Client version: {version!r} has no games in this store, so every chart is empty; "
+            f"choose one of {', '.join(versions)}"
+        )
     if page is not None and page.prepare is not None:
         page.prepare(ctx, request.args)
     return ctx
+
+
+def _pin(ctx: Ctx, pinned: str | None, versions: list[str]) -> None:
+    """A URL that left the client version to the page names the live version it showed
+    (`live=`, written into the address bar by dashboard.js): the same link next month shows
+    that release again, and says that the live release has moved since."""
+    if "client_version" not in ctx.filters.defaulted_keys:
+        return
+    now = ctx.filters.values["client_version"]
+    ctx.params["pin"] = now
+    pinned = (pinned or "").strip()
+    if not pinned or pinned == now:
+        return
+    if VERSION.fullmatch(pinned) and pinned in versions:
+        ctx.filters.values["client_version"] = ctx.params["pin"] = pinned
+        ctx.params["moved"] = (pinned, now)
+    else:
+        ctx.filters.errors.append(
+            f"This link showed the live release of its day, {pinned!r}, which has no games in "
+            f"this store now: showing today's live release, {now}"
+        )
 
 
 @bp.app_context_processor
@@ -97,7 +129,7 @@ def _nav():
     f = Filters.from_args(request.args)
     return {
         "nav_pages": [(key, page.title) for key, page in _catalog().PAGES.items()],
-        "nav_query": f.query_string(),
+        "nav_query": f.url_query(),
         "bundle_url": url_for("dashboard.bundle", filename=assets_mod.FILENAME),
         "simulated": simulated_games(),
         "_g": g,
@@ -154,11 +186,40 @@ def _filter_form(ctx: Ctx, page=None) -> dict:
         if page is None or page.version_select
         else [],
         "defaulted": ctx.filters.defaulted,
+        "cut_line": _cut_line(ctx, page),
+        "pin": ctx.params.get("pin"),
+        "moved": ctx.params.get("moved"),
+        "balance_query": _balance_query(ctx, page),
         "live": ctx.params.get("live") if page is None or page.version_select else None,
         "version_select": page is None or page.version_select,
+        "dates": page is None or page.dates,
         "extra": ctx.params.get("form_extra", []),  # a page's own selects (Page.prepare)
         "extra_line": ctx.params.get("form_line"),
     }
+
+
+VALUES_SHOWN = 200  # rows of a chart's "values as a table" (its CSV has them all)
+
+
+def _cut_line(ctx: Ctx, page) -> str | None:
+    """What the page shows when the URL left its cut to the page, and why (None: the URL
+    chose every filter of the cut itself)."""
+    if page is None or not ctx.filters.defaulted:
+        return None
+    if page.cut_why:
+        live = ctx.params.get("live")
+        version = ctx.filters.values.get("client_version") or "every version"
+        why = page.cut_why.format(version=version if live is None else f"{version} ({live.reason})")
+        return f"This page opens on {why}."
+    return None
+
+
+def _balance_query(ctx: Ctx, page) -> str | None:
+    """The link from a page opened on its own cut to the balance cut (None: it is on it)."""
+    live = ctx.params.get("live")
+    if page is None or page.cut not in ("records", "human") or live is None:
+        return None
+    return "?" + urlencode({"mode": "human", "client_version": live.version or "all"})
 
 
 def render_page(name: str):
@@ -186,7 +247,11 @@ def render_page(name: str):
         coverage=coverage,
         partial=partial,
         console_link=console_link,
-        query=ctx.filters.query_string(**ctx.params.get("query", {})),
+        values_shown=VALUES_SHOWN,
+        pages_titles={k: p.title for k, p in catalog.PAGES.items()},
+        query=ctx.filters.query_string(
+            () if page.version_select else ("client_version",), **ctx.params.get("query", {})
+        ),
         title=page.title,
         brand=f"{page.game_label} balance" if page.game_label else None,
     )
@@ -223,14 +288,42 @@ def page(name: str):
     return render_page(name)
 
 
+IMAGE_TYPES = {"svg": "image/svg+xml", "png": "image/png"}
+
+
+def chart_image(chart, ctx: Ctx, fmt: str) -> Response:
+    """The chart as the page draws it, rendered here by vl-convert (no browser, no network:
+    no data URL is allowed), titled with the cut it shows so that the file says it alone."""
+    import vl_convert
+
+    ctx.params.pop("explorer", None)  # a file's points link nowhere
+    view = build(chart, ctx)
+    if view.error or view.spec is None:
+        message = view.error or "Nothing to draw under these filters."
+        return Response(export.dumps({"error": "empty", "message": message}), 404,
+                        mimetype="application/json")  # fmt: skip
+    cut = ", ".join(f"{LABELS[k].lower()} {v}" for k, v in ctx.filters.values.items())
+    spec = {**view.spec, "title": {"text": chart.title, "subtitle": cut or "every game"}}
+    if fmt == "svg":
+        body: bytes = vl_convert.vegalite_to_svg(spec, allowed_base_urls=[]).encode()
+    else:
+        body = vl_convert.vegalite_to_png(spec, scale=2, allowed_base_urls=[])
+    resp = Response(body, mimetype=IMAGE_TYPES[fmt])
+    resp.headers["Content-Disposition"] = f'attachment; filename="{chart.id}.{fmt}"'
+    return resp
+
+
 @bp.get("/chart/<chart_id>.<fmt>")
 def chart_data(chart_id: str, fmt: str):
-    """The table behind one chart, under the page's filters, as CSV/JSON/Parquet."""
+    """The table behind one chart, under the page's filters, as CSV/JSON/Parquet; or the
+    chart itself as SVG/PNG."""
     catalog = _catalog()
     ctx = _ctx(page=catalog.page_of(chart_id))
     chart = catalog.chart(ctx, chart_id)
-    if chart is None or fmt not in export.MEDIA_TYPES:
+    if chart is None or fmt not in {**export.MEDIA_TYPES, **IMAGE_TYPES}:
         abort(404)
+    if fmt in IMAGE_TYPES:
+        return chart_image(chart, ctx, fmt)
     try:
         sql, frame, truncated = table_of(chart, ctx)
     except QueryError as exc:
@@ -380,6 +473,13 @@ def explorer_query(args) -> Explorer:
             page = int(raw_page)
         else:
             errors.append(f"Page: {raw_page!r} is not a page number (ignored)")
+    game = (args.get("game") or "").strip().lower()
+    if game:
+        chosen["game"] = game
+        if game not in ("slow6", "slide", ALL):
+            errors.append(f"Game: {game!r} is not one of all, slow6, slide (ignored)")
+        if game not in ("slow6", "slide"):
+            game = ""
     # mode, platform, client version and dates are columns of both games and quarantine
     common, _ = f.conditions({"mode", "platform", "client_version", "ended_at"}, "ended_at")
     if id_cond:
@@ -387,18 +487,41 @@ def explorer_query(args) -> Explorer:
     rules_of_play, _ = f.conditions({"board", "variant", "ai_level"})
     played += rules_of_play
     keep = page * PER_PAGE
+    # Slide games have no board, lineup, power or end reason, Slow6 games no table size; a
+    # rule's letter says its game (R: Slow6, S: Slide)
+    players = f.values.get("players")
+    with_slow6 = game != "slide" and not players and not rule.startswith("S")
+    with_slide = game != "slow6" and not played and not rule.startswith("R")
 
     def where(conds: list[str]) -> str:
         return ("WHERE " + "\n    AND ".join(conds)) if conds else ""
 
     verified = None
-    if status != "quarantined" and not rule:
+    if with_slow6 and status != "quarantined" and not rule:
         verified = f"FROM games\n  {where(common + played + verified_only)}"
+    slide_verified = None
+    slide_conds = [f"players = {int(players)}"] if players else []
+    if with_slide and status != "quarantined" and not rule:
+        slide_verified = f"FROM slide_games\n  {where(common + slide_conds)}"
+    slide_quarantined = None
+    if with_slide and status != "verified":
+        sq = ["game = 'slide'", *common] + ([rule_cond] if rule_cond else [])
+        slide_quarantined = f"""FROM (
+    SELECT q.game_id, 'slide' AS game, 'quarantined' AS status, q.mode, q.platform,
+           q.client_version, (j->>'$.players')::INTEGER AS players, q.rule,
+           q.turn AS broken_turn, q.ended_at
+    FROM (SELECT * FROM quarantine {where(sq)}) q
+    JOIN (SELECT game_id, record, codec FROM raw_records WHERE status = 'quarantined') r
+      USING (game_id),
+    LATERAL (SELECT raw_json(r.record, r.codec)::JSON AS j)
+  )
+  {where(slide_conds)}"""
     quarantined = None
-    if status != "verified":
+    if with_slow6 and status != "verified":
         qconds = ["game = 'slow6'", *common] + ([rule_cond] if rule_cond else [])
         quarantined = f"""FROM (
-    SELECT q.game_id, 'quarantined' AS status, (j->>'$.rules.board')::INTEGER AS board,
+    SELECT q.game_id, 'slow6' AS game, 'quarantined' AS status,
+           (j->>'$.rules.board')::INTEGER AS board,
            CASE WHEN (j->>'$.rules.hidden')::BOOLEAN THEN 'hidden'
                 WHEN (j->>'$.rules.powers')::BOOLEAN THEN 'powers' ELSE 'classic' END AS variant,
            q.mode, (j->>'$.ai.level')::INTEGER AS ai_level, q.platform, q.client_version,
@@ -417,14 +540,22 @@ def explorer_query(args) -> Explorer:
 
     branches = []
     if verified:
-        branches.append(f"""  SELECT game_id, 'verified' AS status, board, variant, mode, ai_level,
-         platform, client_version, lineup_0, lineup_1, powers_0, powers_1, winner, reason, turns,
-         NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
+        branches.append(f"""  SELECT game_id, 'slow6' AS game, 'verified' AS status, board, variant,
+         mode, ai_level, platform, client_version, lineup_0, lineup_1, powers_0, powers_1,
+         winner, reason, turns, NULL::VARCHAR AS rule, NULL::INTEGER AS broken_turn, ended_at
   {verified}
   ORDER BY ended_at DESC LIMIT {keep}""")
     if quarantined:
         early = "" if played else f" ORDER BY ended_at DESC LIMIT {keep}"
         branches.append(f"""  SELECT * {quarantined.replace("{early}", early)}
+  ORDER BY ended_at DESC LIMIT {keep}""")
+    if slide_verified:
+        branches.append(f"""  SELECT game_id, 'slide' AS game, 'verified' AS status, mode, platform,
+         client_version, players, winners, rounds AS turns, ended_at
+  {slide_verified}
+  ORDER BY ended_at DESC LIMIT {keep}""")
+    if slide_quarantined:
+        branches.append(f"""  SELECT * {slide_quarantined}
   ORDER BY ended_at DESC LIMIT {keep}""")
     if not branches:
         branches.append("  SELECT NULL::UUID AS game_id, NULL::TIMESTAMP AS ended_at WHERE false")
@@ -467,23 +598,48 @@ LIMIT {PER_PAGE}{offset}"""
         if quarantined
         else "(SELECT 0 AS quarantined)"
     )
-    totals_sql = f"SELECT * FROM {v_totals} v, {q_totals} q"
+    s_verified = f"(SELECT count(*) FROM (SELECT 1 {slide_verified}))" if slide_verified else "0"
+    s_quarantined = (
+        f"(SELECT count(*) FROM (SELECT 1 {slide_quarantined}))" if slide_quarantined else "0"
+    )
+    # W/D/L are Slow6's (side 0 against side 1): a Slide game has no sides to count
+    totals_sql = (
+        f"SELECT v.verified + {s_verified} AS verified, v.verified AS slow6_verified, "
+        f"v.wins, v.draws, v.losses, q.quarantined + {s_quarantined} AS quarantined "
+        f"FROM {v_totals} v, {q_totals} q"
+    )
 
     # the facets: every matching game (no page, no LIMIT), only the columns they count
     facet_cols = "board, variant, mode, client_version"
     matched = []
     if verified:
         matched.append(
-            f"SELECT 'verified' AS status, {facet_cols}, NULL::VARCHAR AS rule {verified}"
+            f"SELECT 'verified' AS status, 'slow6' AS game, {facet_cols}, NULL::VARCHAR AS rule "
+            f"{verified}"
         )
     if quarantined:
-        matched.append(f"SELECT status, {facet_cols}, rule {quarantined.replace('{early}', '')}")
+        matched.append(
+            f"SELECT status, game, {facet_cols}, rule {quarantined.replace('{early}', '')}"
+        )
+    if slide_verified:
+        matched.append(
+            "SELECT 'verified' AS status, 'slide' AS game, NULL::INTEGER AS board, "
+            f"NULL::VARCHAR AS variant, mode, client_version, NULL::VARCHAR AS rule "
+            f"{slide_verified}"
+        )
+    if slide_quarantined:
+        matched.append(
+            "SELECT status, game, NULL::INTEGER AS board, NULL::VARCHAR AS variant, mode, "
+            f"client_version, rule {slide_quarantined}"
+        )
     facets_sql = (
         facets_mod.counts_sql("\nUNION ALL BY NAME\n".join(matched), EXPLORER_FACETS)
         if matched
         else None
     )
     applied = {k: v for k, v in f.values.items() if k in EXPLORER_FACETS}
+    if game:
+        applied["game"] = game
     if status:
         applied["status"] = status
     if rule:
@@ -491,9 +647,10 @@ LIMIT {PER_PAGE}{offset}"""
     return Explorer(sql, totals_sql, chosen, errors, page, perspective, facets_sql, applied)
 
 
-EXPLORER_FACETS = ("status", "board", "variant", "mode", "client_version", "rule")
-FACET_LABELS = {**LABELS, "status": "Status", "rule": "Rule broken"}
+EXPLORER_FACETS = ("game", "status", "board", "variant", "mode", "client_version", "rule")
+FACET_LABELS = {**LABELS, "status": "Status", "rule": "Rule broken", "game": "Game"}
 FACET_OK = {  # what the explorer's filter takes: a value it would refuse gets no link
+    "game": lambda v: v in ("slow6", "slide"),
     "status": lambda v: v in ("verified", "quarantined"),
     "board": lambda v: v in BOARDS,
     "variant": lambda v: v in VARIANTS,
@@ -507,7 +664,8 @@ def explorer_facets(q: Explorer, rows) -> list[dict]:
     """The facet boxes of the explorer from the rows of `q.facets_sql`: each value a link to
     the same filters with that value for its column (and page 1)."""
     counts = facets_mod.ranked(rows, EXPLORER_FACETS)
-    counts["rule"] = [(v, n) for v, n in counts["rule"] if v is not None]  # verified: no rule
+    # no value: a verified game has no rule, a Slide game no board or variant
+    counts = {c: [(v, n) for v, n in vs if v is not None] for c, vs in counts.items()}
     kept = [(k, v) for k, v in request.args.items(multi=True) if k != "page"]
 
     def url(column: str, value: str | None) -> str:
@@ -587,8 +745,16 @@ def explorer():
         reasons=REASONS,
         powers=POWERS,
         console_link=console_link,
+        back_query="?" + urlencode(list(request.args.items(multi=True))) if request.args else "",
     )
     return Response(html, mimetype="text/html")
+
+
+def _back(status: str) -> str:
+    """The viewer's way back: the explorer with the filters it was opened from (the game's
+    link carries them), else the explorer on the game's status."""
+    kept = [(k, v) for k, v in request.args.items(multi=True)]
+    return url_for("dashboard.explorer") + "?" + urlencode(kept or [("status", status)])
 
 
 def load_record(game_id: str):
@@ -645,7 +811,7 @@ def game(game_id: str):
         replay=replay,
         start=start,
         fresh=_freshness(_ctx(with_defaults=False)),
-        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+        back=_back(status),
     )
     return Response(html, mimetype="text/html")
 
@@ -665,7 +831,7 @@ def slide_game(game_id: str, record: dict, status: str, quarantine: dict | None)
         quarantine=quarantine,
         replay=replay,
         fresh=_freshness(_ctx(with_defaults=False)),
-        back=url_for("dashboard.explorer") + "?" + urlencode({"status": status}),
+        back=_back(status),
         brand="Slide balance",
     )
     return Response(html, mimetype="text/html")

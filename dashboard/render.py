@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import date, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
@@ -111,6 +112,9 @@ class Chart:
     # a line shown above the chart, made from its table (the table may be empty) and the request
     summary: Callable[[pl.DataFrame, Ctx], str] | None = None
     row_limit: int = 0  # rows its SQL may return (0: CHART_ROW_LIMIT); post steps that fit
+    # a chart of another page that answers the same question another way: (page, chart id or
+    # "", what it does differently), shown as a link under this one
+    see: tuple[str, str, str] | None = None
 
 
 @dataclass
@@ -127,6 +131,8 @@ class ChartView:
     ms: float = 0.0
     summary: str = ""
     covers: str = ""  # the ruleset(s) its numbers cover, in words (catalog.covers)
+    values: list[dict] = field(default_factory=list)  # the points drawn (the table toggle)
+    value_columns: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -222,9 +228,53 @@ def build(chart: Chart, ctx: Ctx) -> ChartView:
         if chart.draw_limit:
             drawn = drawn.head(chart.draw_limit)
         if drawn.height:
-            view.spec = chart.draw(jsonable_rows(drawn), ctx)
+            rows = jsonable_rows(drawn)
+            # (a finding or a version difference is no set of games: its rows have a family)
+            if (
+                "rate" in drawn.columns
+                and "family" not in drawn.columns
+                and ctx.params.get("explorer")
+            ):
+                drill(rows, ctx)
+            view.spec = chart.draw(rows, ctx)
+            # what the tooltips show, readable without a mouse: the drawn rows' columns
+            view.values = rows
+            view.value_columns = [c for c in drawn.columns if not c.startswith("_")]
     view.ms = (time.perf_counter() - start) * 1000
     return view
+
+
+# a row's columns the game explorer filters on, as it names them
+DRILL = ("board", "variant", "ai_level", "platform", "client_version", "lineup", "power", "reason",
+         "players", "rule", "status")  # fmt: skip
+EXPLORER_KEYS = ("board", "variant", "mode", "ai_level", "platform", "players", "client_version",
+                 "date_from", "date_to")  # fmt: skip
+
+
+def drill(rows: list[dict], ctx: Ctx) -> None:
+    """Each row of a rate chart gets `_href`: the game explorer on the page's cut and the row's
+    own values (board, variant, lineup, power, level, version, week, ...), so a click on a
+    point lists the games behind it. A column the explorer cannot filter on (a seat, a cell
+    of the setup grid) leaves the link on the games around it."""
+    base = {k: v for k, v in ctx.filters.values.items() if k in EXPLORER_KEYS}
+    for r in rows:
+        q = dict(base)
+        for k in DRILL:
+            v = r.get(k)
+            if v is not None and not isinstance(v, float | bool):
+                q[k] = str(v)
+        if "ai_level" in q:
+            q["mode"] = "computer"
+        elif r.get("challenge_id") is not None:
+            q["mode"] = "challenge"
+        if "players" in q:
+            q["game"] = "slide"
+        week = r.get("week")
+        if isinstance(week, str) and len(week) >= 10:
+            start = date.fromisoformat(week[:10])
+            q["date_from"] = start.isoformat()
+            q["date_to"] = (start + timedelta(days=6)).isoformat()
+        r["_href"] = ctx.params["explorer"] + "?" + urlencode(q)
 
 
 def console_link(sql: str) -> str:

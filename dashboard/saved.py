@@ -504,7 +504,7 @@ def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], lis
     page = catalog.PAGES[saved.page]
     chart = catalog.CHARTS[saved.chart_id]
     ctx = Ctx(Filters(), snapshots)
-    defaults = catalog.defaults(catalog.live(ctx, page))
+    defaults = catalog.defaults(catalog.live(ctx, page), page)
     given = {k: args.get(k) for k in KEYS if k in args}
     ctx.filters = Filters.from_args(given, defaults)
     if page.prepare is not None:  # the page's own filters (the Versions page's A and B)

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, render_template, request, url_for
+from flask import Blueprint, Response, current_app, render_template, request, send_file, url_for
 
 from analysis.sql import sql_identifier
 
@@ -374,23 +374,67 @@ def _file_name(text: str) -> str:
     return "".join(ch for ch in text if ch.isalnum() or ch in "-_")[:80] or "query"
 
 
-def whole_download(run: Run, fmt: str, name: str) -> Response:
-    """The whole result as a file, streamed from the file the SQL worker wrote."""
-    size, timeout = download_limits()
-    try:
-        meta, download = snapshots(current_app).write_file(
-            run.text,
-            fmt,
-            timeout=timeout,
-            max_bytes=size,
-            params=run.params or None,
-            client=request.remote_addr or "",
+def _finished():
+    from . import finished
+    from .snapshot import DOWNLOAD_RESERVE
+
+    ext = current_app.extensions
+    if "balance.finished" not in ext:
+        ext["balance.finished"] = finished.Finished(
+            snapshots(current_app).downloads_dir.parent / "kept", DOWNLOAD_RESERVE
         )
-    except QueryError as exc:
-        return _download_error(exc, run)
-    resp = Response(download, 200, mimetype=export.MEDIA_TYPES[fmt], direct_passthrough=True)
-    resp.content_length = download.size
-    resp.call_on_close(download.close)
+    return ext["balance.finished"]
+
+
+def whole_download(run: Run, fmt: str, name: str) -> Response:
+    """The whole result as a file, from the file the SQL worker wrote. It is kept a while
+    (dashboard/finished.py), so that a request for a byte range of it (`Range`, as a notebook
+    reading the URL sends) gets the bytes of that same file: 206, or 416 past its end."""
+    from . import finished as finished_mod
+
+    kept_files = _finished()
+    key = finished_mod.key_of(fmt, run.text, run.params)
+    ranged = "Range" in request.headers or request.method == "HEAD"
+    kept = kept_files.get(key) if ranged else None
+    if kept is None:
+        size, timeout = download_limits()
+        try:
+            meta, download = snapshots(current_app).write_file(
+                run.text,
+                fmt,
+                timeout=timeout,
+                max_bytes=size,
+                params=run.params or None,
+                client=request.remote_addr or "",
+            )
+        except QueryError as exc:
+            return _download_error(exc, run)
+        try:
+            kept = kept_files.keep(key, download.file, download.size, meta)
+        except BaseException:
+            download.close()
+            raise
+        if kept is None:  # not kept (too big, or the disk is short): streamed, whole only
+            download.file.seek(0)
+            media = export.MEDIA_TYPES[fmt]
+            resp = Response(download, 200, mimetype=media, direct_passthrough=True)
+            resp.content_length = download.size
+            resp.call_on_close(download.close)
+            return _download_headers(resp, meta, fmt, name)
+        download.close()
+    resp = send_file(
+        kept.path,
+        mimetype=export.MEDIA_TYPES[fmt],
+        as_attachment=True,
+        download_name=f"{_file_name(name)}.{fmt}",
+        conditional=True,
+        etag=kept.etag,
+        max_age=0,
+    )
+    return _download_headers(resp, kept.meta, fmt, name)
+
+
+def _download_headers(resp: Response, meta: dict, fmt: str, name: str) -> Response:
     resp.headers["Content-Disposition"] = f'attachment; filename="{_file_name(name)}.{fmt}"'
     resp.headers["X-Truncated"] = "false"  # a download is the whole result, or none
     resp.headers["X-Row-Count"] = str(meta.get("row_count", 0))

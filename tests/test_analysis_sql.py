@@ -225,6 +225,9 @@ def test_overview_tables(store):
         "GROUP BY ALL",
         """SELECT 'slow6', 'verified', NULL, client_version, count(*) FROM games GROUP BY ALL
            UNION ALL
+           SELECT 'slide', 'verified', NULL, client_version, count(*) FROM slide_games
+           GROUP BY ALL
+           UNION ALL
            SELECT game, 'quarantined', rule, client_version, count(*) FROM quarantine
            GROUP BY ALL""",
     )
@@ -247,7 +250,7 @@ def test_every_game_is_counted_once_at_the_finest_grain(store):
         ("agg_first_move", "n", "TRUE"),
         ("agg_end_reasons", "games", "TRUE"),
         ("agg_game_length", "games", "TRUE"),
-        ("agg_ingest_status", "records", "status = 'verified'"),
+        ("agg_ingest_status", "records", "status = 'verified' AND game = 'slow6'"),
     ):
         got = store.execute(f"SELECT sum({col}) FROM {table} WHERE {where}").fetchone()[0]
         assert got == games, table

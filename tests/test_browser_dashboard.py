@@ -2,18 +2,15 @@
 
 Driven over the Chrome DevTools Protocol (support.Browser). For each page: every chart renders
 (an SVG with marks), no request leaves 127.0.0.1, no console error or uncaught exception; a
-screenshot of each page goes to tests/artifacts/ (and, with BALANCE_UPDATE_SCREENSHOT=1, the
-overview to docs/img/dashboard.png). Skips, saying why, only when chromium is not installed
+screenshot of each page goes to tests/artifacts/ (the README's, of a fresh demo, is
+tests/test_browser_phone.py's, on request). Skips, saying why, only when chromium is not installed
 (conftest.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-
 import pytest
-from support import ARTIFACTS, PAGES, REPO, Browser, Server, demo_copy, demo_env
+from support import ARTIFACTS, PAGES, Browser, Server, demo_copy, demo_env
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: a real `balance serve`
 
@@ -63,11 +60,6 @@ def test_every_chart_renders_offline_without_errors(browser, server, path):
     for i, chart in enumerate(charts):
         assert chart["rendered"] == "1" and chart["svg"], (path, i, chart)
         assert chart["marks"] > 0, (path, i, chart)
-    if path == "/dashboard/" and os.environ.get("BALANCE_UPDATE_SCREENSHOT"):
-        # (on request only: a test run must not change the checkout)
-        target = REPO / "docs" / "img" / "dashboard.png"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(ARTIFACTS / "dashboard-overview.png", target)
 
 
 def test_sql_console_page(browser, server):

@@ -116,11 +116,20 @@ def live(ctx: Ctx, page: Page | None = None) -> LiveVersion:
     return live_cut(rows)
 
 
-def defaults(live: LiveVersion) -> dict[str, str]:
-    """The default balance cut (analysis.live_version.default_cut): human against human on
-    the live client version ("" = every version, when there is no release yet) and its
-    ruleset (rulesets.md RS6.1: never pooled with another unless chosen)."""
-    return {"mode": "human", "client_version": live.version or "", "ruleset": live.ruleset or ""}
+def defaults(live: LiveVersion, page: Page | None = None) -> dict[str, str]:
+    """The cut a page opens on. The balance cut (analysis.live_version.default_cut): human
+    against human on the live client version ("" = every version, when there is no release
+    yet) and its ruleset (rulesets.md RS6.1: never pooled with another unless chosen); pages
+    about other questions than how the live game plays choose theirs (Page.cut)."""
+    cut = page.cut if page is not None else "balance"
+    if cut == "records":
+        return {}
+    if cut == "human":
+        return {"mode": "human"}
+    version, ruleset = live.version or "", live.ruleset or ""
+    if cut == "computer":
+        return {"mode": "computer", "client_version": version, "ruleset": ruleset}
+    return {"mode": "human", "client_version": version, "ruleset": ruleset}
 
 
 def rulesets(ctx: Ctx, page: Page | None = None) -> dict[str, list[str]]:

@@ -34,9 +34,12 @@ class Page:
     prepare: Callable[[Ctx, Mapping[str, str]], None] | None = None
     params: tuple[str, ...] = ()  # the query keys prepare reads
     version_select: bool = True  # the client version select (a page may choose its own)
-    # whether the page opens on the default balance cut; False: on every record (a page about
-    # what was uploaded, not about balance: every version, ruleset and mode)
-    balance_cut: bool = True
+    # the cut the page opens on: "balance" (human against human on the live version: how the
+    # live game plays), "records" (every record of every mode and version), "human" (human
+    # games of every version); `cut_why` says why a page opens on another than "balance"
+    dates: bool = True  # the form's date inputs (a page whose tables take no date has none)
+    cut: str = "balance"
+    cut_why: str = ""
 
 
 def analysis_views():

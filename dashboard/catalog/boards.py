@@ -8,6 +8,7 @@ from analysis.tables import PIECE_COUNTS
 
 from .. import charts
 from ..render import Chart, Ctx
+from . import summaries
 from .base import OUT, Page, analysis_views, board_label, draw_rate, first_move_rates, scored, sums
 
 
@@ -56,6 +57,12 @@ first_move_boards = Chart(
     lambda ctx: sums(ctx, "agg_first_move", ["board", "variant"], OUT),
     post=_first_move_by_board,
     draw=draw_rate(facet="board_label", width=300),
+    see=(
+        "findings",
+        "",
+        "The Findings page tests the same rates on the default cut, flagged at "
+        "5% FDR among every family of tests rather than against ½ alone",
+    ),  # fmt: skip
 )
 
 length_boards = Chart(
@@ -106,4 +113,16 @@ stuns = Chart(
     note="Tested against the board's pooled rate.",
 )
 
-PAGE = Page("Boards: 5×5 and 7×7", [first_move_boards, length_boards, promotion, stuns])
+PAGE = Page(
+    "Boards: 5×5 and 7×7",
+    [
+        summaries.length_summary,
+        summaries.reasons_summary,
+        summaries.first_move_pooled,
+        first_move_boards,
+        summaries.hidden_vs_open,
+        length_boards,
+        promotion,
+        stuns,
+    ],
+)

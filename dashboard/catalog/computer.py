@@ -85,4 +85,11 @@ calibration = Chart(
     "significantly), reversed (easier: out of order) or unclear. Per board and client version.",
 )
 
-PAGE = Page("Computer opponents", [calibration, vs_ai, vs_ai_first], coverage_override=COMPUTER)
+PAGE = Page(
+    "Computer opponents",
+    [calibration, vs_ai, vs_ai_first],
+    coverage_override=COMPUTER,
+    cut="computer",
+    cut_why="computer games (a human against a computer level: the charts here read no other) "
+    "on the live client version, {version}",
+)

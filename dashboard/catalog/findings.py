@@ -75,6 +75,12 @@ listing = Chart(
     "dashboard chart the row comes from; sql: the row of its table in the SQL console.",
     empty="Nothing flagged: no row of any balance table passes its family's 5% false "
     "discovery rate.",
+    see=(
+        "boards",
+        "",
+        "The Boards page draws the first-move, length and end-reason rates of "
+        "any cut, each row tested alone (against ½ or its board's pooled rate)",
+    ),  # fmt: skip
 )
 
 families = Chart(
@@ -99,4 +105,5 @@ PAGE = Page(
     coverage_table="",
     selects=(),
     version_select=False,
+    dates=False,  # the tables are the default cut's: a date would change nothing here
 )

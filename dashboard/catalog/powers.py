@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from replays.vocabulary import POWERS
+
 from .. import charts
 from ..render import Chart, Ctx, frame_of
 from .base import OUT, Page, analysis_views, board_label, draw_rate, label_expr, scored, sums
@@ -51,7 +53,8 @@ pick_rate = Chart(
     "agg_power",
     power_sql,
     post=_drawn_as_rate("pick_rate", "sides_n", flagged=False),
-    draw=draw_rate(reference=0.3, x_title="pick rate, 95% interval (3 of 10 = 0.3)"),
+    # the axis spans the rates (near 0.3), not 0-1: differences between powers are visible
+    draw=draw_rate(reference=0.3, domain=None, x_title="pick rate, 95% interval (3 of 10 = 0.3)"),
 )
 
 pick_effect = Chart(
@@ -196,7 +199,11 @@ def _pairs(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
     out = analysis_views().pair_rates(
         df.with_columns(pl.col("power_a", "power_b").cast(pl.String)), powers
     )
-    return out.with_columns(board_label=board_label(out)).sort("synergy_lo", descending=True)
+    out = out.with_columns(board_label=board_label(out)).sort("synergy_lo", descending=True)
+    # the matrix both ways (a pair is stored once, a before b): every cell of a row and of a
+    # column filled, the axes in the same order
+    swapped = out.rename({"power_a": "power_b", "power_b": "power_a"}).select(out.columns)
+    return pl.concat([out, swapped.filter(pl.col("power_a") != pl.col("power_b"))])
 
 
 def pair_sql(ctx: Ctx) -> str:
@@ -223,6 +230,7 @@ pair_synergy = Chart(
         domain=(-0.1, 0.1),
         scheme="redblue",
         cell=30,
+        order=list(POWERS),
     ),
     note="Expected = expit(logit sA + logit sB − logit s̄). Red ring: flagged by BH at 5%.",
 )

@@ -8,6 +8,7 @@ import polars as pl
 from .. import charts
 from ..render import Chart, Ctx
 from .base import Page, draw_rate, proportion, sums
+from .overview import records_status
 
 q_by_rule = Chart(
     "quarantine-rules",
@@ -30,26 +31,34 @@ def _q_share(df, ctx):
     out = proportion(df, "quarantined", "records")
     return (
         out.rename({"records": "n"})
-        .with_columns(label=pl.col("client_version"))
+        .with_columns(
+            label=pl.concat_str([pl.col("game"), pl.col("client_version")], separator=" ")
+        )
+        .select("label", *[c for c in out.columns if c != "records"], "n")
         .sort("lo", descending=True)
     )
 
 
 q_share = Chart(
     "quarantine-share",
-    "Share of records quarantined, per client version",
+    "Share of records quarantined, per game and client version",
     "agg_ingest_status",
+    # per game: each share's records (below the line) are that game's verified and quarantined
+    # ones, the same records its quarantined count (above the line) comes from
     lambda ctx: sums(
         ctx,
         "agg_ingest_status",
-        ["client_version"],
+        ["game", "client_version"],
         "sum(records) AS records, "
         "sum(records) FILTER (WHERE status = 'quarantined') AS quarantined",
         date="day",
     ),
     post=lambda df, ctx: _q_share(df.with_columns(pl.col("quarantined").fill_null(0)), ctx),
     draw=draw_rate(reference=None, domain=None, x_title="quarantined share, 95% interval"),
+    note="Records of a game and client version that broke a rule, over all its stored records "
+    "(verified and quarantined; rejected uploads are never stored).",
 )
+
 
 q_platform = Chart(
     "quarantine-platform",
@@ -174,7 +183,10 @@ q_skew = Chart(
 
 PAGE = Page(
     "Data quality",
-    [q_by_rule, q_share, q_platform, q_examples, q_rejected, q_skew],
+    [records_status, q_by_rule, q_share, q_platform, q_examples, q_rejected, q_skew],
     coverage_table="",
-    balance_cut=False,  # every upload: a quarantine of any version or ruleset (RS5.1) shows
+    cut="records",
+    cut_why="every stored record, of every mode, client version and ruleset: quarantines come "
+    "mostly from pre-releases and test builds (and RS5.1 from rulesets not registered yet), "
+    "which the balance cut leaves out",
 )

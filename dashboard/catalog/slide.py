@@ -18,6 +18,7 @@ from analysis.tables import ADDITIVE
 from .. import charts
 from ..filters import SLIDE_SELECTS
 from ..render import Chart, Ctx
+from . import summaries
 from .base import Page, draw_rate, sums
 
 SEAT_SUMS = ", ".join(f"sum({c}) AS {c}" for c in ADDITIVE["agg_slide_seats"][2])
@@ -348,6 +349,7 @@ match_summary = Chart(
 
 CHARTS = [
     seats,
+    summaries.slide_mean_score,
     scores,
     cards_left,
     group_rate,

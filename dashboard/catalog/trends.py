@@ -99,4 +99,10 @@ def _version_rank(v: str) -> int:
     return _VERSION_ORDER[v]
 
 
-PAGE = Page("Trends", [trend_week, trend_version, trend_power, trend_ai])
+PAGE = Page(
+    "Trends",
+    [trend_week, trend_version, trend_power, trend_ai],
+    cut="human",
+    cut_why="human against human (online + friend) on every client version: a trend compares "
+    "weeks and versions, so none is left out",
+)

@@ -436,4 +436,6 @@ PAGE = Page(
     prepare=prepare,
     params=("version_a", "version_b"),
     version_select=False,
+    cut_why="human against human (online + friend), version B the live release and A the "
+    "release before it: what the latest release changed",
 )
