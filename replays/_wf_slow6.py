@@ -138,7 +138,10 @@ def _record_pattern() -> re.Pattern[bytes]:
     integer = "-?(?:0|[1-9][0-9]*)"
     points = rf"\[{integer},{integer}\]"
     power = f'"{one_of(POWERS)}"'
-    picks = rf"\[{power}(?:,{power}){{{MIN_PICKS - 1},{MAX_PICKS - 1}}}\]"
+    # standard's three picks first, as a plain sequence (a counted repeat costs more in sre)
+    picks = (
+        rf"\[(?:{power},{power},{power}|{power}(?:,{power}){{{MIN_PICKS - 1},{MAX_PICKS - 1}}})\]"
+    )
     lineup = r"\[[1-7](?:,[1-7]){4,6}\]"
     # the most common turn first, on its own: one move, no power (the rest: any turn)
     turn = rf'\{{(?:"moves":\[{_MOVE}\]\}}|(?:{_TURN_BODY_RE.pattern.decode()})\}})'
