@@ -56,7 +56,8 @@ def lake_rows(catalog: str, sql: str) -> list[tuple]:
 
 
 def test_two_servers_one_registry_and_recovery(lake, tmp_path):
-    env = {"BALANCE_TOKEN": TOKEN, "BALANCE_WORKERS": "1"}
+    # judged on the request threads: the judge processes' registry is the file store test's
+    env = {"BALANCE_TOKEN": TOKEN, "BALANCE_WORKERS": "0"}
     a = LakeServer(tmp_path / "a", lake, env=env).start()
     b = LakeServer(tmp_path / "b", lake, env=env).start()
     try:
@@ -86,9 +87,8 @@ def test_two_servers_one_registry_and_recovery(lake, tmp_path):
         assert {"reach-3", "slide-groups-3", "few-powers"} <= names
         res = b.upload([line(of("few-powers", 1)[0])]).json()["results"][0]
         assert (res["verdict"], res["ruleset"]) == ("accepted", "few-powers"), res
-        # a jobs run while they are quarantined, then reverify beside the running servers
-        assert balance("jobs", "run", "--lake", lake).returncode == 0
-        assert lake_rows(lake, "SELECT sum(games) FROM agg_games_daily") == [(4,)]
+        # reverify beside the running servers (the file store's test shows a jobs run
+        # before it leaving them out)
         ran = balance("reverify", "--lake", lake)
         assert ran.returncode == 0, ran.stderr
         moved = sorted(x.split()[0] for x in ran.stdout.splitlines() if "-> verified" in x)
