@@ -61,6 +61,8 @@ class Dicts:
         )
 
     def _code(self, dim: str) -> str:
+        if len(self.values[dim]) == 1:  # one value (a store of one ruleset): no lookup a row
+            return "0"
         col = f"coalesce({dim}, 0)" if dim == "ai_level" else dim
         return f"(list_position({_list(self.values[dim], TYPES.get(dim, 'VARCHAR'))}, {col}) - 1)"
 
