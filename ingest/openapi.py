@@ -90,9 +90,13 @@ def document(config: dict) -> dict:
                             "content": results,
                         },
                         "408": _error(
-                            "The body did not arrive within BALANCE_BODY_TIMEOUT; nothing stored"
+                            "The body did not arrive within BALANCE_BODY_TIMEOUT, or arrived "
+                            "slower than BALANCE_BODY_MIN_RATE; nothing stored"
                         ),
-                        "429": _error("Rate limited: retry after the Retry-After seconds"),
+                        "429": _error(
+                            "Rate limited, or this address already has its share of the "
+                            "uploads in flight: retry after the Retry-After seconds"
+                        ),
                         "503": _error(
                             "Storage busy, full or failing (reason says which), too many "
                             "uploads in flight, or shutting down: nothing stored; retry after "
