@@ -30,8 +30,8 @@ FROM g GROUP BY ALL"""
 def _slide_verified(sel: Selection) -> str:
     # verified Slide games belong here as much as quarantined Slide records do: a share of
     # records quarantined per game and version needs both sides of its line
-    return f"""SELECT mode, platform, client_version, 'slide' AS game, 'verified' AS status,
-       NULL::VARCHAR AS rule, ended_at::DATE AS day, count(*) AS records
+    return f"""SELECT mode, platform, client_version, ruleset, 'slide' AS game,
+       'verified' AS status, NULL::VARCHAR AS rule, ended_at::DATE AS day, count(*) AS records
 FROM {sel.table("slide_games")} WHERE {sel.where} GROUP BY ALL"""
 
 
