@@ -85,7 +85,7 @@ def test_each_page_shows_its_filters_as_a_get_form(demo_server):
 def test_default_is_the_balance_cut_and_all_widens_it(demo_server):
     default = html(demo_server, "/dashboard/")
     assert 'id="default-cut"' in default
-    widened = html(demo_server, "/dashboard/?mode=&client_version=")
+    widened = html(demo_server, "/dashboard/?mode=&client_version=&ruleset=")
     assert 'id="default-cut"' not in widened
     n_default = int(re.search(r'id="coverage">([\d,]+)', default).group(1).replace(",", ""))
     n_all = int(re.search(r'id="coverage">([\d,]+)', widened).group(1).replace(",", ""))

@@ -117,10 +117,10 @@ def test_every_chart_says_its_ruleset_and_pooling_is_a_choice(app):
     computed = [k for k, c in covers.items() if "computed by the analysis jobs" in c]
     assert computed and len(computed) < len(covers)  # agg_adjusted's: the default cut's
     # a ruleset over every version: the releases that share it are pooled, and said so
-    shared = page(app, "powers", "?mode=human&ruleset=standard")
+    shared = page(app, "powers", "?mode=human&client_version=all&ruleset=standard")
     assert f"Client versions {MID}, {OLD} share it and are pooled." in shared
     # every ruleset: pooled because the reader chose it
-    pooled = page(app, "powers", "?mode=human&ruleset=")
+    pooled = page(app, "powers", "?mode=human&client_version=all&ruleset=")
     assert "Every ruleset pooled, as chosen (Ruleset: all): freeze-1, standard." in pooled
     for chart in computed:  # a table of the default cut still says it has that ruleset only
         assert line(pooled, f"covers-{chart}").startswith("Ruleset: freeze-1 (this table")

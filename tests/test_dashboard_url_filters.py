@@ -171,16 +171,18 @@ def test_pages_about_other_questions_open_on_their_own_cut_and_say_so(app):
     # a page on the balance cut says which version, and a filter chosen removes no line
     page = get(app, "/dashboard/p/setups")
     assert version in re.search(r'id="default-cut">(.*?)</p>', page, re.S).group(1)
-    page = get(app, "/dashboard/p/quality?mode=human&client_version=" + version)
+    page = get(app, "/dashboard/p/quality?mode=human&ruleset=all&client_version=" + version)
     assert 'id="default-cut"' not in page
 
 
-ALL_GAMES = "?mode=all&client_version=all"
+ALL_GAMES = "?mode=all&client_version=all&ruleset=all"
 
 
 def test_each_chart_downloads_as_svg_and_png_drawn_on_the_server(app):
     page = get(app, "/dashboard/" + ALL_GAMES)
-    assert '/dashboard/chart/first-move.svg?mode=all&amp;client_version=all"' in page
+    assert (
+        '/dashboard/chart/first-move.svg?mode=all&amp;client_version=all&amp;ruleset=all"' in page
+    )
     r = app.get("/dashboard/chart/first-move.svg" + ALL_GAMES)
     assert r.status == 200 and r.headers["content-type"].startswith("image/svg+xml")
     svg = r.body.decode()

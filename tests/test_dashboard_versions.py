@@ -115,7 +115,10 @@ def test_chosen_versions_carry_into_the_csv_links(app):
     q = f"?version_a={BETA}&version_b={B}"
     text = page(app, q)
     assert f"A = {BETA} (standard) with B = {B} (standard) (as chosen)" in line(text, "page-line")
-    assert f"/dashboard/chart/versions-all.csv?mode=human&version_a={BETA}&version_b={B}" in text
+    assert (
+        f"/dashboard/chart/versions-all.csv?mode=human&ruleset=all&version_a={BETA}&version_b={B}"
+        in text
+    )
     rows = table(app, "versions-first-move", q)
     default = table(app, "versions-first-move")
     assert rows and {r["a_n"] for r in rows} != {r["a_n"] for r in default}
