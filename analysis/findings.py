@@ -69,6 +69,7 @@ class Source:
     filter: str = "true"  # the rows pre-declared as tested (whatever their data)
     drill: str = ""  # the raw tables that cross-check it, in words
     games: tuple[tuple[str, str], ...] = ()  # explorer filter -> key column, for the games link
+    upward: bool = False  # only an effect above the reference is a finding (one-sided)
 
 
 @dataclass(frozen=True)
@@ -188,9 +189,10 @@ SOURCES: tuple[Source, ...] = (
         ("board", "client_version", "ai_level", "previous_level"),
         "step", _se_interval("step_lo", "step_hi"), "n",
         "human score against the next easier level, always-valid z",
-        "against level {previous_level}", "computer#ai-calibration",
+        "the human against the easier level {previous_level} (the levels are out of order)",
+        "computer#ai-calibration",
         "the human against level {ai_level}", where="on {board_label}, client {client_version}",
-        needs=("previous_level",), filter="previous_level IS NOT NULL",
+        needs=("previous_level",), filter="previous_level IS NOT NULL", upward=True,
         games=(("board", "board"), ("ai_level", "ai_level"), ("client_version", "client_version")),
     ),
     Source(
@@ -287,8 +289,8 @@ def source_sql(s: Source, per_family: int = PER_FAMILY) -> str:
     median(tol) OVER (PARTITION BY family_keys) AS tol_typical
   FROM d
 ), f AS (
-  SELECT *, coalesce({lo} > {m} OR {hi} < -{m}, false) AS found,
-    (abs(est) - {m}) / se AS z_beyond FROM e
+  SELECT *, coalesce({lo} > {m}{"" if s.upward else f" OR {hi} < -{m}"}, false) AS found,
+    ({"est" if s.upward else "abs(est)"} - {m}) / se AS z_beyond FROM e
 )
 SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding' AS role,
   family_keys, keys,
