@@ -115,9 +115,11 @@ def challenges_differ(rates: pl.DataFrame, by=("board",), alpha: float = 0.05) -
              "min_attempts": int(n.min()), "max_attempts": int(n.max()), "p_value": p,
              "differ": p < alpha}
         )  # fmt: skip
-    schema = {**{b: rates.schema[b] for b in by}, "challenges": pl.Int64, "attempts": pl.Int64,
-              "min_attempts": pl.Int64, "max_attempts": pl.Int64, "p_value": pl.Float64,
-              "differ": pl.Boolean}  # fmt: skip
+    schema: dict[str, pl.DataType | type[pl.DataType]] = {
+        **{b: rates.schema[b] for b in by}, "challenges": pl.Int64, "attempts": pl.Int64,
+        "min_attempts": pl.Int64, "max_attempts": pl.Int64, "p_value": pl.Float64,
+        "differ": pl.Boolean,
+    }  # fmt: skip
     return pl.DataFrame(out, schema=schema)
 
 

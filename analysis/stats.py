@@ -199,7 +199,8 @@ def shrink_robust(k, n, alpha: float, beta: float) -> np.ndarray:
     a2, b2 = mu * OUTLIER_STRENGTH, (1 - mu) * OUTLIER_STRENGTH
 
     def loglik(a: float, b: float) -> np.ndarray:
-        return _lgamma_step(a, k) + _lgamma_step(b, n - k) - _lgamma_step(a + b, n)
+        a_, b_ = np.full(k.shape, a), np.full(k.shape, b)
+        return _lgamma_step(a_, k) + _lgamma_step(b_, n - k) - _lgamma_step(a_ + b_, n)
 
     log_odds = loglik(a2, b2) - loglik(alpha, beta) + np.log(OUTLIER_SHARE / (1 - OUTLIER_SHARE))
     w = 1 / (1 + np.exp(-np.clip(log_odds, -700, 700)))
