@@ -70,6 +70,9 @@ class Source:
     drill: str = ""  # the raw tables that cross-check it, in words
     games: tuple[tuple[str, str], ...] = ()  # explorer filter -> key column, for the games link
     upward: bool = False  # only an effect above the reference is a finding (one-sided)
+    # a matchup is measured against what its two sides' own strengths predict: (the table
+    # those come from, the columns read from it, the SQL joined after FROM)
+    join: tuple[str, tuple[str, ...], str] | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +106,16 @@ def _se_interval(lo: str, hi: str) -> str:
 
 
 _MID = "(band_lo + band_hi) / 2"
+# each power's adjusted log-odds effect, for the side and the opponent of a power-vs row
+_POWER_BETAS = """LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta FROM agg_adjusted
+  WHERE estimable AND term LIKE 'power:%') own ON own.p = power
+LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta FROM agg_adjusted
+  WHERE estimable AND term LIKE 'power:%') opp ON opp.p = opp_power"""
+# each lineup's projection from the lineup model, for both lineups of a lineup-vs row
+_LINEUP_PS = """JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
+  FROM agg_lineup_model) own ON own.b = board AND own.v = variant AND own.l = lineup
+JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
+  FROM agg_lineup_model) opp ON opp.b = board AND opp.v = variant AND opp.l = opp_lineup"""
 
 SOURCES: tuple[Source, ...] = (
     Source(
@@ -151,18 +164,24 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "power_vs", "agg_power_vs_rates", ("board",), ("board", "power", "opp_power"),
-        _pts("score_rate"), _se_rate("n"), "n", "score against 0.5, always-valid z",
-        "an even game (0.5)", "powers#power-vs", "{power} against {opp_power}",
-        where="on {board_label}", filter="power < opp_power",
+        "score_rate - 1 / (1 + exp(-(coalesce(own.beta, 0) - coalesce(opp.beta, 0))))",
+        _se_rate("n"), "n",
+        "score against what the two powers' adjusted effects predict, always-valid z",
+        "what the two powers' own strengths predict", "powers#power-vs",
+        "{power} against {opp_power}", where="on {board_label}", filter="power < opp_power",
         games=(("board", "board"), ("power", "power")),
+        join=("agg_adjusted", ("term", "estimate", "estimable"), _POWER_BETAS),
     ),
     Source(
         "lineup_vs", "agg_lineup_vs", ("board", "variant"),
         ("board", "variant", "lineup", "opp_lineup"),
-        _pts("score_rate"), _se_rate("n"), "n", "score against 0.5, always-valid z",
-        "an even game (0.5)", "setups#lineup-vs", "lineup {lineup} against {opp_lineup}",
-        filter="lineup < opp_lineup",
+        "score_rate - 1 / (1 + exp(-(ln(own.p / (1 - own.p)) - ln(opp.p / (1 - opp.p)))))",
+        _se_rate("n"), "n",
+        "score against what the two lineups' model projections predict, always-valid z",
+        "what the two lineups' cells predict", "setups#lineup-vs",
+        "lineup {lineup} against {opp_lineup}", filter="lineup < opp_lineup",
         games=(("board", "board"), ("variant", "variant"), ("lineup", "lineup")),
+        join=("agg_lineup_model", ("board", "variant", "lineup", "predicted"), _LINEUP_PS),
     ),
     Source(
         "lane_distance", "agg_lane_distance_rates", ("board", "variant"),
@@ -232,7 +251,7 @@ DESCRIBED: tuple[Described, ...] = (
 
 _SQL_WORDS = frozenset(
     "case when then else end is not null and or true false exp abs sqrt power median avg "
-    "over count ln".split()
+    "over count ln coalesce".split()
 )
 
 
@@ -246,9 +265,19 @@ def available(s: Source | Described, columns: Collection[str]) -> bool:
     if isinstance(s, Described):
         words = _words_in(s.value, s.lo, s.hi, s.n, s.reference, s.filter) | set(s.keys)
     else:
-        words = _words_in(s.effect, s.se, s.n, s.tolerance, s.filter)
+        words = _words_in(s.effect, s.se, s.n, s.tolerance, s.filter) - _JOINED
         words |= {*s.family, *s.keys, *s.needs}
     return bool(columns) and words <= set(columns)
+
+
+_JOINED = frozenset({"own", "opp", "beta", "p"})  # the joined tables' aliases and columns
+
+
+def joinable(s: Source, columns: Callable[[str], Collection[str]]) -> bool:
+    """The source's table is readable, and so is the table its matchups are measured by."""
+    if not available(s, columns(s.table)):
+        return False
+    return s.join is None or set(s.join[1]) <= set(columns(s.join[0]))
 
 
 def _q(name: str) -> str:
@@ -276,7 +305,7 @@ def source_sql(s: Source, per_family: int = PER_FAMILY) -> str:
     to_json(struct_pack({keys}))::VARCHAR AS keys,
     ({s.effect})::DOUBLE AS est, ({s.se})::DOUBLE AS se, ({s.n})::BIGINT AS n,
     ({s.tolerance})::DOUBLE AS tol
-  FROM {s.table} WHERE {s.filter}
+  FROM {s.table} {s.join[2] if s.join else ""} WHERE {s.filter}
 ), c AS (
   SELECT *, count(*) OVER (PARTITION BY family_keys) AS family_rows,
     dense_rank() OVER (ORDER BY family_keys) AS family_no FROM r
@@ -326,7 +355,7 @@ FROM {d.table} WHERE {d.filter}"""
 
 def sql(columns: Callable[[str], Collection[str]], per_family: int = PER_FAMILY) -> str:
     """One query over every source the store has: what the Findings page runs."""
-    parts = [source_sql(s, per_family) for s in SOURCES if available(s, columns(s.table))]
+    parts = [source_sql(s, per_family) for s in SOURCES if joinable(s, columns)]
     parts += [described_sql(d) for d in DESCRIBED if available(d, columns(d.table))]
     if not parts:
         return "SELECT NULL::VARCHAR AS kind WHERE false"
@@ -401,8 +430,13 @@ def collect(
 
 
 def missing_tables(columns: Callable[[str], Collection[str]]) -> list[str]:
-    every: tuple[Source | Described, ...] = (*SOURCES, *DESCRIBED)
-    return sorted({s.table for s in every if not available(s, columns(s.table))})
+    gone = {s.table for s in DESCRIBED if not available(s, columns(s.table))}
+    for s in SOURCES:
+        if not available(s, columns(s.table)):
+            gone.add(s.table)
+        elif not joinable(s, columns) and s.join is not None:
+            gone.add(s.join[0])
+    return sorted(gone)
 
 
 def store_columns(fetch: Callable[[str], pl.DataFrame]) -> Callable[[str], Collection[str]]:

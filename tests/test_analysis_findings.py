@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 
 import duckdb
+import polars as pl
 import pytest
 
 from analysis import decisions, findings, jobs
@@ -107,6 +108,11 @@ def test_families_say_what_they_could_have_seen(planted_findings):
     assert fams["power"]["verdict"] == "1 found"
 
 
+# the adjusted model with no power effect (a power-vs matchup is measured against it)
+NO_POWER_EFFECTS = """SELECT * FROM (VALUES ('power:p01', true, 0.0))
+    t(term, estimable, estimate)"""
+
+
 def _table(con, name: str, sql: str) -> None:
     con.execute(f"CREATE TABLE {name} AS {sql}")
 
@@ -165,6 +171,7 @@ def test_a_family_with_many_findings_shows_its_strongest_and_counts_the_rest():
         AS power, 'q' || lpad(i::VARCHAR, 2, '0') AS opp_power, 2000 + 100 * i AS n,
         0.7 AS score_rate FROM range(1, 31) t(i)""",
     )
+    _table(con, "agg_adjusted", NO_POWER_EFFECTS)
     f = collect(con)
     assert f.table.height == findings.PER_FAMILY
     # the best-informed first: the same effect on more games clears the minimum by more
@@ -202,3 +209,44 @@ def test_null_data_gives_an_empty_report():
         families += f.tested
     assert families >= 4 * 40
     assert found == 0
+
+
+def test_computer_levels_out_of_order_are_one_sided():
+    con = duckdb.connect()
+    # level 2 leaves the human 0.15 less than level 1 (as it should); level 3 leaves 0.15 more
+    _table(
+        con,
+        "agg_ai_calibration",
+        """SELECT 5 AS board, '3.0.0' AS client_version, * FROM
+        (VALUES (2, 1, 5000, -0.15, -0.17, -0.13), (3, 2, 5000, 0.15, 0.13, 0.17))
+        t(ai_level, previous_level, n, step, step_lo, step_hi)""",
+    )
+    f = collect(con)
+    assert f.table["item"].to_list() == ["the human against level 3"]
+    assert "above the human against the easier level 2" in f.table["statement"][0]
+
+
+def test_a_finding_keeps_its_first_date_across_runs_and_a_gone_one_is_dropped():
+    plan = sy.Plan(
+        n=6_000, seed=2, first_effect=0.0, power_effects={"surge": 0.8},
+        ai_level_effects=IN_BAND, **ONE_CUT,
+    )  # fmt: skip
+    con = store(plan)
+    try:
+        (key,) = con.sql("SELECT keys FROM jobs_findings WHERE kind = 'power'").fetchone()
+        assert key == '{"term":"power:surge"}'
+        # as if first flagged three weeks ago: the next run keeps that date
+        con.execute("UPDATE jobs_findings SET first_flagged = first_flagged - INTERVAL 21 DAY")
+        first = con.sql("SELECT first_flagged FROM jobs_findings").fetchone()[0]
+        con.execute("INSERT INTO jobs_findings VALUES ('power', '{\"term\":\"power:gone\"}', "
+                    "'gone', now()::TIMESTAMP, now()::TIMESTAMP, 1, 1)")  # fmt: skip
+        more = sy.generate(sy.Plan(n=300, seed=3, **ONE_CUT))
+        last = con.execute("SELECT max(received_at) FROM games").fetchone()[0]
+        sy.insert(con, sy.arriving(more, last), tag="more")
+        assert jobs.run(con, lambda fn: fn(con))["mode"] == "incremental"
+        rows = con.sql("SELECT keys, first_flagged, last_run FROM jobs_findings").fetchall()
+        assert rows == [('{"term":"power:surge"}', first, 2)]  # the gone one is dropped
+        (surge,) = collect(con).table.filter(pl.col("kind") == "power").to_dicts()
+        assert surge["since"] == f"persisting since {first.date().isoformat()}"
+    finally:
+        con.close()
