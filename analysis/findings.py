@@ -107,10 +107,10 @@ def _se_interval(lo: str, hi: str) -> str:
 
 _MID = "(band_lo + band_hi) / 2"
 # each power's adjusted log-odds effect, for the side and the opponent of a power-vs row
-_POWER_BETAS = """LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta FROM agg_adjusted
-  WHERE estimable AND term LIKE 'power:%') own ON own.p = power
-LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta FROM agg_adjusted
-  WHERE estimable AND term LIKE 'power:%') opp ON opp.p = opp_power"""
+_POWER_BETAS = """LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta
+  FROM agg_adjusted WHERE estimable AND term LIKE 'power:%') own ON own.p = power
+LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta
+  FROM agg_adjusted WHERE estimable AND term LIKE 'power:%') opp ON opp.p = opp_power"""
 # each lineup's projection from the lineup model, for both lineups of a lineup-vs row
 _LINEUP_PS = """JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
   FROM agg_lineup_model) own ON own.b = board AND own.v = variant AND own.l = lineup
