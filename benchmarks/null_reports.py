@@ -156,6 +156,7 @@ def weekly(histories: int, weeks: int, size: int, seed: int) -> None:
         ever.update(flagged)
         ever_kind.update(kinds)
         any_history += bool(flagged)
+        print(f"  history {h + 1}: {len(flagged)} families ever flagged", flush=True)
     worst = max(ever.values(), default=0)
     lo, hi = share_ci(worst, histories)
     print(
@@ -193,7 +194,8 @@ def planted(sizes: list[int], stores: int, seed: int) -> None:
         rates = "; ".join(f"{k} {found[k]}/{stores}" for k in PLANTS)
         print(
             f"{size:>6,} human games: found {rates}; other findings per report "
-            f"{others / stores:.2f}; {time.perf_counter() - t:.0f} s"
+            f"{others / stores:.2f}; {time.perf_counter() - t:.0f} s",
+            flush=True,
         )
 
 
