@@ -112,7 +112,25 @@ def fit(games: pl.DataFrame) -> pl.DataFrame:
     if games.height < MIN_GAMES:
         return pl.DataFrame(schema=SCHEMA)
     x, y, terms, c = design(games)
-    return fitted(x, y, terms, c, games.height)
+    return fitted(x, y, terms, c, informing(games, terms))
+
+
+def informing(games: pl.DataFrame, terms: list[str]) -> np.ndarray:
+    """The games that inform each term: for a power, the games played with powers; for a
+    centre rank, the games on its board; first move and side 0, every game."""
+    with_powers = int(games["mask_0"].is_not_null().sum())
+    board = games["board"].to_numpy()
+    out = []
+    for t in terms:
+        if t.startswith("power:"):
+            out.append(with_powers)
+        elif t.startswith("centre_rank:"):
+            out.append(int((board == int(t.split(":")[1].partition("x")[0])).sum()))
+        elif t == "first_move_x_board7":
+            out.append(int((board == 7).sum()))
+        else:
+            out.append(games.height)
+    return np.asarray(out, dtype=np.int64)
 
 
 SCHEMA = {
@@ -139,9 +157,10 @@ def family(term: str) -> str:
     return term.rsplit(":", 1)[0] if ":" in term else term
 
 
-def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int):
+def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n):
     """Fit on the columns that are not aliased; report each term t (contrast row c[t]) with its
-    estimate, or as not estimable (see the module docstring)."""
+    estimate, or as not estimable (see the module docstring). `n`: the games that inform each
+    term (one number: every term alike)."""
     keep, alias = logit.independent_columns(x)
     ck = c[:, keep]
     # c[t] is estimable when it is a combination of the kept columns' coefficients
@@ -183,7 +202,7 @@ def fitted(x: np.ndarray, y: np.ndarray, terms: list[str], c: np.ndarray, n: int
             "family": families,
             "q_value": shown(q),
             "flagged": flagged,
-            "n_games": np.full(len(terms), n, dtype=np.int64),
+            "n_games": np.broadcast_to(np.asarray(n, dtype=np.int64), (len(terms),)),
             "note": pl.Series(note, dtype=pl.String),
         },
         schema=SCHEMA,

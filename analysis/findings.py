@@ -1,250 +1,380 @@
-"""Findings: every row the balance tables flag, in one list, strongest evidence first.
+"""Findings: what a designer can act on, decided once for the whole report.
 
-Each rate table and model table already tests its rows and flags them with Benjamini-Hochberg
-at 5% within a *family* (docs/agg-tables.md says which rows are tested together). This module
-reads those flags, it does not test anything again: one SQL over the tables (`sql`) projects
-each table's rows onto the same columns (the effect on the score or rate scale with its 95%
-interval, n, p, q, flag, the family's size), keeps the flagged rows (at most `PER_FAMILY` a
-family: a strong rank-file cell makes hundreds of lineups flag) and one row of every family
-(so the families tested are counted, flagged or not), and `from_rows` turns them into a frame
-sorted by q-value, then by the size of the effect, with a plain-language statement a row.
+Each pre-declared question (a *kind*, `SOURCES`) is read from the one table that answers it
+(one model per question: a power from the adjusted model, a rank-file cell and a lineup's own
+strength from the lineup model, the first-move edge from its randomised comparison); the raw
+tables that answer the same question again (agg_power_rates' pick effect, agg_setup_cell_rates,
+agg_lineup_rates, the lineup model's projections) stay on their pages as drill-down and
+cross-checks, not as findings. Symmetric pairs are tested once (a power against another, a
+lineup against another, the second seat of two-player Slide). A power is measured against the
+median power, not the average (a strong power would push every other below the average).
 
-`collect(fetch, columns)` is the whole step: `fetch(sql)` runs SQL on the store (a DuckDB
-connection, the dashboard's snapshot, a server's /sql/api), `columns(table)` names a table's
-columns (a table or column the store lacks leaves its family out, and the summary says so).
-The dashboard's Findings page and `balance report` both call it.
+A row is a finding when its always-valid interval lies wholly beyond its kind's minimum effect;
+the report's budget of false findings is split over the kinds, families and rows
+(analysis.decisions). Every family also states what it could have seen: the minimum detectable
+effect of its typical and its best-informed row, or "too few games to tell".
+
+Outcomes of play (side events: a side that stunned a crown) and recording conventions (side 0)
+are not balance levers: they are read into a descriptive section with their intervals only.
+
+One SQL over the tables (`sql`) computes everything in the store (so a server's row limit never
+cuts it): per row its effect, standard error, allocated level, interval, and whether it is a
+finding; per family its rows, findings and detectable effects. It keeps the findings (at most
+`PER_FAMILY` a family), one row of every family, and the descriptive rows; `from_rows` turns
+them into frames. `collect(fetch, columns)` is the whole step; the dashboard's Findings page and
+`balance report` both call it, and a jobs run calls `remember` to keep each finding's first
+date in jobs_findings ("new this week" or "persisting since ...").
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 import polars as pl
 
+from . import decisions as dc
 from .sql import sql_literal
 
-# at most this many findings a family (ranked by q, then effect): the rest are counted
+# at most this many findings a family (strongest first): the rest are counted
 PER_FAMILY = 10
-ALPHA = 0.05  # the tables' own BH level (q <= 0.05 is `flagged`)
+HISTORY = "jobs_findings"  # the jobs' record of when each finding was first flagged
+NEW_DAYS = 7  # a finding first flagged within this many days of the latest run is "new"
 
 
 @dataclass(frozen=True)
 class Source:
-    """How one table's flagged rows read as findings (SQL expressions over the table)."""
+    """How one table's rows are tested as one kind of finding (SQL expressions over it)."""
 
-    kind: str  # the family's name (several families a table: one per value of `family`)
+    kind: str  # the question (analysis.decisions: its minimum effect and share of the budget)
     table: str
-    family: tuple[str, ...]  # the columns whose values make one BH family
+    family: tuple[str, ...]  # the columns whose values make one family
     keys: tuple[str, ...]  # the columns naming a row (its own SQL filters on them)
-    effect: str  # on the score / rate scale: a difference, or the value less the reference
-    lo: str
-    hi: str
-    n: str
-    p: str
-    q: str
-    flag: str
-    test: str  # the test that flagged the row, in words
-    against: str  # what the effect is measured against, for the statement ("an even game")
+    effect: str  # the estimate against the reference (score points, or log-odds: `logit`)
+    se: str  # its standard error, same scale
+    n: str  # the games (sides, attempts) that inform it
+    test: str  # how the row is tested, in words
+    against: str  # what the effect is measured against, for the statement
     chart: str  # "page#chart-id" on the dashboard
     subject: str  # a Python format over the keys: who the statement is about
     verb: str = "scores"
-    where: str = "on {board_variant}"  # after the interval
-    needs: tuple[str, ...] = ()  # columns the expressions read (checked against the table)
-    filter: str = "true"  # rows of the table that are tested at all
+    where: str = "on {board_variant}"
+    logit: bool = False  # effect and se are log-odds: decided there, shown as score points
+    tolerance: str = "0"  # the row's own tolerance added to the minimum (a target band)
+    needs: tuple[str, ...] = ()  # columns the expressions read beyond those found in them
+    filter: str = "true"  # the rows pre-declared as tested (whatever their data)
+    drill: str = ""  # the raw tables that cross-check it, in words
+    games: tuple[tuple[str, str], ...] = ()  # explorer filter -> key column, for the games link
+    upward: bool = False  # only an effect above the reference is a finding (one-sided)
+    # a matchup is measured against what its two sides' own strengths predict: (the table
+    # those come from, the columns read from it, the SQL joined after FROM)
+    join: tuple[str, tuple[str, ...], str] | None = None
 
 
-def _shift(col: str, by: str = "0.5") -> str:
-    return f"({col}) - {by}"
+@dataclass(frozen=True)
+class Described:
+    """A descriptive table: shown with its intervals, never a finding."""
+
+    kind: str
+    table: str
+    keys: tuple[str, ...]
+    value: str
+    lo: str
+    hi: str
+    n: str
+    reference: str
+    subject: str
+    why: str
+    filter: str = "true"
 
 
-def _expit(col: str) -> str:
-    return f"1 / (1 + exp(-({col}))) - 0.5"
+def _pts(col: str, ref: str = "0.5") -> str:
+    return f"({col}) - ({ref})"
 
 
-_EDGE = "CASE WHEN score_rate < band_lo THEN band_lo WHEN score_rate > band_hi THEN band_hi END"
+def _se_rate(n: str, ref: str = "0.5") -> str:
+    """The binomial standard error of a rate at its reference (the score test's)."""
+    return f"CASE WHEN ({n}) > 0 THEN sqrt(({ref}) * (1 - ({ref})) / ({n})) END"
+
+
+def _se_interval(lo: str, hi: str) -> str:
+    return f"(({hi}) - ({lo})) / {2 * 1.959963984540054}"
+
+
+_MID = "(band_lo + band_hi) / 2"
+# each power's adjusted log-odds effect, for the side and the opponent of a power-vs row
+_POWER_BETAS = """LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta
+  FROM agg_adjusted WHERE estimable AND term LIKE 'power:%') own ON own.p = power
+LEFT JOIN (SELECT split_part(term, ':', 2) AS p, estimate AS beta
+  FROM agg_adjusted WHERE estimable AND term LIKE 'power:%') opp ON opp.p = opp_power"""
+# each lineup's projection from the lineup model, for both lineups of a lineup-vs row
+# (left joins: the optimizer keeps their order; as inner joins, inside the jobs' transaction
+# on freshly written tables, it joined the two projections first, 15,480 rows squared)
+_LINEUP_PS = """LEFT JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
+  FROM agg_lineup_model) own ON own.b = board AND own.v = variant AND own.l = lineup
+LEFT JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
+  FROM agg_lineup_model) opp ON opp.b = board AND opp.v = variant AND opp.l = opp_lineup"""
 
 SOURCES: tuple[Source, ...] = (
     Source(
-        "first_move", "agg_first_move_rates", (), ("board", "variant"),
-        _shift("score_rate"), _shift("wilson_lo"), _shift("wilson_hi"), "n",
-        "p_value", "q_value", "flagged", "score test against 0.5", "an even game (0.5)",
-        "overview#first-move", "the first mover",
+        "first_move", "agg_first_move_rates", ("board", "variant"), ("board", "variant"),
+        _pts("score_rate"), _se_rate("n"), "n", "first mover's score, always-valid z",
+        "an even game (0.5)", "overview#first-move", "the first mover",
+        drill="agg_adjusted's first_move term",
+        games=(("board", "board"), ("variant", "variant")),
     ),
     Source(
-        "power_adjusted", "agg_adjusted", ("family",), ("term",),
-        _expit("estimate"), _expit("lo"), _expit("hi"), "n_games",
-        "p_value", "q_value", "flagged", "logistic model, Wald z (robust SE)",
-        "{against}", "powers#power-adjusted", "{term_label}",
-        where="in the adjusted model (default cut)",
-        needs=("estimable",), filter="estimable",
-    ),
-    Source(
-        "power_pick", "agg_power_rates", ("board",), ("board", "power"),
-        "pick_effect", "pick_effect_lo", "pick_effect_hi", "picked_n",
-        "pick_effect_p", "pick_effect_q", "flagged", "pooled two-proportion z",
-        "sides not picking it", "powers#power-pick-effect", "sides picking {power}",
-        where="on {board_label} (raw difference)",
-    ),
-    Source(
-        "power_pair", "agg_power_pair_rates", ("board",), ("board", "power_a", "power_b"),
-        "synergy", "synergy_lo", "synergy_hi", "n", "p_value", "q_value", "flagged",
-        "score test against the expected rate", "what the two powers alone predict",
-        "powers#power-pairs", "{power_a} + {power_b} together", where="on {board_label}",
-    ),
-    Source(
-        "power_vs", "agg_power_vs_rates", ("board",), ("board", "power", "opp_power"),
-        _shift("score_rate"), _shift("wilson_lo"), _shift("wilson_hi"), "n",
-        "p_value", "q_value", "flagged", "score test against 0.5", "an even game (0.5)",
-        "powers#power-vs", "{power} against {opp_power}", where="on {board_label}",
-        filter="power <> opp_power",
+        "power", "agg_adjusted", ("family",), ("term",),
+        "estimate - median(estimate) OVER ()",
+        "sqrt(se * se + 1.5708 * avg(se * se) OVER () / count(*) OVER ())", "n_games",
+        "adjusted logistic model (first move, board, centre ranks held fixed), always-valid z",
+        "the median power", "powers#power-adjusted", "{term_label}",
+        where="in the adjusted model (default cut)", logit=True,
+        needs=("estimable",), filter="estimable AND family = 'power'",
+        drill="agg_power_rates (raw pick effect), agg_power_vs_rates",
+        games=(("power", "power_name"),),
     ),
     Source(
         "lineup_cell", "agg_lineup_model_terms", ("board", "variant"),
-        ("board", "variant", "rank", "file"),
-        "score_effect", "score_effect_lo", "score_effect_hi", "n",
-        "p_value", "q_value", "flagged", "lineup model term, Wald z",
-        "the same rank on an average file", "setups#lineup-model-cells",
-        "rank {rank} on file {file_letter}",
+        ("board", "variant", "rank", "file"), "estimate", "se", "n",
+        "lineup model term, always-valid z", "the same rank on an average file",
+        "setups#lineup-model-cells", "rank {rank} on file {file_letter}", logit=True,
+        drill="agg_setup_cell_rates (raw cell rates)",
+        games=(("board", "board"), ("variant", "variant")),
     ),
     Source(
-        "lineup_model", "agg_lineup_model", ("board", "variant"), ("board", "variant", "lineup"),
-        _shift("predicted"), _shift("predicted_lo"), _shift("predicted_hi"), "n",
-        "p_value", "q_value", "flagged", "lineup model prediction against 0.5",
-        "an even game (0.5)", "setups#lineup-model", "lineup {lineup}",
-        verb="is predicted to score",
+        "lineup", "agg_lineup_model", ("board", "variant"), ("board", "variant", "lineup"),
+        "score_rate - predicted",
+        "CASE WHEN n > 0 THEN sqrt(predicted * (1 - predicted) / n + "
+        "power((predicted_hi - predicted_lo) / 3.92, 2)) END", "n",
+        "own score against its cells' projection, always-valid z",
+        "what its ranks' places predict", "setups#lineups", "lineup {lineup}",
+        drill="agg_lineup_rates (raw rate against 0.5)",
+        games=(("board", "board"), ("variant", "variant"), ("lineup", "lineup")),
     ),
     Source(
-        "lineup", "agg_lineup_rates", ("board", "variant"), ("board", "variant", "lineup"),
-        _shift("score_rate"), _shift("wilson_lo"), _shift("wilson_hi"), "n",
-        "p_value", "q_value", "flagged", "score test against 0.5", "an even game (0.5)",
-        "setups#lineups", "lineup {lineup}",
+        "power_pair", "agg_power_pair_rates", ("board",), ("board", "power_a", "power_b"),
+        "synergy", _se_interval("synergy_lo", "synergy_hi"), "n",
+        "score against what the two powers alone predict, always-valid z",
+        "what the two powers alone predict", "powers#power-pairs",
+        "{power_a} + {power_b} together", where="on {board_label}",
+        games=(("board", "board"), ("power", "power_a")),
+    ),
+    Source(
+        "power_vs", "agg_power_vs_rates", ("board",), ("board", "power", "opp_power"),
+        "score_rate - 1 / (1 + exp(-(coalesce(own.beta, 0) - coalesce(opp.beta, 0))))",
+        _se_rate("n"), "n",
+        "score against what the two powers' adjusted effects predict, always-valid z",
+        "what the two powers' own strengths predict", "powers#power-vs",
+        "{power} against {opp_power}", where="on {board_label}", filter="power < opp_power",
+        games=(("board", "board"), ("power", "power")),
+        join=("agg_adjusted", ("term", "estimate", "estimable"), _POWER_BETAS),
     ),
     Source(
         "lineup_vs", "agg_lineup_vs", ("board", "variant"),
         ("board", "variant", "lineup", "opp_lineup"),
-        _shift("score_rate"), _shift("wilson_lo"), _shift("wilson_hi"), "n",
-        "p_value", "q_value", "flagged", "score test against 0.5", "an even game (0.5)",
-        "setups#lineup-vs", "lineup {lineup} against {opp_lineup}",
-    ),
-    Source(
-        "setup_cell", "agg_setup_cell_rates", ("board", "variant"),
-        ("board", "variant", "rank", "file"),
-        _shift("score_rate"), _shift("wilson_lo"), _shift("wilson_hi"), "n",
-        "p_value", "q_value", "flagged", "score test against 0.5", "an even game (0.5)",
-        "setups#setup-cells", "rank {rank} starting on file {file_letter}",
+        "score_rate - 1 / (1 + exp(-(ln(own.p / (1 - own.p)) - ln(opp.p / (1 - opp.p)))))",
+        _se_rate("n"), "n",
+        "score against what the two lineups' model projections predict, always-valid z",
+        "what the two lineups' cells predict", "setups#lineup-vs",
+        "lineup {lineup} against {opp_lineup}", filter="lineup < opp_lineup",
+        games=(("board", "board"), ("variant", "variant"), ("lineup", "lineup")),
+        join=("agg_lineup_model", ("board", "variant", "lineup", "predicted"), _LINEUP_PS),
     ),
     Source(
         "lane_distance", "agg_lane_distance_rates", ("board", "variant"),
         ("board", "variant", "rank", "distance"),
-        "first_distance_effect", "first_distance_effect_lo", "first_distance_effect_hi",
-        "first_n", "first_p_value", "first_q_value", "first_flagged",
-        "pooled two-proportion z against the rank's other distances",
+        "first_distance_effect",
+        _se_interval("first_distance_effect_lo", "first_distance_effect_hi"), "first_n",
+        "first mover's score against the rank's other distances, always-valid z",
         "the first mover at the rank's other lane distances", "setups#lane-distance",
         "the first mover, rank {rank} at lane distance {distance},",
-    ),
-    Source(
-        "side_events", "agg_side_events_rates", ("board", "variant"),
-        ("board", "variant", "made_stun", "made_catch"),
-        _shift("score_rate", "tested_against"), _shift("wilson_lo", "tested_against"),
-        _shift("wilson_hi", "tested_against"), "n", "p_value", "q_value", "flagged",
-        "score test against the pooled rate", "the board's pooled score",
-        "boards#board-stuns", "sides that {stun_catch}",
+        games=(("board", "board"), ("variant", "variant")),
     ),
     Source(
         "ai_band", "agg_ai_calibration", ("board", "client_version"),
         ("board", "client_version", "ai_level"),
-        _shift("score_rate", _EDGE), _shift("wilson_lo", _EDGE), _shift("wilson_hi", _EDGE),
-        "n", "band_p", "band_q", "off_target IS NOT NULL",
-        "score test against the target band's nearer edge", "the target band's nearer edge",
-        "computer#ai-calibration", "the human against level {ai_level}",
-        where="on {board_label}, client {client_version}",
-        needs=("score_rate", "band_lo", "band_hi", "off_target"),
-        filter="band_lo IS NOT NULL",
+        _pts("score_rate", _MID), _se_rate("n", _MID), "n",
+        "human score against the target band, always-valid z",
+        "the middle of its target band", "computer#ai-calibration",
+        "the human against level {ai_level}", where="on {board_label}, client {client_version}",
+        tolerance="(band_hi - band_lo) / 2", filter="band_lo IS NOT NULL",
+        games=(("board", "board"), ("ai_level", "ai_level"), ("client_version", "client_version")),
     ),
     Source(
         "ai_order", "agg_ai_calibration", ("board", "client_version"),
         ("board", "client_version", "ai_level", "previous_level"),
-        "step", "step_lo", "step_hi", "n", "step_p", "step_q", "\"order\" = 'reversed'",
-        "pooled two-proportion z against the next easier level",
-        "against level {previous_level} (the levels are out of order)",
-        "computer#ai-calibration", "the human against level {ai_level}",
-        where="on {board_label}, client {client_version}",
-        needs=("order", "previous_level"), filter="previous_level IS NOT NULL",
+        "step", _se_interval("step_lo", "step_hi"), "n",
+        "human score against the next easier level, always-valid z",
+        "the human against the easier level {previous_level} (the levels are out of order)",
+        "computer#ai-calibration",
+        "the human against level {ai_level}", where="on {board_label}, client {client_version}",
+        needs=("previous_level",), filter="previous_level IS NOT NULL", upward=True,
+        games=(("board", "board"), ("ai_level", "ai_level"), ("client_version", "client_version")),
     ),
     Source(
         "challenge", "agg_challenge_rates", ("board",), ("board", "challenge_id"),
-        _shift("solve_rate", "tested_against"), _shift("solve_rate_lo", "tested_against"),
-        _shift("solve_rate_hi", "tested_against"), "attempts", "p_value", "q_value", "flagged",
-        "pooled two-proportion z against the board's other challenges",
-        "the board's pooled solve rate", "challenges#challenges",
-        "challenge {challenge_id}", verb="is solved", where="on {board_label}",
+        _pts("solve_rate", "tested_against"), _se_rate("attempts", "tested_against"),
+        "attempts", "solve rate against the board's others, always-valid z",
+        "the board's pooled solve rate", "challenges#challenges", "challenge {challenge_id}",
+        verb="is solved", where="on {board_label}", games=(("board", "board"),),
     ),
     Source(
         "slide_seat", "agg_slide_seat_rates", ("players",), ("players", "seat_from_first"),
-        _shift("win_rate", "fair_share"), _shift("wilson_lo", "fair_share"),
-        _shift("wilson_hi", "fair_share"), "seats", "p_value", "q_value", "flagged",
-        "score test against a fair share", "a fair share (1 / players)", "slide#slide-seats",
-        "seat {seat_from_first} from the first", verb="wins", where="in {players}-player Slide",
+        _pts("win_rate", "fair_share"), _se_rate("seats", "fair_share"), "seats",
+        "win rate against a fair share, always-valid z", "a fair share (1 / players)",
+        "slide#slide-seats", "seat {seat_from_first} from the first", verb="wins",
+        where="in {players}-player Slide",
+        # two players: the second seat's rate is the first's mirror, one fact
+        filter="NOT (players = 2 AND seat_from_first > 0)",
     ),
 )  # fmt: skip
 KINDS = {s.kind: s for s in SOURCES}
 
+DESCRIBED: tuple[Described, ...] = (
+    Described(
+        "side_events", "agg_side_events_rates", ("board", "variant", "made_stun", "made_catch"),
+        "score_rate", "wilson_lo", "wilson_hi", "n", "tested_against",
+        "sides that {stun_catch} on {board_variant}",
+        "an outcome of play (what happened in the game), not a setting a designer can change",
+    ),
+    Described(
+        "side_0", "agg_adjusted", ("term",), "p_at_even", "1 / (1 + exp(-lo))",
+        "1 / (1 + exp(-hi))", "n_games", "0.5", "side 0 against side 1",
+        "a recording convention (which side the client writes first), not a balance lever",
+        filter="term = 'side_0' AND estimable",
+    ),
+)  # fmt: skip
 
-def _expressions(s: Source) -> list[str]:
-    return [s.effect, s.lo, s.hi, s.n, s.p, s.q, s.flag, s.filter]
+
+_SQL_WORDS = frozenset(
+    "case when then else end is not null and or true false exp abs sqrt power median avg "
+    "over count ln coalesce".split()
+)
 
 
-def available(s: Source, columns: Collection[str]) -> bool:
+def _words_in(*exprs: str) -> set[str]:
+    text = re.sub(r"'[^']*'", "", " ".join(exprs))  # string literals are no columns
+    return set(re.findall(r"[a-z_][a-z0-9_]*", text)) - _SQL_WORDS
+
+
+def available(s: Source | Described, columns: Collection[str]) -> bool:
     """The table is in the store with every column the source reads."""
-    text = re.sub(r"'[^']*'", "", " ".join(_expressions(s)))  # string literals are no columns
-    words = set(re.findall(r"[a-z_][a-z0-9_]*", text)) - _SQL_WORDS
-    return bool(columns) and {*s.family, *s.keys, *s.needs, *words} <= set(columns)
+    if isinstance(s, Described):
+        words = _words_in(s.value, s.lo, s.hi, s.n, s.reference, s.filter) | set(s.keys)
+    else:
+        words = _words_in(s.effect, s.se, s.n, s.tolerance, s.filter) - _JOINED
+        words |= {*s.family, *s.keys, *s.needs}
+    return bool(columns) and words <= set(columns)
 
 
-# the words of SOURCES' expressions that are not columns
-_SQL_WORDS = frozenset("case when then else end is not null and or true false exp abs".split())
+_JOINED = frozenset({"own", "opp", "beta", "p"})  # the joined tables' aliases and columns
 
 
-def source_sql(s: Source, per_family: int = PER_FAMILY) -> str:
-    """The source's flagged rows (at most `per_family` a family) and one row a family."""
-    fam = f"PARTITION BY {', '.join(s.family)}" if s.family else ""
-    keys = ", ".join(f"{k} := {_q(k)}" for k in s.keys)
-    fam_keys = ", ".join(f"{k} := {_q(k)}" for k in s.family) or "kind := 'all'"
-    return f"""SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source,
-  to_json(struct_pack({fam_keys}))::VARCHAR AS family_keys,
-  to_json(struct_pack({keys}))::VARCHAR AS keys,
-  ({s.effect})::DOUBLE AS effect, ({s.lo})::DOUBLE AS lo, ({s.hi})::DOUBLE AS hi,
-  ({s.n})::BIGINT AS n, ({s.p})::DOUBLE AS p_value, ({s.q})::DOUBLE AS q_value,
-  coalesce({s.flag}, false) AS flagged,
-  count({s.q}) OVER ({fam}) AS family_tested,
-  sum(CASE WHEN coalesce({s.flag}, false) THEN 1 ELSE 0 END) OVER ({fam}) AS family_flagged,
-  row_number() OVER ({fam} ORDER BY coalesce({s.flag}, false) DESC, {s.q} NULLS LAST,
-    abs({s.effect}) DESC NULLS LAST, {", ".join(map(_q, s.keys))}) AS family_rank
-FROM {s.table}
-WHERE {s.filter}
-QUALIFY family_rank = 1 OR (flagged AND family_rank <= {int(per_family)})"""
+def joinable(s: Source, columns: Callable[[str], Collection[str]]) -> bool:
+    """The source's table is readable, and so is the table its matchups are measured by."""
+    if not available(s, columns(s.table)):
+        return False
+    return s.join is None or set(s.join[1]) <= set(columns(s.join[0]))
 
 
 def _q(name: str) -> str:
     return f'"{name}"'
 
 
+def source_sql(s: Source, per_family: int = PER_FAMILY) -> str:
+    """The source's findings (at most `per_family` a family) and one row a family, decided in
+    SQL (analysis.decisions has the same arithmetic in numpy)."""
+    minimum = dc.min_effects()[s.kind]
+    tau = 2 * minimum
+    if s.logit:
+        minimum, tau = dc.logit_points(minimum), dc.logit_points(tau)
+    alpha = dc.report_alpha() * dc.WEIGHTS[s.kind]
+    keys = ", ".join(f"{k} := {_q(k)}" for k in s.keys)
+    fam_keys = ", ".join(f"{k} := {_q(k)}" for k in s.family)
+    hw = dc.half_width_sql("se", "alpha_row", repr(tau))
+    hw_typ = dc.half_width_sql("se_typical", "alpha_row", repr(tau))
+    hw_best = dc.half_width_sql("se_best", "alpha_row", repr(tau))
+    lo, hi, m = "est - hw", "est + hw", f"({minimum!r} + tol)"
+    show = "1 / (1 + exp(-({x}))) - 0.5" if s.logit else "{x}"
+    z = dc.Z_POWER
+    return f"""WITH r AS (
+  SELECT to_json(struct_pack({fam_keys}))::VARCHAR AS family_keys,
+    to_json(struct_pack({keys}))::VARCHAR AS keys,
+    ({s.effect})::DOUBLE AS est, ({s.se})::DOUBLE AS se, ({s.n})::BIGINT AS n,
+    ({s.tolerance})::DOUBLE AS tol
+  FROM {s.table} {s.join[2] if s.join else ""} WHERE {s.filter}
+), c AS (
+  SELECT *, count(*) OVER (PARTITION BY family_keys) AS family_rows,
+    dense_rank() OVER (ORDER BY family_keys) AS family_no FROM r
+), d AS (
+  SELECT *, {alpha!r} / (max(family_no) OVER () * family_rows) AS alpha_row FROM c
+), e AS (
+  SELECT *, {hw} AS hw,
+    min(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_best,
+    median(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_typical,
+    median(tol) OVER (PARTITION BY family_keys) AS tol_typical
+  FROM d
+), f AS (
+  SELECT *, coalesce({lo} > {m}{"" if s.upward else f" OR {hi} < -{m}"}, false) AS found,
+    ({"est" if s.upward else "abs(est)"} - {m}) / se AS z_beyond FROM e
+)
+SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding' AS role,
+  family_keys, keys,
+  ({show.format(x="est")})::DOUBLE AS effect, ({show.format(x=lo)})::DOUBLE AS lo,
+  ({show.format(x=hi)})::DOUBLE AS hi,
+  (({show.format(x="est")}) - sign(est) * (({show.format(x=repr(minimum))}) + tol))::DOUBLE
+    AS beyond,
+  n, alpha_row, z_beyond, found AS flagged,
+  count(hw) OVER (PARTITION BY family_keys) AS family_tested,
+  family_rows,
+  sum(CASE WHEN found THEN 1 ELSE 0 END) OVER (PARTITION BY family_keys) AS family_flagged,
+  max(n) OVER (PARTITION BY family_keys) AS family_n,
+  ({show.format(x=f"{minimum!r} + tol_typical + {hw_typ} + {z!r} * se_typical")})::DOUBLE
+    AS mde_typical,
+  ({show.format(x=f"{minimum!r} + tol_typical + {hw_best} + {z!r} * se_best")})::DOUBLE
+    AS mde_best,
+  ({show.format(x=repr(minimum))})::DOUBLE AS minimum,
+  row_number() OVER (PARTITION BY family_keys ORDER BY found DESC, z_beyond DESC NULLS LAST,
+    keys) AS family_rank
+FROM f
+QUALIFY family_rank = 1 OR (found AND family_rank <= {int(per_family)})"""
+
+
+def described_sql(d: Described) -> str:
+    keys = ", ".join(f"{k} := {_q(k)}" for k in d.keys)
+    return f"""SELECT {sql_literal(d.kind)} AS kind, {sql_literal(d.table)} AS source,
+  'descriptive' AS role, NULL::VARCHAR AS family_keys,
+  to_json(struct_pack({keys}))::VARCHAR AS keys,
+  ({d.value})::DOUBLE AS effect, ({d.lo})::DOUBLE AS lo, ({d.hi})::DOUBLE AS hi,
+  ({d.reference})::DOUBLE AS reference, ({d.n})::BIGINT AS n
+FROM {d.table} WHERE {d.filter}"""
+
+
 def sql(columns: Callable[[str], Collection[str]], per_family: int = PER_FAMILY) -> str:
     """One query over every source the store has: what the Findings page runs."""
-    parts = [source_sql(s, per_family) for s in SOURCES if available(s, columns(s.table))]
+    parts = [source_sql(s, per_family) for s in SOURCES if joinable(s, columns)]
+    parts += [described_sql(d) for d in DESCRIBED if available(d, columns(d.table))]
     if not parts:
         return "SELECT NULL::VARCHAR AS kind WHERE false"
-    return "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts) + "\nORDER BY kind, family_rank"
+    union = "\nUNION ALL BY NAME\n".join(f"({p})" for p in parts)
+    if {"kind", "keys", "first_flagged", "last_flagged"} <= set(columns(HISTORY)):
+        union = f"""SELECT u.*, h.first_flagged,
+  (SELECT max(last_flagged) FROM {HISTORY}) AS latest_run
+FROM ({union}) u LEFT JOIN {HISTORY} h ON u.kind = h.kind AND u.keys = h.keys"""
+    return f"SELECT * FROM ({union}) ORDER BY kind, family_rank NULLS LAST, keys"
 
 
 @dataclass
 class Findings:
     table: pl.DataFrame  # one row a finding, strongest evidence first
-    families: pl.DataFrame  # one row a family tested: kind, family, tested, flagged, shown
+    families: pl.DataFrame  # one row a family: tested, flagged, shown, what it could see
     missing: list[str] = field(default_factory=list)  # tables the store lacks
+    descriptive: pl.DataFrame = field(default_factory=pl.DataFrame)  # outcomes, conventions
 
     @property
     def tested(self) -> int:
@@ -252,36 +382,40 @@ class Findings:
 
     def summary(self) -> str:
         f = self.families
-        flagged = int(f["flagged"].sum()) if f.height else 0
-        with_flag = int((f["flagged"] > 0).sum()) if f.height else 0
-        head = (
-            f"{flagged:,} flagged row{'s' if flagged != 1 else ''} in {with_flag} of "
-            f"{self.tested} families tested. Flags are per family at a 5% false discovery rate "
-            f"(Benjamini–Hochberg within each family): about 5% of a family's flags may be "
-            f"chance, and on data with no effect at all about 5% of the families "
-            f"(≈ {ALPHA * self.tested:.1f} of {self.tested}) could show a flag."
-        )
-        if not self.tested:
+        if not f.height:
             head = "No balance tables to read yet (balance jobs run writes them)."
-        cut = f.filter(pl.col("flagged") > pl.col("shown")) if f.height else f
-        if cut.height:
-            head += (
-                " Shown: the "
-                + str(PER_FAMILY)
-                + " strongest of a family; "
-                + "; ".join(
-                    f"{r['family']}: {r['flagged']:,} flagged" for r in cut.iter_rows(named=True)
-                )
+        else:
+            n = self.table.height
+            blind = int((f["verdict"] == TOO_FEW).sum())
+            head = (
+                f"{n} finding{'s' if n != 1 else ''} in {f.height} families of questions "
+                f"({blind} with too few games to tell). A finding is an effect whose "
+                f"interval lies wholly beyond the minimum that matters for its kind; the "
+                f"intervals stay valid however often the report is read, and on data with "
+                f"no effect the whole report shows on average at most "
+                f"{dc.report_alpha():g} false findings."
             )
-            head += "."
+            new = int((self.table["since"] == "new this week").sum()) if n else 0
+            if n:
+                head += f" New this week: {new}."
+            cut = f.filter(pl.col("flagged") > pl.col("shown"))
+            if cut.height:
+                head += (
+                    f" Shown: the {PER_FAMILY} strongest of a family; "
+                    + "; ".join(
+                        f"{r['family']}: {r['flagged']:,}" for r in cut.iter_rows(named=True)
+                    )
+                    + "."
+                )
         if self.missing:
             head += f" Not in the store (not read): {', '.join(self.missing)}."
         return head
 
 
+TOO_FEW = "too few games to tell"
 COLUMNS = [
-    "rank", "statement", "item", "family", "kind", "effect", "lo", "hi", "n", "test", "p_value",
-    "q_value", "chart", "sql",
+    "rank", "statement", "item", "family", "kind", "effect", "lo", "hi", "beyond", "minimum",
+    "n", "since", "first_flagged", "test", "z_beyond", "alpha", "chart", "games", "sql", "key",
 ]  # fmt: skip
 
 
@@ -290,19 +424,29 @@ def collect(
     columns: Callable[[str], Collection[str]] | None = None,
     per_family: int = PER_FAMILY,
 ) -> Findings:
-    """Every flagged row of the store's balance tables, strongest evidence first."""
+    """Every finding of the store's balance tables, strongest evidence first."""
     if columns is None:
         columns = store_columns(fetch)
     frame = fetch(sql(columns, per_family))
-    missing = sorted({s.table for s in SOURCES if not available(s, columns(s.table))})
-    return from_rows(frame, missing)
+    return from_rows(frame, missing_tables(columns))
+
+
+def missing_tables(columns: Callable[[str], Collection[str]]) -> list[str]:
+    gone = {s.table for s in DESCRIBED if not available(s, columns(s.table))}
+    for s in SOURCES:
+        if not available(s, columns(s.table)):
+            gone.add(s.table)
+        elif not joinable(s, columns) and s.join is not None:
+            gone.add(s.join[0])
+    return sorted(gone)
 
 
 def store_columns(fetch: Callable[[str], pl.DataFrame]) -> Callable[[str], Collection[str]]:
     """columns(table) from the store's catalog, read once."""
     rows = fetch(
         "SELECT table_name, column_name FROM duckdb_columns() "
-        "WHERE database_name = current_database() AND table_name LIKE 'agg_%'"
+        "WHERE database_name = current_database() "
+        f"AND (table_name LIKE 'agg_%' OR table_name = '{HISTORY}')"
     )
     by: dict[str, set[str]] = {}
     for t, c in rows.iter_rows():
@@ -310,67 +454,124 @@ def store_columns(fetch: Callable[[str], pl.DataFrame]) -> Callable[[str], Colle
     return lambda table: by.get(table, set())
 
 
+FAMILY_SCHEMA = {
+    "kind": pl.String, "family": pl.String, "rows": pl.Int64, "tested": pl.Int64,
+    "flagged": pl.Int64, "shown": pl.Int64, "games": pl.Int64, "minimum": pl.Float64,
+    "detectable_typical": pl.Float64, "detectable_best": pl.Float64, "verdict": pl.String,
+}  # fmt: skip
+DESCRIPTIVE_SCHEMA = {
+    "kind": pl.String, "statement": pl.String, "value": pl.Float64, "lo": pl.Float64,
+    "hi": pl.Float64, "reference": pl.Float64, "n": pl.Int64, "why": pl.String,
+}  # fmt: skip
+
+
+def _since(first, latest) -> str:
+    if first is None:
+        return "new this week"
+    first_d, latest_d = _date(first), _date(latest) if latest is not None else None
+    if latest_d is not None and (latest_d - first_d).days < NEW_DAYS:
+        return "new this week"
+    return f"persisting since {first_d.isoformat()}"
+
+
+def _date(v) -> dt.date:
+    if isinstance(v, dt.datetime):
+        return v.date()
+    if isinstance(v, dt.date):
+        return v
+    return dt.date.fromisoformat(str(v)[:10])
+
+
 def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings:
-    """The rows of `sql` as findings and families."""
-    empty = pl.DataFrame(schema={"kind": pl.String, "family": pl.String})
-    if frame.height == 0 or "family_keys" not in frame.columns:
-        fams = empty.with_columns(
-            tested=pl.lit(0, pl.Int64), flagged=pl.lit(0, pl.Int64), shown=pl.lit(0, pl.Int64)
-        ).clear()
-        return Findings(_finish([]), fams, missing or [])
-    rows = frame.to_dicts()
+    """The rows of `sql` as findings, families and the descriptive section."""
+    found: list[dict] = []
     families: dict[tuple[str, str], dict] = {}
-    found = []
+    described: list[dict] = []
+    rows = frame.to_dicts() if frame.height and "keys" in frame.columns else []
     for r in rows:
+        keys = json.loads(r["keys"])
+        if r.get("role") == "descriptive":
+            d = next(x for x in DESCRIBED if x.kind == r["kind"])
+            described.append(
+                {
+                    "kind": d.kind,
+                    "statement": d.subject.format(**_words(d.kind, keys)),
+                    "value": r["effect"], "lo": r["lo"], "hi": r["hi"],
+                    "reference": r.get("reference"), "n": r["n"], "why": d.why,
+                }
+            )  # fmt: skip
+            continue
         s = KINDS[r["kind"]]
         fam_label = _family_label(s, json.loads(r["family_keys"]))
-        fam = families.setdefault(
-            (s.kind, fam_label),
-            {
-                "kind": s.kind,
-                "family": fam_label,
-                "tested": int(r["family_tested"] or 0),
-                "flagged": int(r["family_flagged"] or 0),
-                "shown": 0,
-            },
-        )
+        fam = families.setdefault((s.kind, fam_label), _family(s, fam_label, r))
         if not r["flagged"]:
             continue
         fam["shown"] += 1
-        keys = json.loads(r["keys"])
+        words = _words(s.kind, keys)
         found.append(
             {
                 "statement": statement(s, keys, r),
-                "item": s.subject.format(**_words(s, keys)).rstrip(","),
+                "item": s.subject.format(**words).rstrip(","),
                 "family": fam_label,
                 "kind": s.kind,
                 "effect": r["effect"],
                 "lo": r["lo"],
                 "hi": r["hi"],
+                "beyond": r["beyond"],
+                "minimum": r["minimum"],
                 "n": r["n"],
+                "since": _since(r.get("first_flagged"), r.get("latest_run")),
+                "first_flagged": None if r.get("first_flagged") is None
+                else _date(r["first_flagged"]).isoformat(),
                 "test": s.test,
-                "p_value": r["p_value"],
-                "q_value": r["q_value"],
+                "z_beyond": r["z_beyond"],
+                "alpha": r["alpha_row"],
                 "chart": _chart(s, keys),
+                "games": games_link(s, keys, words),
                 "sql": row_sql(s, keys),
+                "key": finding_key(s.kind, r["keys"]),
             }
-        )
-    fams = pl.DataFrame(list(families.values())).sort("kind", "family")
-    return Findings(_finish(found), fams, missing or [])
+        )  # fmt: skip
+    fams = pl.DataFrame(list(families.values()), schema=FAMILY_SCHEMA).sort("kind", "family")
+    desc = pl.DataFrame(described, schema=DESCRIPTIVE_SCHEMA)
+    return Findings(_finish(found), fams, missing or [], desc)
+
+
+def _family(s: Source, label: str, r: dict) -> dict:
+    tested = int(r["family_tested"] or 0)
+    flagged = int(r["family_flagged"] or 0)
+    minimum = r["minimum"]
+    best, typical = r["mde_best"], r["mde_typical"]
+    if flagged:
+        verdict = f"{flagged} found"
+    elif tested == 0 or best is None or best > dc.TOO_FEW_FACTOR * minimum:
+        verdict = TOO_FEW
+    else:
+        verdict = f"none found; it could see {typical:.3f} or more (typical row)"
+    return {
+        "kind": s.kind, "family": label, "rows": int(r["family_rows"] or 0), "tested": tested,
+        "flagged": flagged, "shown": 0, "games": int(r["family_n"] or 0), "minimum": minimum,
+        "detectable_typical": typical, "detectable_best": best, "verdict": verdict,
+    }  # fmt: skip
+
+
+def finding_key(kind: str, keys_json: str) -> str:
+    return f"{kind}:{keys_json}"
 
 
 def _finish(found: list[dict]) -> pl.DataFrame:
     schema = {
         "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
-        "effect": pl.Float64,
-        "lo": pl.Float64, "hi": pl.Float64, "n": pl.Int64, "test": pl.String,
-        "p_value": pl.Float64, "q_value": pl.Float64, "chart": pl.String, "sql": pl.String,
+        "effect": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "beyond": pl.Float64,
+        "minimum": pl.Float64, "n": pl.Int64, "since": pl.String, "first_flagged": pl.String,
+        "test": pl.String, "z_beyond": pl.Float64, "alpha": pl.Float64, "chart": pl.String,
+        "games": pl.String, "sql": pl.String, "key": pl.String,
     }  # fmt: skip
     out = pl.DataFrame(found, schema=schema)
-    # evidence first: q, then the size of the effect, then p (q ties under BH's step-up)
+    # strongest evidence first: how many standard errors the estimate clears the minimum by
     out = out.sort(
-        pl.col("q_value"), pl.col("effect").abs(), pl.col("p_value"), "statement",
-        descending=[False, True, False, False], nulls_last=True,
+        pl.col("z_beyond"), pl.col("beyond").abs(), "statement",
+        descending=[True, True, False], nulls_last=True,
     )  # fmt: skip
     return out.with_columns(rank=pl.int_range(1, out.height + 1, dtype=pl.Int64)).select(COLUMNS)
 
@@ -383,6 +584,20 @@ def row_sql(s: Source, keys: dict) -> str:
     return f"SELECT * FROM {s.table} WHERE {cond}"
 
 
+def games_link(s: Source, keys: dict, words: dict) -> str:
+    """The dashboard's game explorer filtered to the finding's games (human games)."""
+    args: dict[str, str] = {"mode": "human"} if s.kind not in ("ai_band", "ai_order") else {}
+    if s.kind in ("ai_band", "ai_order"):
+        args["mode"] = "computer"
+    if s.kind == "slide_seat":
+        return ""
+    for arg, col in s.games:
+        v = words.get(col, keys.get(col))
+        if v is not None and v != "—":
+            args[arg] = str(v)
+    return "games?" + urlencode(args)
+
+
 def _literal(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
@@ -392,8 +607,6 @@ def _literal(v) -> str:
 
 
 def _chart(s: Source, keys: dict) -> str:
-    if s.kind == "power_adjusted" and not str(keys.get("term", "")).startswith("power:"):
-        return "overview#first-move" if "first_move" in str(keys.get("term")) else ""
     return s.chart
 
 
@@ -410,60 +623,92 @@ def _family_label(s: Source, fam: dict) -> str:
             parts.append(f"{v} players")
         elif k == "client_version":
             parts.append(f"client {v}")
-        elif k == "kind":
+        elif k == "family":
             continue
         else:
             parts.append(str(v))
     return " ".join([s.kind.replace("_", " "), *parts])
 
 
-def _words(s: Source, keys: dict) -> dict:
+def _words(kind: str, keys: dict) -> dict:
     w = {k: ("—" if v is None else v) for k, v in keys.items()}
     if "board" in keys:
         w["board_label"] = _board(keys["board"])
         w["board_variant"] = " ".join(p for p in (_board(keys["board"]), keys.get("variant")) if p)
     if "file" in keys and keys["file"] is not None:
         w["file_letter"] = "abcdefg"[int(keys["file"])]
-    if s.kind == "side_events":
+    if kind == "side_events":
         stun, catch = keys.get("made_stun"), keys.get("made_catch")
         stunned = "stunned a crown" if stun else "stunned none"
         w["stun_catch"] = f"{stunned} and {'caught one' if catch else 'caught none'}"
-    if s.kind == "power_adjusted":
+    if kind == "power":
         term = str(keys.get("term", ""))
-        kind, _, rest = term.partition(":")
-        if kind == "power":
-            w["term_label"], w["against"] = rest, "the average power"
-        elif kind == "centre_rank":
-            board, _, rank = rest.partition(":")
-            w["term_label"] = f"rank {rank} on the centre file of {board.replace('x', '×')}"
-            w["against"] = "the average centre rank"
-        elif term == "first_move":
-            w["term_label"], w["against"] = "moving first", "an even game"
-        elif term == "first_move_x_board7":
-            w["term_label"], w["against"] = "moving first on 7×7", "moving first on 5×5"
-        else:
-            w["term_label"], w["against"] = "side 0", "an even game"
+        w["power_name"] = term.partition(":")[2]
+        w["term_label"] = w["power_name"]
     return w
 
 
 def statement(s: Source, keys: dict, r: dict) -> str:
-    """One line: "surge scores 0.043 [0.020, 0.070] above the average power on 5×5 (n = …)"."""
-    w = _words(s, keys)
+    """One line: "surge scores 0.043 [0.027, 0.060] above the median power in the adjusted
+    model (0.023 beyond the minimum of 0.020; n = 4,012)"."""
+    w = _words(s.kind, keys)
     subject = s.subject.format(**w)
     against = s.against.format(**w)
     where = s.where.format(**w)
     effect, lo, hi = r["effect"], r["lo"], r["hi"]
-    if effect is None:
-        return f"{subject}: flagged ({s.test})"
     up = effect >= 0
-    size, a, b = (effect, lo, hi) if up else (-effect, -hi if hi is not None else None, -lo)
-    interval = f"[{_num(a)}, {_num(b)}]"
+    size, a, b = (effect, lo, hi) if up else (-effect, -hi, -lo)
     n = f"n = {int(r['n']):,}" if r.get("n") is not None else "n unknown"
+    beyond = abs(r["beyond"]) if r.get("beyond") is not None else None
+    past = f"{beyond:.3f} beyond the minimum of {r['minimum']:.3f}; " if beyond is not None else ""
     return (
-        f"{subject} {s.verb} {size:.3f} {interval} {'above' if up else 'below'} {against} "
-        f"{where} ({n})"
+        f"{subject} {s.verb} {size:.3f} [{_num(a)}, {_num(b)}] {'above' if up else 'below'} "
+        f"{against} {where} ({past}{n})"
     )
 
 
 def _num(v) -> str:
     return "?" if v is None else f"{v:.3f}"
+
+
+# -- the record of when each finding was first flagged ---------------------------------------
+
+HISTORY_DDL = f"""CREATE TABLE IF NOT EXISTS {HISTORY} (
+    kind VARCHAR NOT NULL, keys VARCHAR NOT NULL, statement VARCHAR,
+    first_flagged TIMESTAMP NOT NULL, last_flagged TIMESTAMP NOT NULL,
+    first_run BIGINT, last_run BIGINT)"""
+
+
+def remember(con, run_id: int, at: dt.datetime) -> int:
+    """Keep jobs_findings up to date after a run (inside its transaction): a finding flagged
+    now keeps its first date (or starts one), a finding no longer flagged is dropped (if it
+    comes back it is new again). Returns the findings flagged now."""
+    con.execute(HISTORY_DDL)
+    fetch = lambda q: con.execute(q).pl()  # noqa: E731
+    f = collect(fetch)
+    now = f.table
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE _findings_now (kind VARCHAR, keys VARCHAR, statement VARCHAR)"
+    )
+    if now.height:
+        keys = [k.partition(":")[2] for k in now["key"].to_list()]
+        con.executemany(
+            "INSERT INTO _findings_now VALUES (?, ?, ?)",
+            list(zip(now["kind"].to_list(), keys, now["statement"].to_list(), strict=True)),
+        )
+    con.execute(
+        f"DELETE FROM {HISTORY} h WHERE NOT EXISTS (SELECT 1 FROM _findings_now n "
+        "WHERE n.kind = h.kind AND n.keys = h.keys)"
+    )
+    con.execute(
+        f"UPDATE {HISTORY} h SET last_flagged = ?, last_run = ?, statement = n.statement "
+        "FROM _findings_now n WHERE n.kind = h.kind AND n.keys = h.keys",
+        [at, run_id],
+    )
+    con.execute(
+        f"INSERT INTO {HISTORY} SELECT kind, keys, statement, ?, ?, ?, ? FROM _findings_now n "
+        f"WHERE NOT EXISTS (SELECT 1 FROM {HISTORY} h WHERE n.kind = h.kind AND n.keys = h.keys)",
+        [at, at, run_id, run_id],
+    )
+    con.execute("DROP TABLE _findings_now")
+    return now.height

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
+from scipy.stats import chi2
 
 from . import ai_calibration, views
 from . import stats as st
@@ -91,3 +93,39 @@ def challenge_rates(frame, by=("board", "challenge_id")) -> pl.DataFrame:
         pl.Series("q_value", q),
         pl.Series("flagged", flagged),
     )
+
+
+def challenges_differ(rates: pl.DataFrame, by=("board",), alpha: float = 0.05) -> pl.DataFrame:
+    """Per board: do its challenges differ in difficulty at all? The likelihood-ratio (G) test
+    of one solve rate for every challenge of the board (challenge_rates' rows), against each
+    its own; `differ` at `alpha`. A board whose challenges do not differ has no hardest or
+    easiest: its shrunk rates are (nearly) the pooled one, and ranking them ranks noise."""
+    out = []
+    for key, g in rates.group_by(list(by), maintain_order=True):
+        k = g["solves"].to_numpy().astype(float)
+        n = g["attempts"].to_numpy().astype(float)
+        pooled = k.sum() / n.sum() if n.sum() else np.nan
+        with np.errstate(divide="ignore", invalid="ignore"):
+            own = np.where(n > 0, k / np.maximum(n, 1), 0.0)
+            g_stat = 2 * (_binomial_ll(k, n, own) - _binomial_ll(k, n, np.full_like(own, pooled)))
+        dof = max(len(k) - 1, 0)
+        p = float(chi2.sf(g_stat, dof)) if dof and 0 < pooled < 1 else 1.0
+        out.append(
+            {**dict(zip(by, key, strict=True)), "challenges": len(k), "attempts": int(n.sum()),
+             "min_attempts": int(n.min()), "max_attempts": int(n.max()), "p_value": p,
+             "differ": p < alpha}
+        )  # fmt: skip
+    schema: dict[str, pl.DataType | type[pl.DataType]] = {
+        **{b: rates.schema[b] for b in by}, "challenges": pl.Int64, "attempts": pl.Int64,
+        "min_attempts": pl.Int64, "max_attempts": pl.Int64, "p_value": pl.Float64,
+        "differ": pl.Boolean,
+    }  # fmt: skip
+    return pl.DataFrame(out, schema=schema)
+
+
+def _binomial_ll(k: np.ndarray, n: np.ndarray, p: np.ndarray) -> float:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(k > 0, k * np.log(p), 0.0) + np.where(
+            n - k > 0, (n - k) * np.log(1 - p), 0.0
+        )
+    return float(np.nansum(terms))

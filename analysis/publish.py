@@ -13,7 +13,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from . import rates, sample, tables
+from . import findings, rates, sample, tables
 from .cuts import Cut
 from .sql import sql_identifier, sql_literal
 from .stage import Op
@@ -190,6 +190,7 @@ def publish(con, ops: list[Op], plans: dict, meta: dict, computed: dict, t0: flo
             _replace_frame(con, name, df)
         rated = time.perf_counter() - t
         _state(con, plans, meta["recent"], meta["sample"])
+        findings.remember(con, run_id, meta["started_at"])
         names = sorted({op.table for op in ops} | set(meta["tables"]) | set(out))
         rows = {n: con.execute(f"SELECT count(*) FROM {n}").fetchone()[0] for n in names}
         stamp = (

@@ -1,4 +1,6 @@
-"""`balance report [--db PATH | --server URL] [--out report.html]`: the findings as one file.
+"""`balance report [--db PATH | --server URL] [--out report.html]`: the findings as one file,
+the few a designer can act on first, each with its effect beyond the minimum, interval, how long
+it has persisted and links to its chart, games and SQL.
 
 The rows are `analysis.findings.collect`'s, the same as the dashboard's Findings page
 (/dashboard/p/findings): read from a stopped store file (opened read-only) or through a running
@@ -104,42 +106,48 @@ font-variant-numeric:tabular-nums}.meta{color:#666}code{font-size:12px}"""
 
 
 def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> str:
-    """The report's HTML: the summary, the findings table, the families tested."""
+    """The report's HTML: the summary, the findings (strongest first), what each family could
+    have seen, and the descriptive section."""
     e = html.escape
     rows = []
     for r in f.table.iter_rows(named=True):
         n = "" if r["n"] is None else f"{r['n']:,}"
-        chart = (
-            f'<a href="{e(chart_url(link_base, r["chart"]))}">{e(r["chart"])}</a>'
-            if r["chart"]
-            else ""
+        chart = f'<a href="{e(chart_url(link_base, r["chart"]))}">chart</a>' if r["chart"] else ""
+        games = (
+            f'<a href="{e(link_base + "/dashboard/" + r["games"])}">games</a>' if r["games"] else ""
         )
         rows.append(
             "<tr>"
             f'<td class="num">{r["rank"]}</td><td class="statement">{e(r["statement"])}</td>'
-            f"<td>{e(r['family'])}</td>"
             f'<td class="num">{_n(r["effect"])}</td><td class="num">[{_n(r["lo"])}, '
             f"{_n(r['hi'])}]</td>"
-            f'<td class="num">{n}</td>'
-            f"<td>{e(r['test'])}</td>"
-            f'<td class="num">{_p(r["p_value"])}</td><td class="num">{_p(r["q_value"])}</td>'
-            f"<td>{chart}</td>"
-            f'<td><a href="{e(console_url(link_base, r["sql"]))}"><code>{e(r["sql"])}</code>'
-            "</a></td></tr>"
+            f'<td class="num">{_n(r["beyond"])}</td>'
+            f'<td class="num">{n}</td><td class="since">{e(r["since"])}</td>'
+            f"<td>{e(r['family'])}</td><td>{chart} {games} "
+            f'<a href="{e(console_url(link_base, r["sql"]))}">SQL</a></td></tr>'
         )
     fams = "".join(
-        f"<tr><td>{e(r['family'])}</td><td class='num'>{r['tested']:,}</td>"
-        f"<td class='num'>{r['flagged']:,}</td><td class='num'>{r['shown']:,}</td></tr>"
+        f"<tr><td>{e(r['family'])}</td><td class='num'>{r['tested']:,} of {r['rows']:,}</td>"
+        f"<td class='num'>{r['flagged']:,}</td><td class='num'>{_n(r['minimum'])}</td>"
+        f"<td class='num'>{_n(r['detectable_typical'])}</td>"
+        f"<td class='verdict'>{e(r['verdict'])}</td></tr>"
         for r in f.families.iter_rows(named=True)
     )
+    desc = "".join(
+        f"<tr><td>{e(r['statement'])}</td><td class='num'>{_v(r['value'])}</td>"
+        f"<td class='num'>[{_v(r['lo'])}, {_v(r['hi'])}]</td>"
+        f"<td class='num'>{r['n']:,}</td><td>{e(r['why'])}</td></tr>"
+        for r in f.descriptive.iter_rows(named=True)
+    )
     head = (
-        "<tr><th>#</th><th>finding</th><th>family</th><th>effect</th><th>95% interval</th>"
-        "<th>n</th><th>test</th><th>p</th><th>q</th><th>chart</th><th>SQL</th></tr>"
+        "<tr><th>#</th><th>finding</th><th>effect</th><th>interval (always valid)</th>"
+        "<th>beyond the minimum</th><th>n</th><th>since</th><th>family</th><th>links</th></tr>"
     )
     body = (
         f"<table id='findings'>{head}{''.join(rows)}</table>"
         if rows
-        else "<p id='findings'>Nothing flagged.</p>"
+        else "<p id='findings'>No finding: no effect clears the minimum that matters for its "
+        "kind. The families below say what each could have seen.</p>"
     )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="generator" content="{GENERATOR}">
@@ -149,12 +157,19 @@ def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> st
 <p class="meta">From {e(source)}, {e(generated)}. The rate tables are on the default balance cut
 (human against human on the live client version; the computer levels on every version).</p>
 <p id="summary">{e(f.summary())}</p>
-<p class="meta">Effect: on the score (or solve / win rate) scale, with its 95% interval, against
-what the finding names; strongest evidence first (q-value, then the size of the effect).</p>
 {body}
-<h2>Families tested</h2>
-<table id="families"><tr><th>family</th><th>rows tested</th><th>flagged</th><th>shown</th></tr>
+<p class="meta">Effect: on the score (or solve / win rate) scale, against what the finding
+names, with an interval that stays valid however often the report is read; a finding's whole
+interval lies beyond its kind's minimum effect. Strongest evidence first (the standard errors
+by which it clears the minimum).</p>
+<h2>What each family could have seen</h2>
+<table id="families"><tr><th>family</th><th>rows tested</th><th>findings</th><th>minimum</th>
+<th>detectable (80% power)</th><th>verdict</th></tr>
 {fams}</table>
+<h2>Descriptive (not findings)</h2>
+<table id="descriptive"><tr><th>what</th><th>score</th><th>95% interval</th><th>n</th>
+<th>why it is not a finding</th></tr>
+{desc}</table>
 </body></html>
 """
 
@@ -190,6 +205,10 @@ def write_report(out: Path, text: str) -> None:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
         raise ReportError(f"cannot write {out}: {exc.strerror or exc}; nothing written") from None
+
+
+def _v(v) -> str:
+    return "" if v is None else f"{v:.3f}"
 
 
 def _n(v) -> str:
@@ -232,6 +251,7 @@ def run(args: argparse.Namespace) -> int:
     with_flag = int((fams["flagged"] > 0).sum()) if fams.height else 0
     print(
         f"wrote {args.out}: {found.table.height} findings in {with_flag} of "
-        f"{found.tested} families tested (5% FDR within each family)"
+        f"{found.tested} families (report-level control: at most "
+        f"{fi.dc.report_alpha():g} false findings expected)"
     )
     return 0

@@ -17,8 +17,14 @@ Families (Benjamini-Hochberg runs within each, over all its rows):
 - `lineup_cells`: the lineup model's rank-in-file effects (analysis.lineup_model, fitted on
   each version's per-lineup counts), per board, variant, rank and file;
 - `adjusted_powers`: each power's adjusted effect (analysis.adjusted: first move, board and the
-  opponent's picks held fixed; a contrast against the average power), fitted on a sample of
+  opponent's picks held fixed; a contrast against the median power), fitted on a sample of
   each version's games (`adjusted_sample_sql`: the ADJUSTED_SAMPLE whose ids hash lowest).
+
+A difference is `flagged` (a change) when its always-valid interval (always_lo, always_hi:
+analysis.decisions' confidence sequence, at the report's error level split equally over the
+families and within a family over its rows) lies wholly beyond its measure's MINIMUM: identical
+versions read "0 things changed" however many rows are compared and however often the page is
+read. The one-look 95% interval (lo, hi), p and BH q-value stay as drill-down.
 
 Tests (`test` column): proportions and score rates use the pooled two-proportion z-test
 (stats.diff_test) and Newcombe's hybrid score interval (stats.diff_newcombe); the pick effect,
@@ -40,13 +46,30 @@ import polars as pl
 
 from replays.rulesets import Ruleset
 
+from . import decisions as dc
 from . import stats as st
 from . import tables
 from .cuts import HUMAN_MODES, Cut, version_key
 from .live_version import LiveVersion, is_prerelease, live_version
 from .sql import sql_literal
 
-ALPHA = 0.05
+ALPHA = 0.05  # the one-look tests' BH level (q_value), kept for drill-down
+# The smallest change worth a designer's action, per measure (score points unless said): a row
+# is `flagged` when its always-valid interval (analysis.decisions) lies wholly beyond it. The
+# page's error budget is the report's (BALANCE_REPORT_ALPHA), split equally over FAMILIES and
+# within a family over its rows, so identical versions show "0 things changed" on all but
+# about one comparison in ten, however often the page is read.
+MINIMUM = {
+    "first-mover score": 0.02,
+    "pick rate": 0.05,
+    "pick effect": 0.02,
+    "used rate": 0.05,
+    "human score": 0.02,
+    "share of games": 0.03,
+    "mean turns": 1.0,  # turns
+    "rank-in-file effect (log-odds)": dc.logit_points(0.02),
+    "adjusted effect (log-odds, against the median power)": dc.logit_points(0.02),
+}
 FAMILIES = {
     "first_move": "agg_first_move",
     "powers": "agg_power",
@@ -89,6 +112,11 @@ COLUMNS = {
     "q_value": pl.Float64,
     "flagged": pl.Boolean,
     "test": pl.String,
+    "minimum": pl.Float64,
+    "always_lo": pl.Float64,
+    "always_hi": pl.Float64,
+    "se": pl.Float64,
+    "alpha": pl.Float64,
 }
 
 Fetch = Callable[[str, Cut], pl.DataFrame | None]
@@ -106,28 +134,63 @@ class Comparison:
         return self.table.filter(pl.col("flagged"))
 
     def summary(self) -> str:
-        """One line: how many differences survive the FDR, and which (strongest first)."""
+        """One line: how many differences clear their minimum, which (strongest first), and
+        when none does, how many games a version needs to see one."""
         f = self.flagged
         if not self.table.height:
             return f"Nothing to compare between {self.a} (A) and {self.b} (B)."
         if not f.height:
+            needs = self.games_needed()
             return (
-                f"0 things changed detectably from {self.a} (A) to {self.b} (B): none of the "
-                f"{self.table.height} differences survives a {ALPHA:.0%} false discovery rate "
-                "(a change smaller than its interval may still be there)."
+                f"0 things changed by more than their minimum from {self.a} (A) to {self.b} "
+                f"(B): none of the {self.table.height} differences clears the minimum that "
+                "matters, with the page's error control (a smaller change, or one these games "
+                "cannot see, may still be there)."
+                + (
+                    f" To see a change of twice the minimum, a version needs about {needs}."
+                    if needs
+                    else ""
+                )
             )
         things = "1 thing changed" if f.height == 1 else f"{f.height} things changed"
         parts = [describe(r) for r in f.head(5).iter_rows(named=True)]
         more = f"; and {f.height - 5} more" if f.height > 5 else ""
-        return f"{things} from {self.a} (A) to {self.b} (B): " + "; ".join(parts) + more + "."
+        return (
+            f"{things} by more than the minimum from {self.a} (A) to {self.b} (B): "
+            + "; ".join(parts)
+            + more
+            + "."
+        )
+
+    def games_needed(self) -> str:
+        """Per family, the games (sides, attempts) each version needs for a change of twice
+        the minimum to be found with 80% power, from its typical row's spread."""
+        out = []
+        for fam in FAMILIES:
+            t = self.table.filter((pl.col("family") == fam) & (pl.col("se") > 0))
+            if not t.height:
+                continue
+            r = t.sort("se").row(t.height // 2, named=True)
+            spread = r["se"] / np.sqrt(1 / max(r["a_n"], 1) + 1 / max(r["b_n"], 1))
+            m = r["minimum"]
+            n = dc.games_needed(spread * np.sqrt(2), r["alpha"], 2 * m, m, 2 * m)
+            if n > 0:
+                rounded = int(float(f"{n:.2g}"))
+                unit = (
+                    "games"
+                    if fam in ("first_move", "end_reasons", "game_length")
+                    else ("sides" if fam in ("powers", "lineup_cells") else "games")
+                )
+                out.append(f"{TITLES[fam].lower()} {rounded:,} {unit} ({r['measure']})")
+        return "; ".join(out)
 
 
 def describe(row: dict) -> str:
     fmt = "{:+.1f}" if row["family"] == "game_length" else "{:+.3f}"
     if row["family"] in ("lineup_cells", "adjusted_powers"):
         fmt = "{:+.2f}"  # log-odds
-    d, lo, hi = (fmt.format(row[k]) for k in ("diff", "lo", "hi"))
-    return f"{TITLES[row['family']].lower()} {row['label']} {d} [{lo}, {hi}]"
+    d, lo, hi, m = (fmt.format(row[k]) for k in ("diff", "always_lo", "always_hi", "minimum"))
+    return f"{TITLES[row['family']].lower()} {row['label']} {d} [{lo}, {hi}] (minimum {m[1:]})"
 
 
 # -- default versions ----------------------------------------------------------------------------
@@ -193,12 +256,38 @@ def compare(
         df, said = BUILDERS[family](frames[a], frames[b])
         notes += [f"{TITLES[family]}: {s}".replace("{a}", a).replace("{b}", b) for s in said]
         if df.height:
-            q, flagged = st.bh(df["p_value"].to_numpy(), alpha)
-            df = df.with_columns(pl.Series("q_value", q), pl.Series("flagged", flagged))
+            q, _ = st.bh(df["p_value"].to_numpy(), alpha)
+            df = decide(df.with_columns(pl.Series("q_value", q)), len(FAMILIES))
             parts.append(df.with_columns(family=pl.lit(family)).select(list(COLUMNS)))
     out = pl.concat(parts) if parts else pl.DataFrame(schema=COLUMNS)
-    out = out.sort("p_value", "family", "label", nulls_last=True)
+    # strongest evidence first: the flagged by how far they clear the minimum, in errors
+    beyond = (pl.col("diff").abs() - pl.col("minimum")) / pl.col("se")
+    out = out.sort(
+        pl.col("flagged"), beyond, "p_value", "family", "label",
+        descending=[True, True, False, False, False], nulls_last=True,
+    )  # fmt: skip
     return Comparison(a, b, out, notes)
+
+
+def decide(df: pl.DataFrame, families: int) -> pl.DataFrame:
+    """`flagged`: the row's always-valid interval (always_lo, always_hi; analysis.decisions,
+    at the report's level split over `families` and the family's rows) lies wholly beyond its
+    measure's MINIMUM."""
+    d = df["diff"].to_numpy().astype(float)
+    se = ((df["hi"] - df["lo"]).to_numpy().astype(float)) / (2 * st.Z95)
+    m = np.array([MINIMUM[x] for x in df["measure"]], dtype=float)
+    alpha = dc.report_alpha() / families / df.height
+    hw = dc.half_width(se, alpha, 2 * m)
+    with np.errstate(invalid="ignore"):
+        changed = ((d - hw) > m) | ((d + hw) < -m)
+    return df.with_columns(
+        pl.Series("minimum", m),
+        pl.Series("always_lo", d - hw).fill_nan(None),
+        pl.Series("always_hi", d + hw).fill_nan(None),
+        pl.Series("se", se).fill_nan(None),
+        pl.Series("alpha", np.full(df.height, alpha)),
+        pl.Series("flagged", np.nan_to_num(changed, nan=0).astype(bool)),
+    )
 
 
 def _fit_cut(table: str, cut: Cut) -> tuple[Cut, list[str]]:
@@ -543,7 +632,7 @@ def _shown(value) -> str:
 
 def adjusted_powers(fa, fb):
     """The adjusted model fitted on each version's sample; B − A of every power's effect
-    (a contrast against the average power) both fits estimate."""
+    (a contrast against the version's median power) both fits estimate."""
     from . import adjusted, sample
 
     fits = {}
@@ -567,12 +656,20 @@ def adjusted_powers(fa, fb):
         )
         .sort("term")
     )
-    d = (df["b_est"] - df["a_est"]).to_numpy()
-    se = np.sqrt(df["a_se"].to_numpy() ** 2 + df["b_se"].to_numpy() ** 2)
+    # each against its version's median power (one power that changed must not move the
+    # other nine's contrasts, as a change of the average does); the median's own noise is
+    # about pi/2 times the mean's
+    a_est = df["a_est"].to_numpy() - np.median(df["a_est"].to_numpy())
+    b_est = df["b_est"].to_numpy() - np.median(df["b_est"].to_numpy())
+    df = df.with_columns(pl.Series("a_est", a_est), pl.Series("b_est", b_est))
+    d = b_est - a_est
+    ref = np.pi / 2 / max(df.height, 1)
+    va, vb = df["a_se"].to_numpy() ** 2, df["b_se"].to_numpy() ** 2
+    se = np.sqrt(va + vb + ref * (va.mean() + vb.mean()))
     power = [t.split(":", 1)[1] for t in df["term"]]
     out = _rows(
         df, board=[None] * df.height, variant=None, item=power,
-        measure="adjusted effect (log-odds, against the average power)",
+        measure="adjusted effect (log-odds, against the median power)",
         label=[f"{p} adjusted effect" for p in power],
         a=(np.full(df.height, na, dtype=np.int64), df["a_est"].to_numpy()),
         b=(np.full(df.height, nb, dtype=np.int64), df["b_est"].to_numpy()),

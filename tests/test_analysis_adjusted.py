@@ -31,7 +31,12 @@ def test_a_few_7x7_games_among_240_do_not_fail_the_run():
     assert not summary["skipped"] and summary["games_read"] == 240
     got = con.sql("FROM agg_adjusted").pl()
     rows = {r["term"]: r for r in got.iter_rows(named=True)}
-    assert set(got["n_games"]) == {240}
+    # each term says the games that inform it: every game for the first move, the games
+    # with powers for a power, the board's games for a centre rank
+    assert rows["first_move"]["n_games"] == rows["side_0"]["n_games"] == 240
+    with_powers = con.sql("SELECT count(*) FROM games WHERE powers").fetchone()[0]
+    assert {r["n_games"] for t, r in rows.items() if t.startswith("power:")} == {with_powers}
+    assert rows["centre_rank:7x7:1"]["n_games"] == rows["first_move_x_board7"]["n_games"] < 20
     aliased = {t for t, r in rows.items() if r["note"] == adjusted.ALIASED}
     assert "first_move_x_board7" in aliased
     assert any(t.startswith("centre_rank:7x7:") for t in aliased)

@@ -142,3 +142,39 @@ def test_the_page_shows_the_hardest_and_easiest_of_each_board():
     assert seven.height == 5 and seven["challenge_id"].n_unique() == 5
     assert seven.filter(pl.col("difficulty") == "hardest").height == 3
     assert set(out["panel"]) == {"5×5 hardest", "5×5 easiest", "7×7 hardest", "7×7 easiest"}
+
+
+def test_the_page_says_no_challenge_differs_on_equal_challenges():
+    """Every challenge of a synthetic store is equally hard: the page ranks none of them (a
+    ranking of equal shrunk rates would be noise) and says so; a board with a real spread
+    (the test above) is ranked."""
+    from test_dashboard_models import Snapshots
+
+    from analysis import jobs
+    from analysis import synthetic as sy
+    from dashboard import render
+    from dashboard.catalog import challenges
+    from dashboard.filters import Filters
+
+    p = sy.Plan(n=4000, seed=5, modes=(("online", 1), ("challenge", 1)), versions=(("3.0.0", 1),))
+    con, _ = sy.make_store(":memory:", p)
+    try:
+        jobs.run(con, lambda fn: fn(con))
+        view = render.build(challenges.ranked, render.Ctx(Filters(), Snapshots(con)))
+    finally:
+        con.close()
+    assert view.error is None
+    assert "5×5: no challenge differs from the others" in view.summary
+    assert "7×7: no challenge differs from the others" in view.summary
+    assert view.n_rows == 0 or not view.rows
+    # and with a spread, the board is ranked (its summary says so)
+    rng = np.random.default_rng(3)
+    frame = challenge_frame(rng, np.linspace(0.1, 0.7, 30), np.full(30, 300))
+    verdict = challenges_differ_of(frame)
+    assert verdict["differ"].to_list() == [True] and verdict["p_value"][0] < 1e-6
+
+
+def challenges_differ_of(frame: pl.DataFrame) -> pl.DataFrame:
+    from analysis.opponents import challenges_differ
+
+    return challenges_differ(challenge_rates(frame))

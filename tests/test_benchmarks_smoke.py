@@ -62,6 +62,12 @@ RUNS = {
         r"7x7 rank 7 on file d \+0.2 +300 +1 +found by: +\d/1 +\d/1.*5x5 null +300",
         [],
     ),
+    "null_reports.py": (
+        "--stores 1 --sizes 600 --histories 1 --weeks 2 --weekly-size 600 --planted 1",
+        r"600 human games: false findings per report 0\.000 \[0\.000, [\d.]+\]; reports "
+        r"with any 0/1.*the most often ever flagged: 0/1.*600 human games: found first move",
+        [slow],
+    ),
     "simulate.py": (
         "--seconds 0.05 --levels 0,1",
         r"5x5 powers, random +: +[\d.]+ games/s.*7x7 powers, level 1 +: +[\d.]+ games/s",

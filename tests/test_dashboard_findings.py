@@ -61,7 +61,9 @@ def test_the_page_lists_the_flags_with_their_chart_and_sql(app):
     rows = page_csv(app)
     assert rows, "planted effects, nothing found"
     assert any(row["statement"].startswith("surge scores ") for row in rows)
-    assert float(rows[0]["q_value"]) <= float(rows[-1]["q_value"]) <= 0.05
+    z = [float(row["z_beyond"]) for row in rows]
+    assert z == sorted(z, reverse=True) and z[-1] > 0  # strongest evidence first
+    assert all(row["since"] == "new this week" for row in rows)  # one run: all new
     for row in rows[:5]:  # the strongest are on the page, each linked
         assert html.escape(row["statement"]) in page
     assert 'href="/dashboard/p/powers#chart-power-adjusted"' in page
@@ -69,7 +71,10 @@ def test_the_page_lists_the_flags_with_their_chart_and_sql(app):
     assert len(sql_links) >= len(rows[:5])
     assert "agg_adjusted" in html.unescape(sql_links[0]) or "agg_" in html.unescape(sql_links[0])
     summary = re.search(r'id="summary-findings">(.*?)</p>', page, re.S).group(1)
-    assert "families tested" in summary and "5% false discovery rate" in summary
+    assert "families" in summary and "at most 0.1 false findings" in summary
+    games_links = re.findall(r'class="games-link" href="(/dashboard/games\?[^"]+)"', page)
+    assert "/dashboard/games?mode=human&amp;power=surge" in games_links
+    assert 'id="chart-findings-families"' in page and 'id="chart-findings-descriptive"' in page
     assert 'data-spec="spec-findings-effects"' in page  # the effects drawn with intervals
     assert "/dashboard/p/findings" in page  # in the navigation bar
 
@@ -80,13 +85,15 @@ def test_the_report_from_the_stopped_store_has_the_pages_rows(app, store, tmp_pa
     out = tmp_path / "report.html"
     ran = balance("report", "--db", str(db), "--out", str(out))
     assert ran.returncode == 0, ran.stderr
-    assert str(out) in ran.stdout and "families tested" in ran.stdout
+    assert str(out) in ran.stdout and "false findings expected" in ran.stdout
     text = out.read_text(encoding="utf-8")
     assert report_statements(text) == [row["statement"] for row in page_csv(app)]
     # self-contained: nothing to fetch, no script
     assert "<script" not in text and "src=" not in text and "<link" not in text
     assert 'href="http://127.0.0.1:8000/dashboard/p/powers#chart-power-adjusted"' in text
     assert "http://127.0.0.1:8000/sql?q=SELECT" in text
+    assert "http://127.0.0.1:8000/dashboard/games?mode=human&amp;power=surge" in text
+    assert 'id="descriptive"' in text and "side 0 against side 1" in text
 
 
 def test_the_report_through_a_running_server_is_the_same(app, tmp_path):

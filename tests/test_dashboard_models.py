@@ -97,14 +97,20 @@ def test_the_lineup_model_draws_the_strongest_and_weakest_lineups_and_its_cells(
     model = store.sql("FROM agg_lineup_model").pl()
     for (board, variant), fam in table.group_by("board", "variant"):
         whole = model.filter((pl.col("board") == board) & (pl.col("variant") == variant))
-        assert fam.height == 2 * setups.MODEL_SHOWN
-        best = whole.sort("predicted", descending=True)["lineup"].head(setups.MODEL_SHOWN)
-        worst = whole.sort("predicted")["lineup"].head(setups.MODEL_SHOWN)
-        assert set(fam.filter(pl.col("end") == "strongest")["lineup"]) == set(best)
-        assert set(fam.filter(pl.col("end") == "weakest")["lineup"]) == set(worst)
+        played = whole.filter(pl.col("n") > 0)  # a lineup never played ranks nowhere
+        assert fam.height == min(2 * setups.MODEL_SHOWN, played.height)
+        assert (fam["n"] > 0).all()
+        best = played.sort("predicted", descending=True)["lineup"].head(setups.MODEL_SHOWN)
+        worst = played.sort("predicted")["lineup"].head(setups.MODEL_SHOWN)
+        assert set(fam.filter(pl.col("end") == "highest")["lineup"]) == set(best)
+        assert set(fam.filter(pl.col("end") == "lowest")["lineup"]) <= set(worst)
         assert (fam["lo"] <= fam["rate"]).all() and (fam["rate"] <= fam["hi"]).all()
     assert set(model.filter(pl.col("board") == 7)["variant"]) == {"powers"}
     assert model.filter(pl.col("board") == 7).height == 5040  # every lineup, played or not
+    # 7×7: most of its 5,040 lineups have no games; none of them is charted
+    unplayed = set(model.filter((pl.col("board") == 7) & (pl.col("n") == 0))["lineup"])
+    assert len(unplayed) > 3000
+    assert not unplayed & set(table.filter(pl.col("board") == 7)["lineup"])
     cells = render.build(setups.model_cells, render.Ctx(Filters(), Snapshots(store)))
     values = cells.spec["data"]["values"]
     assert len(values) == store.sql("SELECT count(*) FROM agg_lineup_model_terms").fetchone()[0]

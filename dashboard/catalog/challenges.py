@@ -34,11 +34,19 @@ def _challenges(df: pl.DataFrame, ctx) -> pl.DataFrame:
 
 
 def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
-    """The RANKED lowest and highest shrunk solve rates of each board (the shrunk rate: a set
-    solved 1 time in 1 is not the easiest, nor one failed once the hardest). A board with
-    fewer than 2 * RANKED challenges is split in two halves."""
-    # ties (a board shrunk all the way to its pool) are broken by the raw rate, then n
-    out = _challenges(df, ctx).sort("board", "shrunk", "rate", "n")
+    """The RANKED lowest and highest shrunk solve rates of each board whose challenges differ
+    in difficulty (analysis.opponents.challenges_differ; the shrunk rate: a set solved 1 time
+    in 1 is not the easiest, nor one failed once the hardest). A board with fewer than
+    2 * RANKED challenges is split in two halves."""
+    from analysis.opponents import challenges_differ
+
+    out = _challenges(df, ctx)
+    # only boards whose challenges differ at all are ranked (else the order is noise)
+    verdict = challenges_differ(out.rename({"n": "attempts"}))
+    if ctx is not None:
+        ctx.params["challenges_differ"] = verdict
+    keep = verdict.filter(pl.col("differ")).select(pl.col("board").cast(out.schema["board"]))
+    out = out.join(keep, on="board", how="semi").sort("board", "shrunk", "rate", "n")
     place = pl.int_range(1, pl.len() + 1).over("board")
     count = pl.len().over("board")
     hardest = pl.min_horizontal(pl.lit(RANKED), (count + 1) // 2)
@@ -66,6 +74,26 @@ def _ranked(df: pl.DataFrame, ctx) -> pl.DataFrame:
     )
 
 
+def _ranked_summary(df: pl.DataFrame, ctx) -> str:
+    """Which boards are ranked, and for the others: no challenge differs."""
+    verdict = ctx.params.get("challenges_differ") if ctx is not None else None
+    if verdict is None or not verdict.height:
+        return ""
+    parts = []
+    for r in verdict.sort("board").iter_rows(named=True):
+        b = f"{r['board']}×{r['board']}"
+        said = (
+            f"{b}: the challenges differ (likelihood-ratio test of one solve rate, "
+            f"p = {r['p_value']:.2g}), ranked below"
+            if r["differ"]
+            else f"{b}: no challenge differs from the others in these games (p = "
+            f"{r['p_value']:.2g}; {r['challenges']} challenges, {r['min_attempts']:,}–"
+            f"{r['max_attempts']:,} attempts each): none is ranked hardest or easiest"
+        )
+        parts.append(said)
+    return "; ".join(parts) + "."
+
+
 ranked = Chart(
     "challenges-ranked",
     f"Hardest and easiest challenges ({RANKED} of each per board, by shrunk solve rate)",
@@ -79,6 +107,8 @@ ranked = Chart(
         x_title="solve rate (wins / attempts), Wilson 95% interval",
     ),
     table_rows=40,
+    summary=_ranked_summary,
+    empty="No challenge differs from the others on any board: none is ranked.",
     note="Ranked by shrunk: the solve rate pulled towards the board's pooled rate (dashed line), "
     "so a set tried once cannot top or bottom the list. flagged: harder or easier than the "
     "board's other challenges (its attempts against theirs, BH at 5% across the board's "

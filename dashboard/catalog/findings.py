@@ -1,10 +1,12 @@
-"""The Findings page: every row the balance tables flag, strongest evidence first
+"""The Findings page: what a designer can act on, strongest evidence first
 (analysis.findings, the same rows as `balance report`).
 
-One query over the rate and model tables (each row: its effect with its interval, n, test,
-p and q, and its family's size) is the chart's SQL; analysis.findings turns it into the list
-and the families tested. The tables are on the default balance cut: the page's filters do not
-apply to them. Each finding links to the chart it comes from and to its row's SQL.
+One query over the rate and model tables decides every finding in the store (analysis.decisions:
+an always-valid interval wholly beyond its kind's minimum effect, under one error budget for
+the whole report); analysis.findings turns it into the list, the families with what each could
+have seen, and the descriptive section (outcomes of play, recording conventions: never
+findings). The tables are on the default balance cut: the page's filters do not apply to them.
+Each finding links to the chart it comes from, to its games and to its row's SQL.
 """
 
 from __future__ import annotations
@@ -28,8 +30,7 @@ def _sql(ctx: Ctx) -> str:
 def _collected(df: pl.DataFrame, ctx: Ctx):
     if "findings" not in ctx.params:
         fi = analysis_findings()
-        missing = sorted({s.table for s in fi.SOURCES if not fi.available(s, ctx.columns(s.table))})
-        ctx.params["findings"] = fi.from_rows(df, missing)
+        ctx.params["findings"] = fi.from_rows(df, fi.missing_tables(ctx.columns))
     return ctx.params["findings"]
 
 
@@ -43,38 +44,44 @@ def _effects(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
         pl.col("rank").cast(pl.String), pl.lit(". "), "item", pl.lit(" ("), "family", pl.lit(")")
     )
     return t.select(
-        label.alias("label"), "family", "n", "p_value", "q_value",
+        label.alias("label"), "family", "n", "since",
         rate="effect", lo="lo", hi="hi", flagged=pl.lit(True),
     )  # fmt: skip
 
 
+NOTHING = (
+    "No finding: no effect's interval lies wholly beyond the minimum that matters for its "
+    "kind. Read the families below for what each could have seen: 'too few games to tell' is "
+    "not 'fine'."
+)
+
 effects = Chart(
     "findings-effects",
-    "The findings' effects with their 95% intervals (the first 40)",
+    "The findings' effects with their always-valid intervals (the first 40)",
     "agg_runs",
     _sql,
     post=_effects,
-    draw=draw_rate("label", reference=0.0, domain=None, x_title="effect, 95% interval"),
+    draw=draw_rate("label", reference=0.0, domain=None, x_title="effect, always-valid interval"),
     draw_limit=40,
-    empty="Nothing flagged: no row of any balance table passes its family's 5% false "
-    "discovery rate.",
+    empty=NOTHING,
 )
 
 listing = Chart(
     "findings",
-    "What the tables flag, strongest evidence first",
+    "Findings, strongest evidence first",
     "agg_runs",
     _sql,
     post=lambda df, ctx: _collected(df, ctx).table,
     summary=_summary,
     table_rows=200,
-    note="effect, lo, hi: the size on the score scale (or solve / win rate), with its 95% "
-    "interval, against what the finding names; n: the games (sides, attempts) behind it; "
-    "p_value, q_value: the test named and its Benjamini–Hochberg q-value within the family "
-    "(flagged: q ≤ 0.05). Sorted by q-value, then by the size of the effect. chart: the "
-    "dashboard chart the row comes from; sql: the row of its table in the SQL console.",
-    empty="Nothing flagged: no row of any balance table passes its family's 5% false "
-    "discovery rate.",
+    note="effect, lo, hi: the size on the score scale (or solve / win rate) with its "
+    "always-valid interval, against what the finding names; beyond: how far the effect "
+    "clears its kind's minimum (minimum); n: the games (sides, attempts) that inform it; "
+    "since: new this week, or persisting since the run that first flagged it. Sorted by "
+    "z_beyond, the standard errors by which the estimate clears the minimum. alpha: the "
+    "row's share of the report's error budget. chart: the dashboard chart the row comes "
+    "from; games: those games in the explorer; sql: the row of its table in the SQL console.",
+    empty=NOTHING,
     see=(
         "boards",
         "",
@@ -85,20 +92,39 @@ listing = Chart(
 
 families = Chart(
     "findings-families",
-    "Families tested (Benjamini–Hochberg runs within each)",
+    "What each family could have seen",
     "agg_runs",
     _sql,
     post=lambda df, ctx: _collected(df, ctx).families,
     table_rows=500,
-    note="tested: rows with a test in the family; flagged: rows at q ≤ 0.05; shown: how many "
-    "of them the list above shows (the strongest ten of a family).",
+    note="rows: the questions the family asks (every lineup, cell, power ...); tested: those "
+    "with games; flagged: findings; shown: how many the list above shows (the strongest ten "
+    "of a family); minimum: the kind's minimum effect that matters (BALANCE_MIN_EFFECTS); "
+    "detectable_typical / _best: the effect its typical / best-informed row would find with "
+    "80% power now; verdict: 'too few games to tell' where even the best-informed row could "
+    "not see four times the minimum.",
+)
+
+descriptive = Chart(
+    "findings-descriptive",
+    "Descriptive: outcomes of play and recording conventions (never findings)",
+    "agg_runs",
+    _sql,
+    post=lambda df, ctx: _collected(df, ctx).descriptive,
+    table_rows=100,
+    note="value with its Wilson 95% interval against reference: what happened in games "
+    "(sides that stunned a crown score higher because stunning is part of winning) and how "
+    "clients record them (side 0). They describe play; they are not levers a designer sets.",
 )
 
 PAGE = Page(
     "Findings",
-    [effects, listing, families],
-    intro="What the balance tables flag, for Monday morning: each finding with its size, "
-    "interval, sample, test and q-value, the chart it comes from and the SQL behind it. "
+    [listing, effects, families, descriptive],
+    intro="What a designer can act on, for Monday morning: the few effects that clear the "
+    "minimum that matters, strongest evidence first, each with its size, interval, games, "
+    "how long it has persisted, the chart it comes from, its games and the SQL behind it. On "
+    "data with no effect the whole page shows on average at most 0.1 false findings, "
+    "however many weeks it is read (docs/agg-tables.md, Findings). "
     "The tables are computed on the default balance cut (computer levels: every client "
     "version), so the filters below do not change this page. `balance report` writes the "
     "same list as one HTML file.",

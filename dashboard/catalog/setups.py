@@ -101,32 +101,40 @@ def _family_label() -> pl.Expr:
     return pl.concat_str([b, pl.lit("×"), b, pl.lit(" "), pl.col("variant")])
 
 
-# the ends of each board and variant's ranking (agg_lineup_model holds every lineup)
-MODEL_SQL = f"""SELECT * FROM agg_lineup_model
-QUALIFY strength_rank <= {MODEL_SHOWN}
-     OR strength_rank > count(*) OVER (PARTITION BY board, variant) - {MODEL_SHOWN}
-ORDER BY board, variant, strength_rank"""
+# the ends of each board and variant's ranking among the lineups played (agg_lineup_model
+# holds every lineup; one never played has no games of its own to be "strongest" on)
+MODEL_SQL = f"""WITH played AS (
+  SELECT *,
+    row_number() OVER (PARTITION BY board, variant ORDER BY predicted DESC, lineup) AS from_top,
+    row_number() OVER (PARTITION BY board, variant ORDER BY predicted, lineup) AS from_bottom
+  FROM agg_lineup_model WHERE n > 0
+)
+SELECT * EXCLUDE (from_bottom) FROM played
+WHERE from_top <= {MODEL_SHOWN} OR from_bottom <= {MODEL_SHOWN}
+ORDER BY board, variant, from_top"""
 
 
 def _model_lineups(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
     out = df.rename({"predicted": "rate", "predicted_lo": "lo", "predicted_hi": "hi"})
     out = out.with_columns(
         family=_family_label(),
-        end=pl.when(pl.col("strength_rank") <= MODEL_SHOWN)
-        .then(pl.lit("strongest"))
-        .otherwise(pl.lit("weakest")),
+        end=pl.when(pl.col("from_top") <= MODEL_SHOWN)
+        .then(pl.lit("highest"))
+        .otherwise(pl.lit("lowest")),
     )
     out = out.with_columns(label=pl.concat_str([pl.col("lineup"), pl.lit(" ("), pl.col("end"),
                                                 pl.lit(")")]))  # fmt: skip
-    return out.select("label", *[c for c in out.columns if c != "label"]).sort(
-        "board", "variant", "strength_rank"
+    return (
+        out.select("label", *[c for c in out.columns if c != "label"])
+        .sort("board", "variant", "from_top")
+        .drop("from_top")
     )
 
 
 model_lineups = Chart(
     "lineup-model",
-    f"Lineup strength from the rank × file model: the {MODEL_SHOWN} strongest and weakest "
-    "lineups of each board and variant",
+    f"What the rank × file cells project for the lineups played: the {MODEL_SHOWN} highest "
+    "and lowest of each board and variant",
     "agg_lineup_model",
     lambda ctx: MODEL_SQL,
     post=_model_lineups,
@@ -135,12 +143,13 @@ model_lineups = Chart(
         facet="family",
         domain=None,
         width=300,
-        x_title="predicted score rate against the field, 95% interval",
+        x_title="cell projection of the score rate against the field, 95% interval",
     ),  # fmt: skip
-    note="Every lineup's predicted score is the sum of its ranks' places (the heat map below), "
-    "fitted on all the games of its board and variant: thousands of sides behind each cell where "
-    "a 7×7 lineup has a handful (agg_lineup_model holds every lineup, played or not). "
-    "n is the lineup's own sides. " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
+    note="A lineup's projection is the sum of its ranks' places (the heat map below), fitted on "
+    "all the games of its board and variant: it is what the cells say, not the lineup's own "
+    "rate (score_rate, its own n sides), and it cannot see a lineup's own quirk. Only lineups "
+    "with games are ranked. The Findings page tests each lineup's own score against this "
+    "projection (a lineup stronger than its cells). " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
 )
 
 

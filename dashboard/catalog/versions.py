@@ -344,7 +344,10 @@ def _family_summary(family: str):
     def summary(df: pl.DataFrame, ctx: Ctx) -> str:
         notes = ctx.params.get(f"notes:{family}") or []
         flagged = int(df["flagged"].sum()) if "flagged" in df.columns else 0
-        head = f"{flagged} of {df.height} differences flagged (FDR 5% within the family)."
+        head = (
+            f"{flagged} of {df.height} differences changed by more than their minimum "
+            "(always-valid interval beyond it; the page's error budget)."
+        )
         return (
             head + (f" Not compared: {'; '.join(notes)}." if notes else "")
             if df.height
@@ -370,7 +373,7 @@ X_TITLES = {
     "end_reasons": "share of the games ending so, B − A (Newcombe 95% interval)",
     "game_length": "mean turns per game, B − A (Welch 95% interval)",
     "lineup_cells": "lineup model's rank-in-file effect, log-odds, B − A (95% interval)",
-    "adjusted_powers": "adjusted effect against the average power, log-odds, B − A (95% interval)",
+    "adjusted_powers": "adjusted effect against the median power, log-odds, B − A (95% interval)",
 }
 CHART_TITLES = {
     "first_move": "First-move advantage: B − A",
@@ -416,10 +419,12 @@ everything = Chart(
     post=_all,
     summary=_summary,
     table_rows=25,
-    note="diff = B − A with its 95% interval (lo, hi); p_value of the test named in `test`; "
-    "q_value: Benjamini–Hochberg within the family; flagged: q ≤ 0.05. Score rates count a "
-    "draw as ½. Computer levels are read from computer games, the rest from the mode filter "
-    "(default: human against human).",
+    note="diff = B − A with its one-look 95% interval (lo, hi), p_value of the test named in "
+    "`test` and q_value (Benjamini–Hochberg within the family), for drill-down; flagged: a "
+    "change that matters, its always-valid interval (always_lo, always_hi, valid however often "
+    "the page is read) wholly beyond minimum, the smallest change worth acting on. Score "
+    "rates count a draw as ½. Computer levels are read from computer games, the rest from the "
+    "mode filter (default: human against human).",
     empty="Nothing to compare under these filters (the line above says why).",
     row_limit=ROW_LIMIT,
 )
@@ -428,9 +433,12 @@ PAGE = Page(
     "Versions",
     [everything, *(_chart(f) for f in SOURCES)],
     intro="Did a client version change balance? Every difference between version A and "
-    "version B, with its interval and a test, and a false discovery rate of 5% within each "
-    "family (first move, powers, the adjusted power effects, computer levels, end reasons, "
-    "game length, the lineup model's rank-in-file effects).",
+    "version B, with its interval and a test; a change is counted only when its always-valid "
+    "interval clears the smallest change that matters, under one error budget for the page "
+    "(identical versions read 0 things changed), across first move, powers, the adjusted power "
+    "effects, computer levels, end reasons, game length and the lineup model's rank-in-file "
+    "effects. When nothing changed, the line says how many games a version needs to see a "
+    "change of twice the minimum.",
     coverage_table="",
     selects=("board", "variant", "mode", "platform"),
     prepare=prepare,

@@ -1,0 +1,158 @@
+"""How a number becomes a finding: the minimum effect that matters, the report's error budget,
+and intervals that stay valid however often the page is read.
+
+A designer reads the Findings and Versions pages as a whole, every week, on growing data. So a
+finding is decided once for the whole report, not table by table:
+
+- every question (a *kind*: the first-move edge, a power, a rank-file cell, ...) states the
+  smallest effect a studio would act on (`MIN_EFFECTS`, in points of score: 0.02 = two points;
+  BALANCE_MIN_EFFECTS replaces any of them, "power=0.03,lineup=0.06"). A row is a finding only
+  when its interval lies wholly beyond that minimum, on either side: an effect away from zero
+  but inside the minimum is not one.
+- the report's budget of false findings, `REPORT_ALPHA` (0.1; BALANCE_REPORT_ALPHA), is split
+  over the kinds by fixed weights (`WEIGHTS`), within a kind equally over its families (boards,
+  variants, ...), within a family equally over its rows (Bonferroni). The expected number of
+  rows a report flags whose true effect is within the minimum is then at most REPORT_ALPHA,
+  whatever the store's size, and each kind is ever wrong with probability at most its share.
+- each interval is a *confidence sequence* (a normal-mixture, Robbins' mixture martingale; the
+  two-sided boundary of Howard et al. 2021, eq. 14, on the asymptotically normal estimate):
+  it covers the true value at every look at once, so reading the page every week for a year
+  does not raise the chance of a false finding above the allocated level. The price is width:
+  about 1.4 times a one-look interval at the same level.
+
+`half_width(se, alpha, tau)` is that interval's half-width for an estimate with standard error
+`se`; `tau` is the mixture's scale, the size of effect the sequence is tuned to (twice the
+minimum). `detectable(se, alpha, tau, minimum)` is the minimum detectable effect: the true effect
+found with 80% power at this look.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import numpy as np
+
+ENV_MIN = "BALANCE_MIN_EFFECTS"
+ENV_ALPHA = "BALANCE_REPORT_ALPHA"
+REPORT_ALPHA = 0.1
+# The smallest effect worth a designer's action, per kind, in points of score (win or solve
+# rate for Slide seats and challenges; beyond the target band's edge for the computer levels).
+MIN_EFFECTS: dict[str, float] = {
+    "first_move": 0.02,  # the first mover's edge over an even game
+    "power": 0.02,  # a power's adjusted effect against the median power
+    "power_pair": 0.03,  # two powers together beyond what each alone predicts
+    "power_vs": 0.03,  # one power against another
+    "lineup_cell": 0.02,  # a rank on a file, against its average place
+    "lineup": 0.05,  # one lineup beyond what its ranks' places predict
+    "lineup_vs": 0.10,  # one lineup against another
+    "lane_distance": 0.03,  # the first-move edge at one lane distance against the others
+    "ai_band": 0.02,  # a computer level beyond its target band
+    "ai_order": 0.02,  # a harder level leaving the human more than an easier one
+    "challenge": 0.10,  # a challenge's solve rate against its board's others
+    "slide_seat": 0.03,  # a Slide seat's win rate against a fair share
+}
+# The report's budget split over the kinds (sums to 1): the questions a designer acts on most
+# (first move, powers, setups, computer levels, Slide seats) get the larger shares.
+WEIGHTS: dict[str, float] = {
+    "first_move": 0.15,
+    "power": 0.15,
+    "lineup_cell": 0.10,
+    "lineup": 0.10,
+    "power_pair": 0.05,
+    "power_vs": 0.05,
+    "lineup_vs": 0.05,
+    "lane_distance": 0.05,
+    "ai_band": 0.10,
+    "ai_order": 0.05,
+    "challenge": 0.05,
+    "slide_seat": 0.10,
+}
+POWER = 0.80  # the power the minimum detectable effect is stated at
+Z_POWER = 0.8416212335729143  # its normal quantile
+# a family whose typical row could not see an effect this many times its minimum "cannot tell"
+TOO_FEW_FACTOR = 4.0
+
+
+def report_alpha(text: str | None = None) -> float:
+    text = os.environ.get(ENV_ALPHA, "") if text is None else text
+    if not text.strip():
+        return REPORT_ALPHA
+    try:
+        a = float(text)
+    except ValueError:
+        raise ValueError(f"{ENV_ALPHA}: {text!r} is not a number (e.g. 0.1)") from None
+    if not 0.0 < a < 1.0:
+        raise ValueError(f"{ENV_ALPHA}: {text!r}: need 0 < alpha < 1")
+    return a
+
+
+def min_effects(text: str | None = None) -> dict[str, float]:
+    """MIN_EFFECTS with the kinds named in `text` (default: BALANCE_MIN_EFFECTS) replaced."""
+    text = os.environ.get(ENV_MIN, "") if text is None else text
+    out = dict(MIN_EFFECTS)
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        try:
+            kind, value = part.split("=")
+            v = float(value)
+        except ValueError:
+            raise ValueError(f"{ENV_MIN}: {part!r} is not kind=points (e.g. power=0.03)") from None
+        kind = kind.strip()
+        if kind not in out:
+            raise ValueError(f"{ENV_MIN}: unknown kind {kind!r} (one of {', '.join(out)})")
+        if not 0.0 < v < 0.5:
+            raise ValueError(f"{ENV_MIN}: {part!r}: need 0 < points < 0.5")
+        out[kind] = v
+    return out
+
+
+def logit_points(points: float) -> float:
+    """A score edge of `points` around an even game, in log-odds (0.02 -> 0.080)."""
+    return math.log((0.5 + points) / (0.5 - points))
+
+
+def half_width(se, alpha, tau):
+    """Half-width of the two-sided normal-mixture confidence sequence at level `alpha` for an
+    estimate with standard error `se`, mixture scale `tau` (the same units): valid at every
+    look at once. NaN where se is not positive."""
+    se, alpha = np.asarray(se, dtype=float), np.asarray(alpha, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (se / tau) ** 2
+        return np.where(se > 0, se * np.sqrt((1 + r) * np.log((1 + 1 / r) / alpha**2)), np.nan)
+
+
+def half_width_sql(se: str, alpha: str, tau: str) -> str:
+    """half_width as a SQL expression over SQL expressions."""
+    r = f"(({se}) * ({se}) / (({tau}) * ({tau})))"
+    return (
+        f"CASE WHEN ({se}) > 0 THEN ({se}) * sqrt((1 + {r}) * ln((1 + 1 / {r}) / "
+        f"(({alpha}) * ({alpha})))) END"
+    )
+
+
+def detectable(se, alpha, tau, minimum):
+    """The true effect found with POWER at this look: the minimum plus the interval's
+    half-width plus the power's margin (an estimate must land a half-width beyond it)."""
+    se = np.asarray(se, dtype=float)
+    return minimum + half_width(se, alpha, tau) + Z_POWER * se
+
+
+def games_needed(sd_one: float, alpha: float, tau: float, minimum: float, effect: float) -> int:
+    """Games for an effect `effect` (beyond `minimum`) to be found with POWER, where one
+    game's standard deviation is `sd_one` (se = sd_one / sqrt(n)). A doubling search."""
+    if effect <= minimum:
+        return -1  # never: an effect at the minimum is not beyond it
+
+    def ok(n: float) -> bool:
+        return float(detectable(sd_one / math.sqrt(n), alpha, tau, minimum)) <= effect
+
+    hi = 16.0
+    while not ok(hi):
+        hi *= 2
+        if hi > 1e12:
+            return -1
+    lo = hi / 2
+    while hi - lo > max(1.0, lo * 0.005):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
+    return int(math.ceil(hi))
