@@ -1,0 +1,166 @@
+"""The balance lab (docs/lab.md): paired bot games under a base and a candidate ruleset.
+
+A planted change is found (a candidate without the strongest power of level-1 bots, Double:
+the sides that pick it under the base do worse without it, the interval below 0); a candidate
+equal to the base predicts exactly no change (common random numbers: the same games); a run
+cancelled with Ctrl-C and then killed with SIGKILL continues to the result of an uninterrupted
+run with the same seed; stored runs are shown again as they were printed. Small sizes: 5x5,
+bot level 1."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+from support import balance
+
+from analysis.lab import predict
+from ingest.lab_runner import LabRun, play
+from ingest.storage import lab_runs
+from replays.rulesets import STANDARD, parse_toml
+
+ROOT = Path(__file__).resolve().parent.parent
+NO_DOUBLE = """name = "no-double"
+game = "slow6"
+description = "Double is gone"
+[params]
+powers = ["dash", "leap", "shield", "freeze", "swap", "recall", "trap", "shove", "surge"]
+"""
+FREEZE_1 = 'name = "freeze-1"\ngame = "slow6"\n[params]\nfreeze_turns = 1\n'
+
+
+def rows_of(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.strip()]
+
+
+def test_a_candidate_equal_to_the_base_predicts_exactly_no_change(tmp_path):
+    same = parse_toml('name = "same"\ngame = "slow6"\n[params]\nfreeze_turns = 2\n')
+    run = LabRun(STANDARD["slow6"], same, levels=(1, 2), seed=5, games=12)
+    pairs = play(run, tmp_path / "run.ndjson")
+    assert [p["i"] for p in pairs] == list(range(12))
+    assert all(p["base"] == p["candidate"] for p in pairs)  # the same games, move for move
+    rows = predict(pairs, powers=True, levels=(1, 2))
+    assert {r["family"] for r in rows} >= {"first_move", "power_pick", "end_reason", "level"}
+    measured = [r for r in rows if r["change"] is not None]
+    assert len(measured) > 10
+    for r in measured:
+        assert r["change"] == 0 and r["lo"] == 0 and r["hi"] == 0, r
+        assert not r["confident"]
+
+
+def test_a_different_candidate_changes_games_but_shares_their_settings(tmp_path):
+    """Under freeze_turns 1 only the games where Freeze is used can differ; levels, lineups,
+    first mover and picks are the same in every pair."""
+    run = LabRun(STANDARD["slow6"], parse_toml(FREEZE_1), levels=(1,), seed=2, games=10)
+    pairs = play(run, tmp_path / "run.ndjson")
+    for p in pairs:
+        assert p["base"]["picks"] == p["candidate"]["picks"]
+        if "freeze" not in p["base"]["used"][0] + p["base"]["used"][1]:
+            assert p["base"] == p["candidate"]
+
+
+@pytest.mark.slow
+def test_a_planted_change_is_found_and_the_run_is_stored(tmp_path):
+    """Double is level-1 bots' strongest pick (about +0.12 of score over the sides without
+    it); removed, the sides that would pick it take their next preferred power and lose that
+    edge. 200 pairs (about half a minute on one core)."""
+    cand = tmp_path / "no-double.toml"
+    cand.write_text(NO_DOUBLE)
+    db = str(tmp_path / "lab.duckdb")
+    ran = balance("lab", "run", "--candidate", str(cand), "--games", "200", "--powers",
+                  "--levels", "1", "--seed", "1", "--json", "--db", db)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    rows = {(r["family"], r["row"]): r for r in rows_of(ran.stdout)}
+    double = rows[("power_pick", "double")]
+    assert double["base"] > 0.05  # a strong power under the base
+    assert double["change"] < 0 and double["hi"] < 0  # weaker, the interval clear of 0
+    assert double["lo"] <= double["change"] <= double["hi"]
+    assert set(json.loads(ran.stdout.splitlines()[0])) == {
+        "family", "row", "base", "candidate", "change", "lo", "hi", "confident"}  # fmt: skip
+    assert "stored: lab run" in ran.stderr
+    assert not (tmp_path / "lab.duckdb.lab").exists()  # the run file went once stored
+
+    listed = balance("lab", "list", "--db", db, "--json")
+    (run,) = json.loads(listed.stdout)["runs"]
+    assert run["candidate"]["name"] == "no-double" and run["base"]["name"] == "standard"
+    assert (run["games"], run["seed"], run["levels"], run["powers"]) == (200, 1, [1], True)
+    assert run["picks_differ"] > 0  # sides that preferred double picked another power
+    shown = balance("lab", "show", run["id"][:10], "--db", db, "--json")
+    assert rows_of(shown.stdout) == rows_of(ran.stdout)
+    table = balance("lab", "show", run["id"], "--db", db).stdout
+    assert "what changed: powers" in table and "bots of level 1" in table
+    # storing the same run again (its id is its key and size) writes nothing
+    stored = lab_runs.run(con := duckdb.connect(db), run["id"])
+    assert stored is not None and not lab_runs.save(con, stored, stored["rows"])
+    con.close()
+    assert len(json.loads(balance("lab", "list", "--db", db, "--json").stdout)["runs"]) == 1
+
+
+def _pairs_in(path: Path) -> int:
+    if not path.exists():
+        return 0
+    return max(0, path.read_bytes().count(b"\n") - 1)
+
+
+def _start(args: list[str]) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "ingest.cli", *args], env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, start_new_session=True, text=True,
+    )  # fmt: skip
+
+
+def _wait_for(path: Path, pairs: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 120
+    while _pairs_in(path) < pairs:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+@pytest.mark.slow
+def test_a_cancelled_then_killed_run_resumes_to_the_uninterrupted_result(tmp_path):
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    common = ["lab", "run", "--candidate", str(cand), "--games", "16", "--powers",
+              "--levels", "1,2", "--seed", "9", "--json"]  # fmt: skip
+    a, b = tmp_path / "a", tmp_path / "b"
+    args = [*common, "--db", str(a / "lab.duckdb"), "--run-dir", str(a), "--jobs", "2"]
+    run_file: Path | None = None
+
+    proc = _start(args)
+    # the run file's name is the run's key: find it once it exists
+    deadline = time.monotonic() + 60
+    while run_file is None:
+        found = list(a.glob("*.ndjson")) if a.exists() else []
+        run_file = found[0] if found else None
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.05)
+    _wait_for(run_file, 3, proc)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C: the pairs finished are kept
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and "cancelled" in err and out == "", err
+    kept = _pairs_in(run_file)
+    assert 3 <= kept < 16
+
+    proc = _start(args)
+    _wait_for(run_file, kept + 3, proc)
+    os.killpg(proc.pid, signal.SIGKILL)  # kill -9, workers included, mid-write or not
+    proc.communicate(timeout=60)
+    killed_at = _pairs_in(run_file)
+    assert kept + 3 <= killed_at < 16
+
+    resumed = _start(args)
+    out, err = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, err
+    uninterrupted = balance(*common, "--db", str(b / "lab.duckdb"), "--run-dir", str(b))
+    assert uninterrupted.returncode == 0, uninterrupted.stderr
+    assert rows_of(out) == rows_of(uninterrupted.stdout)
+    assert len(rows_of(out)) > 10
