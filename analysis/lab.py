@@ -55,13 +55,16 @@ def columns(pairs: Sequence[dict[str, Any]], which: str, levels: Sequence[int]) 
 
     for i, pair in enumerate(pairs):
         g = pair[which]
-        first = pair["first"]
+        # (two independent runs put side by side, as the benchmark does: each game its own
+        # setting, and its sides grouped by their own picks)
+        first, levels_of = g.get("first", pair["first"]), g.get("levels", pair["levels"])
+        grouping = g if pair.get("independent") else pair["base"]
         col("first_score")[i] = _score(g["winner"], first)
         col("turns")[i] = g["turns"]
         col(f"reason:{g['reason']}")[i] = 1.0
         for s in (0, 1):
             score = _score(g["winner"], s)
-            lv = pair["levels"][s]
+            lv = levels_of[s]
             col(f"level:{lv}:num")[i] += score
             col(f"level:{lv}:den")[i] += 1
             if g["picks"] is None:
@@ -69,7 +72,7 @@ def columns(pairs: Sequence[dict[str, Any]], which: str, levels: Sequence[int]) 
             # the pick rows group the sides by their picks under the base rules on both
             # sides of the pair: the same sides, so a power the candidate removes still has a
             # row (how the sides that picked it fare without it)
-            grouped = set(pair["base"]["picks"][s])
+            grouped = set(grouping["picks"][s])
             picked, used = set(g["picks"][s]), set(g["used"][s])
             for p in POWERS:
                 tag = "pick" if p in grouped else "nopick"
