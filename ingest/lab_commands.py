@@ -20,6 +20,7 @@ from pathlib import Path
 from . import config as settings
 
 INVALID, CANCELLED = 2, 1
+MAX_GAMES = 1_000_000  # (days of bot play; the pairs to play are listed up front)
 
 
 def register(sub) -> None:
@@ -140,8 +141,8 @@ def run_run(args) -> int:
     levels = _levels(args.levels)
     if levels is None:
         return _fail(f"--levels {args.levels!r}: bot levels 1..4, comma-separated")
-    if args.games < 1:
-        return _fail("--games must be at least 1")
+    if not 1 <= args.games <= MAX_GAMES:
+        return _fail(f"--games must be 1..{MAX_GAMES:,}")
     db = _db(args)
     lookup = _registered(db)
     try:
@@ -163,6 +164,8 @@ def run_run(args) -> int:
         pairs = play(run, path, max(1, args.jobs), _progress())
     except ValueError as exc:
         return _fail(str(exc))
+    except OSError as exc:  # a full disk, a run directory that cannot be written
+        return _fail(f"cannot keep the run's pairs in {path}: {exc}; those written are kept", 1)
     except Cancelled as exc:
         print(f"\nbalance lab: cancelled; {exc.kept} of {run.games} pairs kept in {path}: the "
               "same command goes on from them", file=sys.stderr)  # fmt: skip

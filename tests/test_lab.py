@@ -164,3 +164,38 @@ def test_a_cancelled_then_killed_run_resumes_to_the_uninterrupted_result(tmp_pat
     assert uninterrupted.returncode == 0, uninterrupted.stderr
     assert rows_of(out) == rows_of(uninterrupted.stdout)
     assert len(rows_of(out)) > 10
+
+
+def test_the_lab_page_shows_stored_runs_with_their_rows(tmp_path, app_factory):
+    """A run stored by `balance lab run` is on the dashboard's Lab page: what changed, the
+    bot levels, its predicted changes drawn as dots with intervals and the same rows as CSV."""
+    import csv
+    import io
+    import re
+
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    db = tmp_path / "lab.duckdb"
+    ran = balance("lab", "run", "--candidate", str(cand), "--games", "6", "--powers",
+                  "--levels", "1", "--seed", "4", "--json", "--db", str(db))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    printed = [r for r in rows_of(ran.stdout) if r["change"] is not None]
+    (run,) = json.loads(balance("lab", "list", "--db", str(db), "--json").stdout)["runs"]
+
+    app = app_factory(db=db)
+    r = app.get("/dashboard/p/lab")
+    assert r.status == 200
+    page = r.body.decode()
+    assert run["id"] in page and "freeze-1" in page and "freeze_turns 2 -&gt; 1" in page
+    assert 'id="spec-lab-changes"' in page and "Bots stand in for players" in page
+    assert re.search(r"<td>1</td>", page)  # the bot levels column
+    got = list(
+        csv.DictReader(io.StringIO(app.get("/dashboard/chart/lab-changes.csv").body.decode()))
+    )
+    drawn = [r for r in printed if r["family"] != "game_length"]
+    assert len(got) == len(drawn) > 5
+    by_row = {(g["family"], g["row"]): float(g["rate"]) for g in got}
+    for r in drawn:
+        assert by_row[(r["family"], r["row"])] == pytest.approx(r["change"])
+    changes = [abs(float(g["rate"])) for g in got]
+    assert changes == sorted(changes, reverse=True)  # largest first
