@@ -199,3 +199,29 @@ def test_the_lab_page_shows_stored_runs_with_their_rows(tmp_path, app_factory):
         assert by_row[(r["family"], r["row"])] == pytest.approx(r["change"])
     changes = [abs(float(g["rate"])) for g in got]
     assert changes == sorted(changes, reverse=True)  # largest first
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_lab_page_renders_in_a_real_browser(tmp_path, browser):
+    from support import ARTIFACTS, Server
+
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    db = tmp_path / "lab.duckdb"
+    ran = balance("lab", "run", "--candidate", str(cand), "--games", "6", "--powers",
+                  "--levels", "1,2", "--seed", "4", "--db", str(db))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    server = Server(tmp_path / "srv", db=db).start()
+    try:
+        browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
+        assert browser.problems() == []
+        charts = browser.evaluate(
+            "Array.from(document.querySelectorAll('div.vis')).map(el => ({r: "
+            'el.dataset.rendered || null, marks: el.querySelectorAll(\'svg g[class*="mark-"]'
+            ' > path, svg g[class*="mark-"] > line\').length}))'
+        )
+        assert charts and all(c["r"] == "1" and c["marks"] > 0 for c in charts), charts
+        browser.screenshot(ARTIFACTS / "dashboard-lab.png")
+    finally:
+        server.stop()
