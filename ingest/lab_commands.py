@@ -64,15 +64,18 @@ def register(sub) -> None:
         help="where the finished pairs are kept while it runs (default: DB.lab/)",
     )
     q.add_argument("--db", help="the store file (default $BALANCE_DB): rulesets, stored runs")
+    q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_run)  # fmt: skip
     q = lab.add_parser("list", help="the stored lab runs, newest first")
     q.add_argument("--json", action="store_true")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
+    q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_list)
     q = lab.add_parser("show", help="one stored lab run with its predicted rows")
     q.add_argument("id", help="the run's id (or a prefix of it)")
     q.add_argument("--json", action="store_true", help="one JSON object per predicted row")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
+    q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_show)
 
 
@@ -85,29 +88,59 @@ def _fail(message: str, code: int = INVALID) -> int:
     return code
 
 
-def _registered(db: str):
-    """The store's registered rulesets as a lookup (only standard when there is no store, or
-    a running server holds it)."""
-    from replays import rulesets as R
+def _catalog(args) -> str | None:
+    """The lake to use: --lake or $BALANCE_LAKE, unless --db names a file."""
+    return None if args.db else (args.lake or os.environ.get("BALANCE_LAKE") or None)
 
-    found: dict[tuple[str, str], R.Ruleset] = {}
-    if os.path.exists(db):
+
+def _where(args) -> str:
+    return "the lake" if _catalog(args) else _db(args)  # (a catalog string may hold a password)
+
+
+def _reader(args, table: str):
+    """A read connection to the store file or the lake, or None when it has no `table` (no
+    store yet, or one made before the table). Raises when it cannot be opened."""
+    catalog = _catalog(args)
+    if catalog:
+        from .storage.lake import connect
+
+        con = connect(catalog, claims=False)
+    else:
         import duckdb
 
-        from .storage import registry
+        db = _db(args)
+        if not os.path.exists(db):
+            return None
+        con = duckdb.connect(db, read_only=True)
+    found = con.execute(
+        "SELECT 1 FROM duckdb_tables() WHERE table_name = ? AND database_name = current_database()",
+        [table],
+    ).fetchall()
+    if not found:
+        con.close()
+        return None
+    return con
 
+
+def _registered(args):
+    """The store's registered rulesets as a lookup (only standard when there is no store, or
+    a running server holds the file)."""
+    from replays import rulesets as R
+
+    from .storage import registry
+
+    found: dict[tuple[str, str], R.Ruleset] = {}
+    try:
+        con = _reader(args, "rulesets")
+    except Exception as exc:  # (a file a server holds; a lake that cannot be reached)
+        print(f"balance lab: cannot read the registered rulesets of {_where(args)} ({exc}); "
+              "only files and standard are known", file=sys.stderr)  # fmt: skip
+        con = None
+    if con is not None:
         try:
-            con = duckdb.connect(db, read_only=True)
-        except duckdb.IOException as exc:
-            print(f"balance lab: cannot read the store's rulesets ({exc}); only files and "
-                  "standard are known", file=sys.stderr)  # fmt: skip
-        else:
-            try:
-                if con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'rulesets'"
-                               ).fetchall():  # fmt: skip
-                    found = {(r.game, r.name): r for r in registry.load(con)}
-            finally:
-                con.close()
+            found = {(r.game, r.name): r for r in registry.load(con)}
+        finally:
+            con.close()
     return R.chain_lookup(R.builtin_lookup, lambda game, name: found.get((game, name)))
 
 
@@ -144,7 +177,7 @@ def run_run(args) -> int:
     if not 1 <= args.games <= MAX_GAMES:
         return _fail(f"--games must be 1..{MAX_GAMES:,}")
     db = _db(args)
-    lookup = _registered(db)
+    lookup = _registered(args)
     try:
         base = _ruleset(args.base, lookup, None)
         candidate = _ruleset(args.candidate, lookup, base.game)
@@ -155,7 +188,8 @@ def run_run(args) -> int:
     if base.game != "slow6" or candidate.game != "slow6":
         return _fail("the lab plays Slow6 only (its bots); both rulesets must be slow6")
     run = LabRun(base, candidate, args.board, args.powers, levels, args.seed, args.games)
-    run_dir = Path(args.run_dir) if args.run_dir else Path(db + ".lab")
+    default_dir = Path("balance-lab") if _catalog(args) else Path(db + ".lab")
+    run_dir = Path(args.run_dir) if args.run_dir else default_dir
     path = run_dir / f"{run.key}.ndjson"
     import time
 
@@ -184,7 +218,7 @@ def run_run(args) -> int:
         "picks_differ": sum(p["base"]["picks"] != p["candidate"]["picks"] for p in pairs),
         "seconds": seconds,
     }  # fmt: skip
-    note = _store(db, stored, rows)
+    note = _store(args, stored, rows)
     if args.json:
         for row in rows:
             print(json.dumps({k: row[k] for k in _JSON_KEYS}))
@@ -222,21 +256,28 @@ def _progress():
     return show
 
 
-def _store(db: str, run: dict, rows: list) -> str:
-    import duckdb
-
+def _store(args, run: dict, rows: list) -> str:
     from .storage.lab_runs import save
-    from .storage.store import open_db
 
+    catalog, where = _catalog(args), _where(args)
     try:
-        con = open_db(db)
-    except duckdb.IOException as exc:
-        return f"not stored: the store {db} cannot be written ({exc}); the result is above"
+        if catalog:
+            from .storage.lake import connect
+
+            con = connect(catalog, claims=False)
+        else:
+            from .storage.store import open_db
+
+            con = open_db(_db(args))
+    except Exception as exc:  # (a file a server holds; a lake that cannot be reached)
+        return f"not stored: {where} cannot be written ({exc}); the result is above"
     try:
         new = save(con, run, rows)
+    except Exception as exc:  # (a lake made before lab_runs: balance lake upgrade)
+        return f"not stored in {where} ({exc}); the result is above"
     finally:
         con.close()
-    return f"stored: lab run {run['id']} in {db}" + ("" if new else " (stored already)")
+    return f"stored: lab run {run['id']} in {where}" + ("" if new else " (stored already)")
 
 
 def _fmt(value, unit: str) -> str:
@@ -289,24 +330,12 @@ def _v(value) -> str:
     return "null" if value is None else str(value)
 
 
-def _open_read(db: str):
-    import duckdb
-
-    if not os.path.exists(db):
-        return None
-    con = duckdb.connect(db, read_only=True)
-    if not con.execute("SELECT 1 FROM duckdb_tables() WHERE table_name = 'lab_runs'").fetchall():
-        con.close()
-        return None
-    return con
-
-
 def run_list(args) -> int:
     from .storage.lab_runs import runs
 
-    db = _db(args)
+    db = _where(args)
     try:
-        con = _open_read(db)
+        con = _reader(args, "lab_runs")
     except Exception as exc:  # (a store held by a server, a file that is not a store)
         return _fail(f"cannot read {db}: {exc}")
     listing = [] if con is None else runs(con)
@@ -328,9 +357,9 @@ def run_list(args) -> int:
 def run_show(args) -> int:
     from .storage.lab_runs import run as stored_run
 
-    db = _db(args)
+    db = _where(args)
     try:
-        con = _open_read(db)
+        con = _reader(args, "lab_runs")
     except Exception as exc:
         return _fail(f"cannot read {db}: {exc}")
     found = None if con is None else stored_run(con, args.id)

@@ -166,6 +166,7 @@ def test_a_cancelled_then_killed_run_resumes_to_the_uninterrupted_result(tmp_pat
     assert len(rows_of(out)) > 10
 
 
+@pytest.mark.slow
 def test_the_lab_page_shows_stored_runs_with_their_rows(tmp_path, app_factory):
     """A run stored by `balance lab run` is on the dashboard's Lab page: what changed, the
     bot levels, its predicted changes drawn as dots with intervals and the same rows as CSV."""
