@@ -169,7 +169,7 @@ def _levels(text: str) -> tuple[int, ...] | None:
 def run_run(args) -> int:
     from replays import rulesets as R
 
-    from .lab_runner import Cancelled, LabRun, play
+    from .lab_runner import Cancelled, LabRun, WorkerDied, play
 
     levels = _levels(args.levels)
     if levels is None:
@@ -200,6 +200,10 @@ def run_run(args) -> int:
         return _fail(str(exc))
     except OSError as exc:  # a full disk, a run directory that cannot be written
         return _fail(f"cannot keep the run's pairs in {path}: {exc}; those written are kept", 1)
+    except WorkerDied:
+        kept = _kept(path, run)
+        return _fail(f"a worker process died (killed, out of memory?); {kept} of {run.games} "
+                     f"pairs kept in {path}: the same command goes on from them", 1)  # fmt: skip
     except Cancelled as exc:
         print(f"\nbalance lab: cancelled; {exc.kept} of {run.games} pairs kept in {path}: the "
               "same command goes on from them", file=sys.stderr)  # fmt: skip
@@ -233,6 +237,12 @@ def run_run(args) -> int:
         except OSError:
             pass
     return 0
+
+
+def _kept(path: Path, run) -> int:
+    from .lab_runner import read_pairs
+
+    return len(read_pairs(path, run))
 
 
 _JSON_KEYS = ("family", "row", "base", "candidate", "change", "lo", "hi", "confident")

@@ -20,6 +20,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +62,10 @@ class LabRun:
     def run_id(self) -> str:
         """The stored run's id: the key and the number of pairs."""
         return f"{self.key}-{self.games}"
+
+
+class WorkerDied(Exception):
+    """A worker process ended without its result (killed, out of memory)."""
 
 
 class Cancelled(Exception):
@@ -161,11 +167,28 @@ def _results(run: LabRun, todo: Sequence[int], jobs: int) -> Iterator[dict[str, 
                 run.seed, i, run.base, run.candidate, run.board, run.powers, run.levels
             )
         return
+    # (concurrent.futures, not multiprocessing.Pool: a worker that dies, killed or out of
+    # memory, breaks the executor and stops the run, where a Pool would wait for its result
+    # for ever)
     ctx = multiprocessing.get_context("spawn" if sys.platform != "linux" else "fork")
-    pool = ctx.Pool(jobs, initializer=_set_args, initargs=(args,))
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_set_args, initargs=(args,))
+    pending: set[Future] = set()
+    queue = iter(todo)
     try:
-        yield from pool.imap_unordered(_pair, todo, chunksize=1)
-        pool.close()
+        while True:
+            for i in queue:  # a few tasks a worker ahead, never the whole run's
+                pending.add(pool.submit(_pair, i))
+                if len(pending) >= 4 * jobs:
+                    break
+            if not pending:
+                break
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    raise WorkerDied() from None
     finally:
-        pool.terminate()
-        pool.join()
+        for future in pending:
+            future.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
