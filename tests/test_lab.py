@@ -239,3 +239,43 @@ def test_the_lab_page_renders_in_a_real_browser(tmp_path, browser):
         browser.screenshot(ARTIFACTS / "dashboard-lab.png")
     finally:
         server.stop()
+
+
+def test_rulesets_come_from_files_or_the_registry_and_bad_arguments_are_refused(tmp_path):
+    db = str(tmp_path / "lab.duckdb")
+    freeze = tmp_path / "freeze-1.toml"
+    freeze.write_text(FREEZE_1)
+    assert balance("rules", "add", "--db", db, str(freeze)).returncode == 0
+    # a candidate file based_on a registered ruleset; the base by its registered name
+    child = tmp_path / "child.toml"
+    child.write_text('name = "child"\ngame = "slow6"\nbased_on = "freeze-1"\n[params]\n'
+                     "trap_turns = 1\n")  # fmt: skip
+    ran = balance("lab", "run", "--base", "freeze-1", "--candidate", str(child), "--games", "2",
+                  "--levels", "1", "--db", db)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    assert "what changed: trap_turns 2 -> 1\n" in ran.stdout  # not freeze_turns: both have 1
+    assert "candidate 'child' against base 'freeze-1'" in ran.stdout
+
+    def refused(*args: str) -> str:
+        got = balance("lab", "run", "--games", "1", "--db", db, *args)
+        assert got.returncode == 2 and got.stdout == "", got
+        return got.stderr
+
+    assert "RS5.1" in refused("--candidate", "no-such-ruleset")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\ngame = "slow6"\n[params]\nfreeze_turns = 9\n')
+    assert "freeze_turns" in refused("--candidate", str(bad))
+    slide = tmp_path / "slide.toml"
+    slide.write_text('name = "s"\ngame = "slide"\n[params]\nmin_group = 3\n')
+    assert "Slow6 only" in refused("--candidate", str(slide))
+    assert "--levels" in refused("--candidate", str(freeze), "--levels", "0,5")
+    assert "--games" in refused("--candidate", str(freeze), "--games", "0")
+    # a run file that holds another run's pairs is refused, not mixed in
+    run = LabRun(STANDARD["slow6"], parse_toml(FREEZE_1), powers=False, levels=(1,), seed=3)
+    other = tmp_path / "runs" / f"{run.key}.ndjson"
+    other.parent.mkdir()
+    other.write_text('{"base": "something else"}\n')
+    got = balance("lab", "run", "--candidate", str(freeze), "--games", "1", "--levels", "1",
+                  "--seed", "3", "--run-dir", str(other.parent), "--db", db)  # fmt: skip
+    assert got.returncode == 2 and "another run" in got.stderr
+    assert balance("lab", "show", "nope", "--db", db).returncode == 1
