@@ -59,6 +59,7 @@ def columns(pairs: Sequence[dict[str, Any]], which: str, levels: Sequence[int]) 
         # setting, and its sides grouped by their own picks)
         first, levels_of = g.get("first", pair["first"]), g.get("levels", pair["levels"])
         grouping = g if pair.get("independent") else pair["base"]
+        lineups = g.get("lineups", pair.get("lineups"))
         col("first_score")[i] = _score(g["winner"], first)
         col("turns")[i] = g["turns"]
         col(f"reason:{g['reason']}")[i] = 1.0
@@ -67,6 +68,9 @@ def columns(pairs: Sequence[dict[str, Any]], which: str, levels: Sequence[int]) 
             lv = levels_of[s]
             col(f"level:{lv}:num")[i] += score
             col(f"level:{lv}:den")[i] += 1
+            for file, rank in enumerate(lineups[s] if lineups else ()):
+                col(f"cell:{rank}:{file}:num")[i] += score
+                col(f"cell:{rank}:{file}:den")[i] += 1
             if g["picks"] is None:
                 continue
             # the pick rows group the sides by their picks under the base rules on both
@@ -85,7 +89,10 @@ def columns(pairs: Sequence[dict[str, Any]], which: str, levels: Sequence[int]) 
     return cols
 
 
-def row_specs(powers: bool, levels: Sequence[int]) -> list[RowSpec]:
+FILES = "abcdefg"
+
+
+def row_specs(powers: bool, levels: Sequence[int], board: int = 0) -> list[RowSpec]:
     out = [RowSpec("first_move", "first mover's score", "score", ((1, "first_score", "one"),))]
     if powers:
         for p in POWERS:
@@ -99,6 +106,11 @@ def row_specs(powers: bool, levels: Sequence[int]) -> list[RowSpec]:
     for r in REASONS[:3]:  # bots never time out or resign
         out.append(RowSpec("end_reason", r, "share", ((1, f"reason:{r}", "one"),)))
     out.append(RowSpec("game_length", "mean turns", "turns", ((1, "turns", "one"),)))
+    for rank in range(1, board + 1):  # the lineup cells: a rank on a file (R1.3)
+        for file in range(board):
+            key = f"cell:{rank}:{file}"
+            out.append(RowSpec("lineup_cell", f"rank {rank} on file {FILES[file]}", "score",
+                               ((1, f"{key}:num", f"{key}:den"),)))  # fmt: skip
     if len(set(levels)) > 1:
         for lv in sorted(set(levels)):
             out.append(RowSpec("level", f"level {lv}'s score", "score",
@@ -136,7 +148,8 @@ def predict(
     if n == 0:
         return []
     base, cand = columns(pairs, "base", levels), columns(pairs, "candidate", levels)
-    specs = row_specs(powers, levels)
+    lineups = pairs[0].get("lineups") or pairs[0]["base"].get("lineups")
+    specs = row_specs(powers, levels, len(lineups[0]) if lineups else 0)
     rng = np.random.default_rng(seed)
     changes: list[list[np.ndarray]] = [[] for _ in specs]
     done = 0

@@ -77,10 +77,12 @@ def main() -> None:
     independent = []
     for i, pair in enumerate(pairs):
         other = lab.play_independent(9_999, i, candidate, 5, True, levels)
-        game = {**other["game"], "first": other["first"], "levels": other["levels"]}
+        game = {**other["game"], "first": other["first"], "levels": other["levels"],
+                "lineups": other["lineups"]}  # fmt: skip
         independent.append({"i": i, "first": pair["first"], "levels": pair["levels"],
                             "independent": True, "base": {**pair["base"],
-                            "first": pair["first"], "levels": pair["levels"]},
+                            "first": pair["first"], "levels": pair["levels"],
+                            "lineups": pair["lineups"]},
                             "candidate": game})  # fmt: skip
     paired_rows = predict(pairs, powers=True, levels=levels)
     indep_rows = predict(independent, powers=True, levels=levels)

@@ -134,6 +134,7 @@ def play_pair(
         "i": index,
         "levels": list(st.levels),
         "first": st.first,
+        "lineups": [list(st.lineups[0]), list(st.lineups[1])],
         "base": play(st, base, board, powers, seed),
         "candidate": play(st, candidate, board, powers, seed),
     }
@@ -150,4 +151,5 @@ def play_independent(
     """Game `index` under `rules` alone (the benchmark's independent-runs comparison)."""
     st = setting(seed, index, board, levels)
     return {"i": index, "levels": list(st.levels), "first": st.first,
+            "lineups": [list(st.lineups[0]), list(st.lineups[1])],
             "game": play(st, rules, board, powers, seed)}  # fmt: skip

@@ -47,7 +47,8 @@ def test_a_candidate_equal_to_the_base_predicts_exactly_no_change(tmp_path):
     assert [p["i"] for p in pairs] == list(range(12))
     assert all(p["base"] == p["candidate"] for p in pairs)  # the same games, move for move
     rows = predict(pairs, powers=True, levels=(1, 2))
-    assert {r["family"] for r in rows} >= {"first_move", "power_pick", "end_reason", "level"}
+    families = {r["family"] for r in rows}
+    assert families >= {"first_move", "power_pick", "end_reason", "lineup_cell", "level"}
     measured = [r for r in rows if r["change"] is not None]
     assert len(measured) > 10
     for r in measured:

@@ -197,7 +197,7 @@ CREATE TABLE IF NOT EXISTS lab_rows (
     run_id      VARCHAR NOT NULL,              -- lab_runs.id
     ord         USMALLINT NOT NULL,            -- the row's place in the run's output
     family      VARCHAR NOT NULL,              -- first_move | power_pick | power_used |
-                                               -- end_reason | game_length | level
+                                               -- end_reason | game_length | lineup_cell | level
     row         VARCHAR NOT NULL,              -- a power, an end reason, mean turns, ...
     unit        VARCHAR NOT NULL,              -- score | share | turns
     base        DOUBLE,                        -- NULL: no game of that side has the row
