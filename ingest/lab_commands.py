@@ -284,7 +284,8 @@ def _store(args, run: dict, rows: list) -> str:
     try:
         new = save(con, run, rows)
     except Exception as exc:  # (a lake made before lab_runs: balance lake upgrade)
-        return f"not stored in {where} ({exc}); the result is above"
+        hint = " (a lake made before the lab: balance lake upgrade)" if catalog else ""
+        return f"not stored in {where} ({exc}){hint}; the result is above"
     finally:
         con.close()
     return f"stored: lab run {run['id']} in {where}" + ("" if new else " (stored already)")
