@@ -280,3 +280,33 @@ def test_rulesets_come_from_files_or_the_registry_and_bad_arguments_are_refused(
                   "--seed", "3", "--run-dir", str(other.parent), "--db", db)  # fmt: skip
     assert got.returncode == 2 and "another run" in got.stderr
     assert balance("lab", "show", "nope", "--db", db).returncode == 1
+
+
+@pytest.mark.slow
+def test_a_store_held_by_a_running_server_keeps_the_run_file_for_later(tmp_path):
+    """`balance serve` owns the store file: the run is printed but not stored, and its pairs
+    stay in the run file; once the server stops, the same command stores it without playing
+    the pairs again."""
+    from support import Server
+
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    db = tmp_path / "held.duckdb"
+    args = ["lab", "run", "--candidate", str(cand), "--games", "3", "--levels", "1",
+            "--json", "--db", str(db)]  # fmt: skip
+    server = Server(tmp_path / "srv", db=db).start()
+    try:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        held = subprocess.run([sys.executable, "-m", "ingest.cli", *args], env=env,
+                              capture_output=True, text=True, timeout=120)  # fmt: skip
+    finally:
+        server.stop()
+    assert held.returncode == 0 and "not stored" in held.stderr, held.stderr
+    assert len(rows_of(held.stdout)) > 5
+    (run_file,) = Path(str(db) + ".lab").glob("*.ndjson")
+    assert _pairs_in(run_file) == 3
+    later = balance(*args)
+    assert later.returncode == 0 and "stored: lab run" in later.stderr, later.stderr
+    assert "lab: 3/3 pairs (0.0 pairs/s)" in later.stderr  # nothing played again
+    assert rows_of(later.stdout) == rows_of(held.stdout)
+    assert not run_file.exists()
