@@ -50,7 +50,12 @@ def register(sub) -> None:
     q.add_argument("--board", type=int, choices=(5, 7), default=5)
     q.add_argument("--powers", action="store_true", help="play with powers (R8)")
     q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    q.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="worker processes (default 1: the pairs are played in this process)",
+    )
     q.add_argument(
         "--min-effect",
         type=float,
@@ -176,6 +181,8 @@ def run_run(args) -> int:
         return _fail(f"--levels {args.levels!r}: bot levels 1..4, comma-separated")
     if not 1 <= args.games <= MAX_GAMES:
         return _fail(f"--games must be 1..{MAX_GAMES:,}")
+    if not 0 <= args.min_effect < 1:
+        return _fail("--min-effect is a change of score or share: 0 up to 1")
     db = _db(args)
     lookup = _registered(args)
     try:
@@ -215,7 +222,9 @@ def run_run(args) -> int:
     rows = predictions.predict(pairs, powers=run.powers, levels=levels,
                                min_effect=args.min_effect, seed=run.seed)  # fmt: skip
     stored = {
-        "id": run.run_id, "game": "slow6", "base": base.to_json(),
+        # (another --min-effect flags other rows: another stored run)
+        "id": run.run_id + ("" if args.min_effect == 0.02 else f"-m{args.min_effect:g}"),
+        "game": "slow6", "base": base.to_json(),
         "candidate": candidate.to_json(), "board": run.board, "powers": run.powers,
         "levels": list(levels), "games": run.games, "seed": run.seed,
         "engine_version": run.engine_version, "min_effect": args.min_effect,
