@@ -192,3 +192,71 @@ def _num(x: float) -> float | None:
 def ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     """Rows with a change, largest change first (in its unit)."""
     return sorted((r for r in rows if r["change"] is not None), key=lambda r: -abs(r["change"]))
+
+
+# -- prediction against observation --------------------------------------------------------
+
+
+def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dict[str, Any]]:
+    """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, as
+    the lab's game dicts (winner, reason, turns, picks, used; first and lineups)."""
+    rows = con.execute(
+        """SELECT g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
+                  g.powers_0, g.powers_1,
+                  list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL),
+                  list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL)
+           FROM games g LEFT JOIN game_powers p ON p.game_id = g.game_id
+           WHERE g.ruleset = ? AND g.board = ? AND g.powers = ? AND NOT g.hidden
+             AND g.mode IN ('online', 'friend')
+           GROUP BY ALL ORDER BY g.game_id""",
+        [ruleset, board, powers],
+    ).fetchall()
+    out = []
+    for _, first, winner, reason, turns, l0, l1, p0, p1, u0, u1 in rows:
+        game = {"winner": winner, "reason": reason, "turns": turns,
+                "picks": [sorted(p0), sorted(p1)] if powers and p0 and p1 else None,
+                "used": [sorted(u0 or []), sorted(u1 or [])]}  # fmt: skip
+        lineups = [[int(c) for c in l0], [int(c) for c in l1]]
+        out.append({"first": first, "levels": [0, 0], "lineups": lineups, "independent": True,
+                    "base": game})  # fmt: skip
+    return out
+
+
+def observe(
+    before: Sequence[dict[str, Any]],
+    after: Sequence[dict[str, Any]],
+    *,
+    powers: bool,
+    board: int,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """(family, row) -> the observed before, after, change and its 95% bootstrap interval
+    (the two releases' games resampled independently: they are different games)."""
+    specs = row_specs(powers, [0], board)
+    if not before or not after:
+        return {}
+    cols = [columns(before, "base", [0]), columns(after, "base", [0])]
+    rng = np.random.default_rng(seed)
+    draws: list[list[np.ndarray]] = [[] for _ in specs]
+    done = 0
+    while done < resamples:
+        size = min(200, resamples - done)
+        w = [rng.multinomial(len(g), np.full(len(g), 1.0 / len(g)), size=size).astype(float)
+             for g in (before, after)]  # fmt: skip
+        for k, spec in enumerate(specs):
+            draws[k].append(_values(spec, cols[1], w[1]) - _values(spec, cols[0], w[0]))
+        done += size
+    out = {}
+    for k, spec in enumerate(specs):
+        b = _num(float(_values(spec, cols[0], np.ones((1, len(before))))[0]))
+        a = _num(float(_values(spec, cols[1], np.ones((1, len(after))))[0]))
+        row: dict[str, Any] = {"before": b, "after": a, "change": None, "lo": None, "hi": None}
+        if a is not None and b is not None:
+            d = np.concatenate(draws[k])
+            d = d[~np.isnan(d)]
+            row["change"] = a - b
+            if len(d):
+                row["lo"], row["hi"] = (float(x) for x in np.percentile(d, [2.5, 97.5]))
+        out[(spec.family, spec.row)] = row
+    return out

@@ -76,6 +76,17 @@ def register(sub) -> None:
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_list)
+    q = lab.add_parser(
+        "check",
+        help="a stored run's predictions against what players did under the two rulesets",
+    )
+    q.add_argument("id", help="the run's id (or a prefix of it)")
+    q.add_argument("--before", metavar="NAME", help="the ruleset before (default: the base's)")
+    q.add_argument("--after", metavar="NAME", help="the ruleset after (default: the candidate's)")
+    q.add_argument("--json", action="store_true", help="one JSON object per predicted row")
+    q.add_argument("--db", help="the store file (default $BALANCE_DB)")
+    q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
+    q.set_defaults(run=run_check)
     q = lab.add_parser("show", help="one stored lab run with its predicted rows")
     q.add_argument("id", help="the run's id (or a prefix of it)")
     q.add_argument("--json", action="store_true", help="one JSON object per predicted row")
@@ -394,3 +405,79 @@ def run_show(args) -> int:
     else:
         print(_table(found, found["rows"]))
     return 0
+
+
+def run_check(args) -> int:
+    """The run's predicted rows are its pre-registered hypotheses for the release: only they
+    are compared, each with the observed change between the two rulesets' human games."""
+    from analysis import lab as predictions
+
+    from .storage.lab_runs import run as stored_run
+
+    where = _where(args)
+    try:
+        con = _reader(args, "lab_runs")
+    except Exception as exc:
+        return _fail(f"cannot read {where}: {exc}")
+    if con is None:
+        return _fail(f"no stored lab runs in {where}", CANCELLED)
+    try:
+        found = stored_run(con, args.id)
+        if found is None:
+            return _fail(f"no stored lab run {args.id!r} (or more than one starts so)", CANCELLED)
+        before_name = args.before or found["base"]["name"]
+        after_name = args.after or found["candidate"]["name"]
+        board, powers = found["board"], found["powers"]
+        before = predictions.observed_games(con, before_name, board, powers)
+        after = predictions.observed_games(con, after_name, board, powers)
+    finally:
+        con.close()
+    seen = predictions.observe(before, after, powers=powers, board=board, seed=found["seed"])
+    out = []
+    for row in found["rows"]:
+        obs = seen.get((row["family"], row["row"]), {})
+        change = obs.get("change")
+        inside = (None if change is None or row["lo"] is None
+                  else bool(row["lo"] <= change <= row["hi"]))  # fmt: skip
+        # consistent: the two intervals overlap (the observation cannot tell them apart), the
+        # looser reading where a small run's prediction is narrower than the observation's
+        consistent = (None if inside is None or obs.get("lo") is None
+                      else bool(obs["lo"] <= row["hi"] and row["lo"] <= obs["hi"]))  # fmt: skip
+        out.append({"family": row["family"], "row": row["row"], "predicted": row["change"],
+                    "predicted_lo": row["lo"], "predicted_hi": row["hi"],
+                    "observed": change, "observed_lo": obs.get("lo"),
+                    "observed_hi": obs.get("hi"), "inside": inside,
+                    "consistent": consistent})  # fmt: skip
+    if args.json:
+        for r in out:
+            print(json.dumps(r))
+        return 0
+    print(f"lab run {found['id']}: {found['candidate']['name']} against {found['base']['name']}"
+          f"; observed: {len(before)} human games under {before_name}, {len(after)} under "
+          f"{after_name} ({board}x{board}, {'powers' if powers else 'no powers'}, online and "
+          "friend games)")  # fmt: skip
+    print("The run's predicted rows are the release's pre-registered hypotheses: only they are "
+          "compared here. inside: the observed change lies in the predicted interval; "
+          "consistent: the two intervals overlap.")  # fmt: skip
+    print(f"{'family':12} {'row':22} {'predicted':>24} {'observed':>24}  inside  consistent")
+    hits = [r["inside"] for r in out if r["inside"] is not None]
+    for r in out:
+        unit = "turns" if r["family"] == "game_length" else "score"
+        p = _interval(r["predicted"], r["predicted_lo"], r["predicted_hi"], unit)
+        o = _interval(r["observed"], r["observed_lo"], r["observed_hi"], unit)
+        marks = ["-" if r[k] is None else ("yes" if r[k] else "no")
+                 for k in ("inside", "consistent")]  # fmt: skip
+        print(f"{r['family']:12} {r['row']:22} {p:>24} {o:>24}  {marks[0]:6}  {marks[1]}")
+    fits = [r["consistent"] for r in out if r["consistent"] is not None]
+    print(
+        f"inside: {sum(hits)} of {len(hits)} rows compared; consistent: {sum(fits)} of {len(fits)}"
+    )
+    return 0
+
+
+def _interval(value, lo, hi, unit: str) -> str:
+    if value is None:
+        return "-"
+    if lo is None:
+        return _fmt(value, unit)
+    return f"{_fmt(value, unit)} [{_fmt(lo, unit)}, {_fmt(hi, unit)}]"

@@ -310,3 +310,50 @@ def test_a_store_held_by_a_running_server_keeps_the_run_file_for_later(tmp_path)
     assert "lab: 3/3 pairs (0.0 pairs/s)" in later.stderr  # nothing played again
     assert rows_of(later.stdout) == rows_of(held.stdout)
     assert not run_file.exists()
+
+
+@pytest.mark.slow
+def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path):
+    """After the release: the run's rows (its pre-registered hypotheses) beside the observed
+    change between the two rulesets' human games. Synthetic games with a planted Double
+    effect under standard and none under freeze-1: the observed Double row falls."""
+    import polars as pl
+
+    from analysis import synthetic
+
+    db = tmp_path / "released.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(synthetic.schema_sql())
+    for seed, name, effects in ((1, "standard", {"double": 1.0}), (2, "freeze-1", {})):
+        plan = synthetic.Plan(n=3000, seed=seed, p_board7=0.0, p_hidden=0.0, p_powers=1.0,
+                              modes=(("online", 1),), power_effects=effects)  # fmt: skip
+        data = synthetic.generate(plan)
+        data["games"] = data["games"].with_columns(ruleset=pl.lit(name))
+        synthetic.insert(con, data, tag=f"r{seed}")
+    con.close()
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    ran = balance("lab", "run", "--candidate", str(cand), "--games", "4", "--powers",
+                  "--levels", "1", "--json", "--db", str(db))  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    (run,) = json.loads(balance("lab", "list", "--db", str(db), "--json").stdout)["runs"]
+
+    got = balance("lab", "check", run["id"], "--db", str(db), "--json")
+    assert got.returncode == 0, got.stderr
+    rows = rows_of(got.stdout)
+    assert [(r["family"], r["row"]) for r in rows] == [
+        (r["family"], r["row"]) for r in rows_of(ran.stdout)]  # fmt: skip
+    double = next(r for r in rows if (r["family"], r["row"]) == ("power_pick", "double"))
+    assert double["observed"] < 0 and double["observed_hi"] < 0
+    assert double["observed_lo"] <= double["observed"]
+    for r in rows:
+        if r["observed"] is not None and r["predicted_lo"] is not None:
+            inside = r["predicted_lo"] <= r["observed"] <= r["predicted_hi"]
+            assert r["inside"] is inside
+            overlap = (
+                r["observed_lo"] <= r["predicted_hi"] and r["predicted_lo"] <= r["observed_hi"]
+            )
+            assert r["consistent"] is overlap
+    plain = balance("lab", "check", run["id"][:8], "--db", str(db)).stdout
+    assert "3000 human games under standard, 3000 under freeze-1" in plain
+    assert "pre-registered hypotheses" in plain and "consistent:" in plain
