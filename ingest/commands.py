@@ -11,7 +11,7 @@ import urllib.request
 import orjson
 
 from . import config as settings
-from . import lake_commands, rules_commands
+from . import lab_commands, lake_commands, rules_commands
 
 DEMO_SET = -1  # `--demo` without N: the shipped dataset
 
@@ -76,6 +76,7 @@ def register(sub) -> None:
 
     lake_commands.register(sub)
     rules_commands.register(sub)
+    lab_commands.register(sub)
 
 
 def _db(args) -> str:

@@ -57,6 +57,12 @@ RUNS = {
         r"slow6: 10 test records.*fresh build +[\d.]+ B/record.*slide: 10 test records",
         [slow],
     ),
+    "lab.py": (
+        "--seconds 0.05 --levels 1 --pairs 4 --jobs 1",
+        r"level 1: +[\d.]+ games/s.*4 pairs \(8 games\) in [\d.]+ s.*2 x 10,000 games .*"
+        r"extrapolated.*median over \d+ rows",
+        [slow],
+    ),
     "lineup_model.py": (
         "--sizes 300 --seeds 1",
         r"7x7 rank 7 on file d \+0.2 +300 +1 +found by: +\d/1 +\d/1.*5x5 null +300",

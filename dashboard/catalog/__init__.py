@@ -19,6 +19,7 @@ from . import (
     challenges,
     computer,
     findings,
+    lab,
     overview,
     powers,
     quality,
@@ -42,6 +43,7 @@ PAGES: dict[str, Page] = {
     "trends": trends.PAGE,
     "versions": versions.PAGE,
     "slide": slide.PAGE,
+    "lab": lab.PAGE,
 }
 
 CHARTS: dict[str, Chart] = {c.id: c for p in PAGES.values() for c in p.charts}

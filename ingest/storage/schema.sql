@@ -170,6 +170,46 @@ CREATE TABLE IF NOT EXISTS rulesets (
     PRIMARY KEY (game, name)
 );
 
+-- The balance lab's runs (docs/lab.md): a paired simulation of a candidate ruleset against a
+-- base one, and its predictions. Written only by `balance lab run`; never changed afterwards.
+CREATE TABLE IF NOT EXISTS lab_runs (
+    id             VARCHAR NOT NULL PRIMARY KEY, -- the run's key: a digest of everything below
+                                                 -- that decides its games (same key, same games)
+    created_at     TIMESTAMPTZ NOT NULL,
+    game           VARCHAR NOT NULL,             -- 'slow6'
+    base           JSON NOT NULL,                -- Ruleset.to_json() of the base
+    candidate      JSON NOT NULL,                -- Ruleset.to_json() of the candidate
+    board          UTINYINT NOT NULL,            -- 5 | 7
+    powers         BOOLEAN NOT NULL,
+    levels         UTINYINT[] NOT NULL,          -- the bot levels standing in for players
+    games          UINTEGER NOT NULL,            -- pairs played (each: one game per ruleset)
+    seed           BIGINT NOT NULL,
+    engine_version VARCHAR NOT NULL,             -- replays.lab.ENGINE_VERSION
+    min_effect     DOUBLE NOT NULL,              -- the smallest change that matters (score)
+    picks_differ   UINTEGER NOT NULL,            -- pairs whose sides' picks differ (the
+                                                 -- candidate's powers/picks made them)
+    seconds        DOUBLE NOT NULL               -- wall time of the simulation
+);
+
+-- A lab run's predicted rows: one per (family, row), candidate minus base with a 95% paired
+-- bootstrap interval; `confident`: the interval clear of the minimum effect.
+CREATE TABLE IF NOT EXISTS lab_rows (
+    run_id      VARCHAR NOT NULL,              -- lab_runs.id
+    ord         USMALLINT NOT NULL,            -- the row's place in the run's output
+    family      VARCHAR NOT NULL,              -- first_move | power_pick | power_used |
+                                               -- end_reason | game_length | lineup_cell | level
+    row         VARCHAR NOT NULL,              -- a power, an end reason, mean turns, ...
+    unit        VARCHAR NOT NULL,              -- score | share | turns
+    base        DOUBLE,                        -- NULL: no game of that side has the row
+    candidate   DOUBLE,
+    change      DOUBLE,
+    lo          DOUBLE,
+    hi          DOUBLE,
+    confident   BOOLEAN NOT NULL,
+    n           UINTEGER NOT NULL              -- games or sides in the row's smallest group
+                                               -- (the smaller arm's); confident needs 30
+);
+
 -- The SQL console's saved queries (/sql/q/<slug>): not game data. Written only by the server,
 -- when an analyst saves, changes or deletes one (with the token where the server requires
 -- one); `balance reverify` and the analysis jobs never touch it. Unique per `slug`.
