@@ -100,5 +100,7 @@ PAGE = Page(
     coverage_table="",
     selects=(),
     version_select=False,
-    balance_cut=False,
+    cut="records",  # runs of bots: no cut of players' games applies
+    cut_why="every stored lab run: bots, not players' games, so no balance cut applies",
+    dates=False,
 )
