@@ -69,10 +69,11 @@ import duckdb
 import orjson
 import pyarrow as pa
 
-from . import codec, rows
+from . import codec, lake_staging, rows
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
 from .lake_claims import STORED, Claims
+from .lake_staging import Loader, LostClaims, Stager
 from .lake_token import CommitToken
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 from .store import (
@@ -113,7 +114,10 @@ S3_SETTINGS = {  # DuckDB S3 secret key -> environment variable
     "URL_STYLE": "BALANCE_S3_URL_STYLE",
 }
 BUILT_FOR = "1.5.5"  # the DuckDB the extension wheels are pinned to (pyproject.toml)
-LEASE = 60.0  # seconds a pending claim is its owner's before it may be taken over
+# seconds a pending claim is its owner's before it may be taken over: with staging a claim is
+# pending only while its group is judged and staged (milliseconds to a second or two), and the
+# staging transaction's compare-and-set (lake_staging.py) needs no clock to stay correct
+LEASE = 10.0
 IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
 RETRY_AFTER_IN_FLIGHT = 1
 # DuckLake retries a commit that lost the race for the next snapshot id itself; with several
@@ -131,6 +135,9 @@ _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
 # wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
 STALL_AFTER = 20.0
+# /healthz says "degraded" (still 200) once a lake call has waited this long, or the loader is
+# this many seconds behind: the load balancer may prefer other servers before anything fails
+DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
 # A call (a jobs run's publish, a rejections flush) may be long on a large lake: its own
 # limit (uploads queued behind it still time out at their deadline).
 CALL_STALL_AFTER = 300.0
@@ -542,8 +549,19 @@ class LakeStore:
         min_free: int | None = None,
         commit_token: bool = True,
         stall_after: float = STALL_AFTER,
+        staging: bool = True,
+        loader: bool = True,
+        staging_max: int = lake_staging.STAGING_MAX,
+        load_every: float = lake_staging.LOAD_EVERY,
+        load_games: int = lake_staging.LOAD_GAMES,
     ):
         self.catalog = catalog
+        # staging (lake_staging.py): an upload is acknowledged once PostgreSQL holds it, and
+        # the lake's one loader moves it into the lake; off: each group waits for its own lake
+        # commit (the path `balance lake import` and the tests of fencing use)
+        self.staging = staging
+        self.staging_max = int(staging_max)
+        self._threads = threads
         self.min_free = failures_mod.min_free(min_free)
         self.commit_max = commit_max
         self.lease = float(lease)
@@ -558,6 +576,8 @@ class LakeStore:
         self.path = str(self.work_dir / "lake")
         self._con = connect(catalog, data_path, threads=threads)
         self._token = CommitToken(conninfo(catalog)) if commit_token else None
+        # the loader's own (a token is one connection, used by one thread)
+        self._load_token = CommitToken(conninfo(catalog)) if commit_token and staging else None
         try:
             check_version(self._con)
             self._space_dir = _local_data_path(self._con)
@@ -568,9 +588,25 @@ class LakeStore:
             self._make_fence()
             self._claims.register(self.owner, socket.gethostname(), os.getpid())
             self._known = self._claims.stored_count()
+            if staging:
+                lake_staging.install(conninfo(catalog))
         except BaseException:
             self._con.close()
             raise
+        self._stager = Stager(conninfo(catalog)) if staging else None
+        self._last_group = 0  # the id of the last group this server staged
+        self._loader: Loader | None = None
+        if staging:
+            self._loader = Loader(
+                conninfo(catalog),
+                self._open_loader_lake,
+                self._load_commit,
+                _LoaderFences,
+                every=load_every,
+                batch_games=load_games,
+                elect=loader,
+                on_backlog=self._backlog,
+            )
         self._commits = 0
         self._closed = False
         self._sweep_at = 0.0
@@ -605,6 +641,8 @@ class LakeStore:
         self._thread.start()
         self._house = threading.Thread(target=self._housekeep, name="lake-house", daemon=True)
         self._house.start()
+        if self._loader is not None:
+            self._loader.start()
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cur = self._con.cursor()
@@ -624,11 +662,34 @@ class LakeStore:
             failing = {"failure": _stall_reason(waited), "failing_seconds": round(waited, 1)}
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
-        return {
-            **failing,
-            "journal_backlog": queued,
-            "lake_owner": self.owner,
-        }
+        out = {**failing, "journal_backlog": queued, "lake_owner": self.owner}
+        loader = self._loader
+        if loader is not None:
+            out["staging"] = {
+                "staged_games": loader.staged,
+                "oldest_seconds": round(loader.oldest, 1),
+                "loader_here": loader.owner is not None,
+                "loader_error": loader.error,
+            }
+        return out
+
+    def degraded(self) -> str | None:
+        """Why this server is slower than it should be, while it still stores uploads: a
+        lake call slower than a few seconds (before it counts as a stall), or the loader
+        behind (staged games waiting long). None when all is well."""
+        now = time.monotonic()
+        busy = self._busy
+        if busy is not None and now - busy[0] >= min(DEGRADED_AFTER, busy[1]):
+            return f"a lake call has waited {now - busy[0]:.0f} s"
+        house = self._house_since
+        if house is not None and now - house >= DEGRADED_AFTER:
+            return f"a catalog call has waited {now - house:.0f} s"
+        loader = self._loader
+        if loader is not None and loader.oldest >= LOADER_LATE:
+            return f"the lake's loader is {loader.oldest:.0f} s behind ({loader.staged} games)"
+        if loader is not None and loader.seen_at and now - loader.seen_at >= LOADER_LATE:
+            return f"staging not seen for {now - loader.seen_at:.0f} s"
+        return None
 
     def gauges(self) -> dict[str, tuple[str, float]]:
         """For /metrics (Metrics.sources): the lake's events since this server started."""
@@ -654,6 +715,38 @@ class LakeStore:
             "balance_lake_adopted_total": (
                 "Stale claims whose game was found in the lake, marked stored.",
                 self.counters["adopted"],
+            ),
+            **self._loader_gauges(),
+        }
+
+    def _loader_gauges(self) -> dict[str, tuple[str, float]]:
+        loader = self._loader
+        if loader is None:
+            return {}
+        return {
+            "balance_lake_staged_games": (
+                "Games acknowledged and staged, not in the lake yet (every server's).",
+                loader.staged,
+            ),
+            "balance_lake_staged_oldest_seconds": (
+                "Seconds the oldest staged game has waited for the loader (its lag).",
+                loader.oldest,
+            ),
+            "balance_lake_loader": (
+                "1 while this server is the lake's loader.",
+                int(loader.owner is not None),
+            ),
+            "balance_lake_loads_total": (
+                "Lake commits this server made as the loader.",
+                loader.counters["loads"],
+            ),
+            "balance_lake_loaded_games_total": (
+                "Games this server moved from staging into the lake as the loader.",
+                loader.counters["loaded"],
+            ),
+            "balance_lake_loader_failures_total": (
+                "Loader rounds that failed (each ends its election; retried).",
+                loader.counters["failures"],
             ),
         }
 
@@ -743,10 +836,28 @@ class LakeStore:
         self._enqueue(call)
         return call.future
 
-    def reader(self) -> duckdb.DuckDBPyConnection:
+    def reader(self, wait: float = 30.0) -> duckdb.DuckDBPyConnection:
         """A new cursor on the lake for trusted read-only queries from another thread (the
-        caller closes it): it sees every game acknowledged before the call, by any server."""
+        caller closes it): it sees every game acknowledged before the call, by any server,
+        once the loader has moved them into the lake (waited for up to `wait` seconds; a
+        loader further behind than that is logged and the cursor sees the lake as it is)."""
+        self.wait_loaded(wait)
         return self._cursor()
+
+    def wait_loaded(self, timeout: float = 30.0) -> bool:
+        """Until every game staged before the call (by any server) is in the lake."""
+        if self._loader is None:
+            return True
+        self._loader.kick()
+        try:
+            done = lake_staging.wait_loaded(conninfo(self.catalog), timeout)
+        except Exception as exc:  # noqa: BLE001 - the reader sees the lake as it is
+            log.warning("waiting for the loader: %s", without_passwords(str(exc)))
+            return False
+        if not done:
+            log.warning("the lake's loader is behind: a reader sees the lake without the "
+                        "games staged in the last %.0f s", timeout)  # fmt: skip
+        return done
 
     def flush_rows(self, timeout: float | None = 60.0) -> None:
         """Wait until the claims of every game committed so far are marked stored (a game's
@@ -758,6 +869,11 @@ class LakeStore:
                 if left <= 0:
                     raise TimeoutError("claims not marked stored in time")
                 self._marks.wait(min(left, 0.5))
+        if self._loader is not None and self._last_group:
+            self._loader.kick()
+            left = max(0.0, deadline - time.monotonic())
+            if not lake_staging.wait_loaded(conninfo(self.catalog), left, self._last_group):
+                raise TimeoutError("staged games not loaded into the lake in time")
 
     def known_count(self) -> int:
         """Games stored in the lake: this server's at once, every server's within a minute."""
@@ -784,6 +900,10 @@ class LakeStore:
             self._queue.append(STOP)
             self._cond.notify()
         self._thread.join()
+        if self._loader is not None:  # the last loader out leaves staging empty if it can
+            self._loader.stop(drain=True)
+        if self._stager is not None:
+            self._stager.close()
         with self._marks:
             self._stop_house = True
             self._marks.notify_all()
@@ -800,6 +920,8 @@ class LakeStore:
             self._con.close()
         if self._token is not None:
             self._token.close()
+        if self._load_token is not None:
+            self._load_token.close()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
@@ -1036,7 +1158,10 @@ class LakeStore:
         except BaseException:
             self._abandon(list(write), self.owner)
             raise
-        if write:
+        if write and self.staging:
+            self._stage(list(write.values()))
+            self._known += len(write)
+        elif write:
             self._commit_lake(list(write.values()))
             self._known += len(write)
         for t, task in enumerate(tasks):
@@ -1095,6 +1220,87 @@ class LakeStore:
 
     def _lake_hashes(self, keys: list[int]) -> dict[int, int]:
         return lake_hashes(self._writer, keys)
+
+    # -- staging (lake_staging.py) -------------------------------------------------------------
+
+    def _stage(self, items: list[Pending]) -> None:
+        """One PostgreSQL transaction: the group's claims marked stored, its rows staged.
+        Returns once both are durable; raises (nothing acknowledged) otherwise: _Fenced when
+        claims were lost meanwhile (every request is tried again), StorageUnavailable when the
+        catalog failed (the outcome settled first where it can be)."""
+        keys = [item.key for item in items]
+        owner = self.owner
+        try:
+            tables = {"raw_records": rows.to_arrow("raw_records", [i.raw_row() for i in items])}
+            games: list[rows.Rows | rows.Part] = []
+            for item in items:
+                if item.rows is None:
+                    raise ValueError(f"game {item.gid}: its rows were never built")
+                games.append(item.rows)
+            tables.update(rows.tables_of(games))
+        except Exception as exc:  # rows that do not fit (a bug): nothing written
+            self._abandon(keys, owner)
+            raise _NotStored(exc) from exc
+        received = (min(i.received for i in items), max(i.received for i in items))
+        stager = cast("Stager", self._stager)
+        began = time.perf_counter()
+        try:
+            self._last_group = stager.stage(keys, owner, received, tables)
+        except LostClaims as exc:
+            log.warning("staging: %s (taken over or swept meanwhile): tried again", exc)
+            with contextlib.suppress(Exception):
+                self._claims.release(keys, owner)
+            raise _Fenced(owner) from exc
+        except Exception as exc:
+            landed = stager.landed(keys, owner)
+            if landed:  # the COMMIT's answer was lost, not the commit
+                log.warning("a staging commit that raised had landed: %d games", len(keys))
+            elif landed is False:
+                self._abandon(keys, owner)
+                raise StorageUnavailable(_reason("staging", exc)) from exc
+            else:  # unknown until the catalog answers: its claims stay pending; the lease
+                # runs out and they are taken over (or this server's next start sweeps them)
+                raise StorageUnavailable(_reason("staging", exc)) from exc
+        self.commit_seconds.append(time.perf_counter() - began)
+        if self._loader is not None and self._loader.staged + len(keys) >= self._loader.batch_games:
+            self._loader.kick()
+
+    def _open_loader_lake(self) -> duckdb.DuckDBPyConnection:
+        return connect(self.catalog, claims=False, threads=self._threads)
+
+    def _load_commit(self, lake: duckdb.DuckDBPyConnection, tables: dict, owner: str) -> None:
+        """The loader's lake commit: `tables` and a row in the loader's fence, holding the
+        commit token; conflicts retried. Raises if it did not (certainly) land."""
+        for attempt in range(self.commit_retries):
+            try:
+                token = self._load_token
+                with token.held() if token is not None else contextlib.nullcontext():
+                    with transaction(lake):
+                        insert_tables(lake, tables)
+                        lake.execute(
+                            f"INSERT INTO {LAKE}.{FENCES}.{owner} VALUES (?, now()::TIMESTAMP)",
+                            [attempt],
+                        )
+                return
+            except Exception as exc:
+                if not _is_conflict(exc) or _missing_fence(exc, owner):
+                    raise
+                if attempt == self.commit_retries - 1:
+                    raise
+                self.counters["conflict_retries"] += 1
+                time.sleep(0.05 * (attempt + 1))
+
+    def _backlog(self, staged: int, oldest: float) -> None:
+        """The loader's look at staging: past `staging_max` games uploads are refused
+        (back-pressure, "staging" cause) until it is back under 90% of it."""
+        if staged > self.staging_max:
+            self._failures.fail(
+                "staging",
+                f"the lake's loader is behind: {staged} games wait to be loaded (the limit is "
+                f"{self.staging_max}, BALANCE_LAKE_STAGING_MAX); retry shortly",
+            )
+        elif staged < 0.9 * self.staging_max:
+            self._failures.clear("staging")
 
     # -- the lake commit ----------------------------------------------------------------------
 
@@ -1304,7 +1510,7 @@ class LakeStore:
                 with self._marks:
                     self._marking = False
                     self._marks.notify_all()
-                log.warning("lake housekeeping (retried): %s", exc)
+                log.warning("lake housekeeping (retried): %s", without_passwords(str(exc)))
                 if stopping:
                     return
                 backoff = min(5.0, backoff * 2 or 0.1)
@@ -1312,6 +1518,37 @@ class LakeStore:
                 continue
             if stopping:
                 return
+
+
+class _LoaderFences:
+    """The loaders' fence tables (lake_staging.Loader): `balance_fence.l...`."""
+
+    @staticmethod
+    def create(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+        for attempt in range(10):
+            try:
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+                con.execute(
+                    f"CREATE TABLE {LAKE}.{FENCES}.{owner} (n BIGINT, committed_at TIMESTAMP)"
+                )
+                return
+            except duckdb.Error as exc:
+                if not _is_conflict(exc) or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    @staticmethod
+    def drop(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+        drop_fence(con, owner)
+
+    @staticmethod
+    def loaders(con: duckdb.DuckDBPyConnection) -> list[str]:
+        rows = con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? "
+            "AND table_name LIKE 'l%'",
+            [LAKE, FENCES],
+        ).fetchall()
+        return [name for (name,) in rows]
 
 
 def _by_owner(batch: list[tuple[list[int], str]]) -> list[tuple[list[int], str]]:
