@@ -1,0 +1,204 @@
+"""Staging on a real lake (lake_staging.py): an upload acknowledged once PostgreSQL holds it,
+the elected loader moving it into the lake once, a loader dying between its lake commit and
+its delete, a loader that lost its election fenced off, a stage of unknown outcome, a claim
+lost while staging, back-pressure past the staging limit. In-process LakeStores on the
+session's PostgreSQL cluster (lake_cluster.py); skipped with the reason where it cannot be
+had."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+
+import psycopg
+import pytest
+from test_lake import SLOW6, altered, fresh, lake_rows, pending
+
+from ingest.storage import StorageUnavailable, lake_staging
+from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
+from ingest.storage.lake_admin import check
+
+pytest_plugins = ["lake_cluster"]
+
+
+@pytest.fixture
+def stores(lake):
+    opened = []
+
+    def open_store(**kw):
+        store = LakeStore(lake, **kw)
+        opened.append(store)
+        return store
+
+    yield open_store
+    for store in opened:
+        with contextlib.suppress(Exception):
+            store.close()
+
+
+def _staged(catalog: str) -> int:
+    with psycopg.connect(conninfo(catalog), autocommit=True) as con:
+        return lake_staging.backlog(con)[0]
+
+
+def _until(what, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not what():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_acknowledged_from_staging_then_loaded_once(stores, lake):
+    """With no loader anywhere an upload is still acknowledged (staged, its claim stored): a
+    duplicate at another server is answered at once, `lake check` counts it as stored. A
+    server with a loader then moves it into the lake, once, and its reader sees it."""
+    a = stores(loader=False)
+    records = [fresh(r) for r in SLOW6[:12]]
+    assert a.ingest([pending(r) for r in records]) == ["accepted"] * 12
+    b = stores(loader=False)
+    assert b.ingest([pending(records[0]), pending(altered(records[1]))]) == [
+        "duplicate",
+        "conflict",
+    ]
+    assert lake_rows(lake, "SELECT count(*) FROM raw_records") == [(0,)]
+    assert _staged(lake) == 12
+    result = check(lake)
+    assert result["ok"] and result["staged"] == 12 and result["claims"] == {"stored": 12}
+    loader = stores(load_every=0.2)
+    cur = loader.reader()  # waits for the loader: sees every game acknowledged before
+    try:
+        assert cur.execute("SELECT count(*) FROM raw_records").fetchall() == [(12,)]
+    finally:
+        cur.close()
+    result = check(lake)
+    assert result["ok"] and result["staged"] == 0 and result["rows"]["raw_records"] == 12
+    assert result["rows"]["games"] == 12
+    assert loader.gauges()["balance_lake_loaded_games_total"][1] == 12
+
+
+def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monkeypatch):
+    """The loader commits into the lake, then fails before deleting the groups from staging
+    (as a kill -9 there would). The next election fences it and finds the groups in the lake:
+    they are deleted, not loaded again."""
+    a = stores(loader=False)
+    records = [fresh(SLOW6[i % len(SLOW6)]) for i in range(30)]
+    for k in range(0, 30, 10):
+        assert a.ingest([pending(r) for r in records[k : k + 10]]) == ["accepted"] * 10
+    died = []
+    real = LakeStore._load_commit
+
+    def commit_then_die(self, con, tables, owner):
+        real(self, con, tables, owner)
+        if not died:
+            died.append(owner)
+            raise psycopg.OperationalError("the loader died after its lake commit")
+
+    monkeypatch.setattr(LakeStore, "_load_commit", commit_then_die)
+    b = stores(load_every=0.2)
+    b.wait_loaded(30)
+    assert died and b._loader is not None and b._loader.counters["recovered"] == 3
+    result = check(lake)
+    assert result["ok"] and result["duplicate_game_ids"] == 0, result
+    assert result["rows"]["raw_records"] == 30 and result["staged"] == 0
+
+
+def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
+    """A loader whose session lost the lock without noticing (a network cut) keeps a lake
+    connection: once another loader is elected, that connection's commits fail (its fence
+    was dropped), so a group is never loaded twice."""
+    a = stores(load_every=0.2)
+    _until(lambda: a._loader is not None and a._loader.owner is not None)
+    old = a._loader
+    assert old is not None
+    old_owner, old_lake = old.owner, old._lake
+    old._stop.set()  # the old loader's thread stops; its lake connection stays open
+    old._kick.set()
+    old._thread.join(10)
+    old._lake = None  # (kept by the test: `_resign` would close it)
+    old._resign()  # the lock goes with its session
+    b = stores(load_every=0.2)
+    _until(lambda: b._loader is not None and b._loader.owner is not None)
+    assert old_owner not in _LoaderFences.loaders(old_lake)
+    record = fresh(SLOW6[0])
+    assert b.ingest([pending(record)]) == ["accepted"]
+    b.flush_rows()
+    with pytest.raises(Exception, match="does not exist|conflict|Conflict"):
+        a._load_commit(old_lake, {}, old_owner)
+    old_lake.close()
+    assert check(lake)["ok"]
+
+
+def test_a_stage_of_unknown_outcome(stores, monkeypatch):
+    """A staging COMMIT whose answer was lost is found landed (accepted); one that failed
+    before landing is a 503 with its claims released (the retry is stored)."""
+    store = stores(loader=False)
+    stager = store._stager
+    assert stager is not None
+    real = stager.stage
+
+    def lost_answer(*args, **kw):
+        real(*args, **kw)
+        raise psycopg.OperationalError("connection lost after COMMIT")
+
+    monkeypatch.setattr(stager, "stage", lost_answer)
+    first = fresh(SLOW6[0])
+    assert store.ingest([pending(first)]) == ["accepted"]
+
+    def lost(*args, **kw):
+        raise psycopg.OperationalError("connection lost before COMMIT")
+
+    monkeypatch.setattr(stager, "stage", lost)
+    second = fresh(SLOW6[1])
+    with pytest.raises(StorageUnavailable):
+        store.ingest([pending(second)])
+    monkeypatch.undo()
+    assert store.ingest([pending(second), pending(first)]) == ["accepted", "duplicate"]
+    result = check(store.catalog)
+    assert result["ok"] and result["staged"] == 2 and result["claims"] == {"stored": 2}
+
+
+def test_a_claim_taken_over_while_staging_is_tried_again(stores, monkeypatch):
+    """Between its claim and its stage a server's claim is taken over and stored by another
+    (its lease ran out): the stage's compare-and-set fails, nothing of the group is staged,
+    and the request is tried again: `duplicate`, the game staged once."""
+    store = stores(loader=False)
+    stager = store._stager
+    assert stager is not None
+    real = stager.stage
+    record = fresh(SLOW6[0])
+    neighbour = fresh(SLOW6[1])
+
+    def taken_over_first(keys, owner, received, tables):
+        if len(keys) == 2:  # the first try: another server takes the claim and stores it
+            with psycopg.connect(conninfo(store.catalog), autocommit=True) as con:
+                con.execute(
+                    "UPDATE balance_claims SET owner = 'other', state = 'stored' "
+                    "WHERE game_id = %s",
+                    (pending(record).gid,),
+                )
+        return real(keys, owner, received, tables)
+
+    monkeypatch.setattr(stager, "stage", taken_over_first)
+    assert store.ingest([pending(record), pending(neighbour)]) == ["duplicate", "accepted"]
+    assert _staged(store.catalog) == 1
+
+
+def test_staging_past_its_limit_refuses_uploads_until_the_loader_catches_up(stores, lake):
+    """No loader and more staged than BALANCE_LAKE_STAGING_MAX: uploads 503 with
+    Retry-After, /healthz's failure says why; a loader starting drains staging and uploads
+    resume by themselves. Nothing acknowledged is lost."""
+    a = stores(loader=False, staging_max=5, load_every=0.2)
+    acked = [fresh(SLOW6[i]) for i in range(6)]
+    assert a.ingest([pending(r) for r in acked]) == ["accepted"] * 6
+    _until(lambda: a.failure is not None)
+    with pytest.raises(StorageUnavailable) as err:
+        a.ingest([pending(fresh(SLOW6[7]))])
+    assert "loader is behind" in err.value.reason and err.value.retry_after >= 1
+    assert "loader is behind" in (a.health()["failure"] or "")
+    stores(load_every=0.2)  # a loader
+    _until(lambda: a.failure is None)
+    late = fresh(SLOW6[8])
+    assert a.ingest([pending(late)]) == ["accepted"]
+    a.flush_rows()
+    result = check(lake)
+    assert result["ok"] and result["rows"]["raw_records"] == 7, result
