@@ -15,6 +15,7 @@ import pytest
 from test_lake import SLOW6, altered, fresh, lake_rows, pending
 
 from ingest.storage import StorageUnavailable, lake_staging
+from ingest.storage import lake as lake_module
 from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
 from ingest.storage.lake_admin import check
 
@@ -85,15 +86,15 @@ def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monk
     for k in range(0, 30, 10):
         assert a.ingest([pending(r) for r in records[k : k + 10]]) == ["accepted"] * 10
     died = []
-    real = LakeStore._load_commit
+    real = lake_module.load_commit
 
-    def commit_then_die(self, con, tables, owner):
-        real(self, con, tables, owner)
+    def commit_then_die(con, tables, owner, *rest):
+        real(con, tables, owner, *rest)
         if not died:
             died.append(owner)
             raise psycopg.OperationalError("the loader died after its lake commit")
 
-    monkeypatch.setattr(LakeStore, "_load_commit", commit_then_die)
+    monkeypatch.setattr(lake_module, "load_commit", commit_then_die)
     b = stores(load_every=0.2)
     b.wait_loaded(30)
     assert died and b._loader is not None and b._loader.counters["recovered"] == 3
@@ -123,7 +124,7 @@ def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
     assert b.ingest([pending(record)]) == ["accepted"]
     b.flush_rows()
     with pytest.raises(Exception, match="does not exist|conflict|Conflict"):
-        a._load_commit(old_lake, {}, old_owner)
+        lake_module.load_commit(old_lake, {}, old_owner)
     old_lake.close()
     assert check(lake)["ok"]
 

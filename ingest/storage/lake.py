@@ -597,11 +597,10 @@ class LakeStore:
         self._last_group = 0  # the id of the last group this server staged
         self._loader: Loader | None = None
         if staging:
-            self._loader = Loader(
-                conninfo(catalog),
-                self._open_loader_lake,
-                self._load_commit,
-                _LoaderFences,
+            self._loader = make_loader(
+                catalog,
+                threads=threads,
+                token=self._load_token,
                 every=load_every,
                 batch_games=load_games,
                 elect=loader,
@@ -1265,31 +1264,6 @@ class LakeStore:
         if self._loader is not None and self._loader.staged + len(keys) >= self._loader.batch_games:
             self._loader.kick()
 
-    def _open_loader_lake(self) -> duckdb.DuckDBPyConnection:
-        return connect(self.catalog, claims=False, threads=self._threads)
-
-    def _load_commit(self, lake: duckdb.DuckDBPyConnection, tables: dict, owner: str) -> None:
-        """The loader's lake commit: `tables` and a row in the loader's fence, holding the
-        commit token; conflicts retried. Raises if it did not (certainly) land."""
-        for attempt in range(self.commit_retries):
-            try:
-                token = self._load_token
-                with token.held() if token is not None else contextlib.nullcontext():
-                    with transaction(lake):
-                        insert_tables(lake, tables)
-                        lake.execute(
-                            f"INSERT INTO {LAKE}.{FENCES}.{owner} VALUES (?, now()::TIMESTAMP)",
-                            [attempt],
-                        )
-                return
-            except Exception as exc:
-                if not _is_conflict(exc) or _missing_fence(exc, owner):
-                    raise
-                if attempt == self.commit_retries - 1:
-                    raise
-                self.counters["conflict_retries"] += 1
-                time.sleep(0.05 * (attempt + 1))
-
     def _backlog(self, staged: int, oldest: float) -> None:
         """The loader's look at staging: past `staging_max` games uploads are refused
         (back-pressure, "staging" cause) until it is back under 90% of it."""
@@ -1518,6 +1492,53 @@ class LakeStore:
                 continue
             if stopping:
                 return
+
+
+def make_loader(
+    catalog: str,
+    *,
+    threads: int = 0,
+    token: CommitToken | None = None,
+    retries: int = COMMIT_RETRIES,
+    **kw,
+) -> Loader:
+    """The lake's loader for a process (a server, the jobs runner): not started; `kw` go to
+    lake_staging.Loader. `token`: the commit token its commits hold (its own: a token is one
+    connection, used by one thread)."""
+
+    def open_lake() -> duckdb.DuckDBPyConnection:
+        return connect(catalog, claims=False, threads=threads)
+
+    def commit(lake: duckdb.DuckDBPyConnection, tables: dict, owner: str) -> None:
+        load_commit(lake, tables, owner, token, retries)
+
+    return Loader(conninfo(catalog), open_lake, commit, _LoaderFences, **kw)
+
+
+def load_commit(
+    lake: duckdb.DuckDBPyConnection,
+    tables: dict,
+    owner: str,
+    token: CommitToken | None = None,
+    retries: int = COMMIT_RETRIES,
+) -> None:
+    """The loader's lake commit: `tables` and a row in the loader's fence, holding the commit
+    token; conflicts retried. Raises unless it landed (a commit of unknown outcome too: the
+    next election settles it)."""
+    for attempt in range(retries):
+        try:
+            with token.held() if token is not None else contextlib.nullcontext():
+                with transaction(lake):
+                    insert_tables(lake, tables)
+                    lake.execute(
+                        f"INSERT INTO {LAKE}.{FENCES}.{owner} VALUES (?, now()::TIMESTAMP)",
+                        [attempt],
+                    )
+            return
+        except Exception as exc:
+            if not _is_conflict(exc) or _missing_fence(exc, owner) or attempt == retries - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 class _LoaderFences:
