@@ -1623,6 +1623,8 @@ def commits_paused(
             time.sleep(0.05)
             if not claims.in_flight() or time.monotonic() > deadline:
                 break
+        # and the loader has committed what was staged: its inserts would meet the deletes
+        staged_loaded(claims, max(0.0, deadline - time.monotonic()) + drain)
         yield
     finally:
         try:
@@ -1630,6 +1632,26 @@ def commits_paused(
         except Exception as exc:  # noqa: BLE001 - it opens by itself after `seconds`
             log.warning("the commit gate stays closed until its time runs out: %s", exc)
         claims.con.close()
+
+
+def staged_loaded(claims: Claims, timeout: float) -> bool:
+    """Until the groups staged so far are in the lake (through the catalog attached to
+    `claims`' connection); False if the loader did not get there within `timeout`."""
+    groups = f"{lake_staging.SCHEMA}.groups"
+    try:
+        ((upto,),) = claims._query(f"SELECT coalesce(max(id), 0) FROM {groups}")
+    except duckdb.Error as exc:  # a lake no server with staging has opened
+        if lake_staging.SCHEMA in str(exc):
+            return True
+        raise
+    deadline = time.monotonic() + timeout
+    while True:
+        ((left,),) = claims._query(f"SELECT count(*) FROM {groups} WHERE id <= {int(upto)}")
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
