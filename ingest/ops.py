@@ -48,7 +48,13 @@ def healthz():
             journal_backlog=health["journal_backlog"],
         )
     if isinstance(store, LakeStore):  # no lake query: a hung catalog must not hang /healthz
-        return json_response({"status": "ok", "stored_records": store.known_count()})
+        slow = store.degraded()  # still storing, but slow: a balancer may prefer others
+        body = {"status": "degraded" if slow else "ok", "stored_records": store.known_count()}
+        if slow:
+            body["degraded"] = slow
+        if "staging" in health:
+            body["staging"] = health["staging"]
+        return json_response(body)
     try:
         cur = store.reader()
         try:

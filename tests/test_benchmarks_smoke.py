@@ -85,8 +85,8 @@ RUNS = {
         [slow],
     ),
     "lake_ingest.py": (
-        "--seconds 1 --servers 1 --no-file --single-clients 2 --pool 10",
-        r'"setup": "lakex1", "phase": "single"',
+        "--seconds 1 --servers 1 --no-file --connections 2 --pool 10 --single-lines 300",
+        r'"setup": "lakex1", "phase": "single2".*lakex1: (\d+) games acknowledged, \1 in',
         [slow],
     ),
     "lake_writers.py": (

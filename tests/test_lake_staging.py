@@ -133,22 +133,20 @@ def test_a_stage_of_unknown_outcome(stores, monkeypatch):
     """A staging COMMIT whose answer was lost is found landed (accepted); one that failed
     before landing is a 503 with its claims released (the retry is stored)."""
     store = stores(loader=False)
-    stager = store._stager
-    assert stager is not None
-    real = stager.stage
+    real = lake_staging.Stager.stage  # (every committer thread's)
 
-    def lost_answer(*args, **kw):
-        real(*args, **kw)
+    def lost_answer(self, *args, **kw):
+        real(self, *args, **kw)
         raise psycopg.OperationalError("connection lost after COMMIT")
 
-    monkeypatch.setattr(stager, "stage", lost_answer)
+    monkeypatch.setattr(lake_staging.Stager, "stage", lost_answer)
     first = fresh(SLOW6[0])
     assert store.ingest([pending(first)]) == ["accepted"]
 
-    def lost(*args, **kw):
+    def lost(self, *args, **kw):
         raise psycopg.OperationalError("connection lost before COMMIT")
 
-    monkeypatch.setattr(stager, "stage", lost)
+    monkeypatch.setattr(lake_staging.Stager, "stage", lost)
     second = fresh(SLOW6[1])
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(second)])
@@ -163,13 +161,11 @@ def test_a_claim_taken_over_while_staging_is_tried_again(stores, monkeypatch):
     (its lease ran out): the stage's compare-and-set fails, nothing of the group is staged,
     and the request is tried again: `duplicate`, the game staged once."""
     store = stores(loader=False)
-    stager = store._stager
-    assert stager is not None
-    real = stager.stage
+    real = lake_staging.Stager.stage  # (every committer thread's)
     record = fresh(SLOW6[0])
     neighbour = fresh(SLOW6[1])
 
-    def taken_over_first(keys, owner, received, tables):
+    def taken_over_first(self, keys, owner, received, tables):
         if len(keys) == 2:  # the first try: another server takes the claim and stores it
             with psycopg.connect(conninfo(store.catalog), autocommit=True) as con:
                 con.execute(
@@ -177,9 +173,9 @@ def test_a_claim_taken_over_while_staging_is_tried_again(stores, monkeypatch):
                     "WHERE game_id = %s",
                     (pending(record).gid,),
                 )
-        return real(keys, owner, received, tables)
+        return real(self, keys, owner, received, tables)
 
-    monkeypatch.setattr(stager, "stage", taken_over_first)
+    monkeypatch.setattr(lake_staging.Stager, "stage", taken_over_first)
     assert store.ingest([pending(record), pending(neighbour)]) == ["duplicate", "accepted"]
     assert _staged(store.catalog) == 1
 

@@ -67,6 +67,7 @@ from typing import cast
 
 import duckdb
 import orjson
+import psycopg
 import pyarrow as pa
 
 from . import codec, lake_staging, rows
@@ -135,6 +136,7 @@ _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
 # wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
 STALL_AFTER = 20.0
+STAGERS = 4  # committer threads of a server with staging (each its own PostgreSQL connection)
 # /healthz says "degraded" (still 200) once a lake call has waited this long, or the loader is
 # this many seconds behind: the load balancer may prefer other servers before anything fails
 DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
@@ -521,6 +523,8 @@ def lake_error(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (duckdb.TransactionException, duckdb.InternalException)):
         return True
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return True  # staging's connection (lake_staging.py)
     text = str(exc).lower()
     return any(w in text for w in ("postgres", "connect", "server closed", "timeout", "ssl"))
 
@@ -554,6 +558,7 @@ class LakeStore:
         staging_max: int = lake_staging.STAGING_MAX,
         load_every: float = lake_staging.LOAD_EVERY,
         load_games: int = lake_staging.LOAD_GAMES,
+        stagers: int = STAGERS,
     ):
         self.catalog = catalog
         # staging (lake_staging.py): an upload is acknowledged once PostgreSQL holds it, and
@@ -593,7 +598,13 @@ class LakeStore:
         except BaseException:
             self._con.close()
             raise
-        self._stager = Stager(conninfo(catalog)) if staging else None
+        # staging: several committer threads, each with its own PostgreSQL connection, so
+        # that a group's claim and staging transaction overlap the next group's (one thread
+        # waiting on PostgreSQL's fsync capped a server at one group per round trip)
+        self._stagers_n = max(1, int(stagers)) if staging else 1
+        self._stagers: list[Stager] = []
+        self._local = threading.local()
+        self._lake_lock = threading.RLock()  # the lake cursor and DuckDB claims: one at a time
         self._last_group = 0  # the id of the last group this server staged
         self._loader: Loader | None = None
         if staging:
@@ -617,7 +628,7 @@ class LakeStore:
         self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
         self.stall_after = float(stall_after)
         # the committer's lake call: since when (monotonic), and how long it may take
-        self._busy: tuple[float, float] | None = None
+        self._busy: dict[int, tuple[float, float]] = {}  # per committer thread
         self._house_since: float | None = None  # the housekeeping's lake call, since when
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
@@ -638,6 +649,12 @@ class LakeStore:
             raise
         self._thread = threading.Thread(target=self._run, name="lake-commit", daemon=True)
         self._thread.start()
+        self._more = [
+            threading.Thread(target=self._run_more, name=f"lake-stage-{n}", daemon=True)
+            for n in range(1, self._stagers_n)
+        ]
+        for thread in self._more:
+            thread.start()
         self._house = threading.Thread(target=self._housekeep, name="lake-house", daemon=True)
         self._house.start()
         if self._loader is not None:
@@ -677,9 +694,9 @@ class LakeStore:
         lake call slower than a few seconds (before it counts as a stall), or the loader
         behind (staged games waiting long). None when all is well."""
         now = time.monotonic()
-        busy = self._busy
-        if busy is not None and now - busy[0] >= min(DEGRADED_AFTER, busy[1]):
-            return f"a lake call has waited {now - busy[0]:.0f} s"
+        for began, limit in list(self._busy.values()):
+            if now - began >= min(DEGRADED_AFTER, limit):
+                return f"a lake call has waited {now - began:.0f} s"
         house = self._house_since
         if house is not None and now - house >= DEGRADED_AFTER:
             return f"a catalog call has waited {now - house:.0f} s"
@@ -807,9 +824,9 @@ class LakeStore:
         upload comes)."""
         now = time.monotonic()
         waits = [0.0]
-        busy = self._busy
-        if busy is not None and now - busy[0] >= busy[1]:
-            waits.append(now - busy[0])
+        for began, limit in list(self._busy.values()):
+            if now - began >= limit:
+                waits.append(now - began)
         house = self._house_since
         if house is not None and now - house >= self.stall_after:
             waits.append(now - house)
@@ -899,10 +916,14 @@ class LakeStore:
             self._queue.append(STOP)
             self._cond.notify()
         self._thread.join()
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._more:
+            thread.join()
         if self._loader is not None:  # the last loader out leaves staging empty if it can
             self._loader.stop(drain=True)
-        if self._stager is not None:
-            self._stager.close()
+        for stager in self._stagers:
+            stager.close()
         with self._marks:
             self._stop_house = True
             self._marks.notify_all()
@@ -958,9 +979,10 @@ class LakeStore:
             self._queue.append(item)
             self._cond.notify()
 
-    def _take(self):
+    def _take(self, tasks_only: bool = False):
         """The next call, or the next group of tasks (up to commit_max games), or STOP; None
-        after a second without work (for the probe)."""
+        after a second without work (for the probe). `tasks_only`: a group or None (the
+        other committer threads: calls and STOP are the first thread's)."""
         with self._cond:
             if not self._queue:
                 self._cond.wait(1.0)
@@ -968,6 +990,9 @@ class LakeStore:
                 return None
             head = self._queue[0]
             if not isinstance(head, _Task):
+                if tasks_only:
+                    self._cond.wait(0.05)
+                    return None
                 return self._queue.popleft()
             group: list[_Task] = []
             size = 0
@@ -985,24 +1010,48 @@ class LakeStore:
             if work is STOP:
                 return
             if isinstance(work, Call):
-                with self._busy_for(max(self.stall_after, CALL_STALL_AFTER)):
+                with self._busy_for(max(self.stall_after, CALL_STALL_AFTER)), self._lake_lock:
                     self._call(work)
             with self._busy_for(self.stall_after):
                 if work is not None and not isinstance(work, Call):
                     self._commit_group(work)
                 # between groups, busy or idle: the probe while failing, the sweep when due
-                self._probe()
-                if not self._failures and time.monotonic() >= self._sweep_at:
-                    self._sweep()
+                with self._lake_lock:
+                    self._probe()
+                    if not self._failures and time.monotonic() >= self._sweep_at:
+                        self._sweep()
+
+    def _run_more(self) -> None:
+        """Another committer thread (staging): groups only, until the store closes."""
+        while True:
+            work = self._take(tasks_only=True)
+            if work is None:
+                if self._closed:
+                    return
+                continue
+            with self._busy_for(self.stall_after):
+                self._commit_group(work)
+
+    def _claimer(self):
+        """The claims of this committer thread: with staging its own PostgreSQL connection
+        (a Stager), else the store's DuckDB one."""
+        if not self.staging:
+            return self._claims
+        stager = getattr(self._local, "stager", None)
+        if stager is None:
+            stager = self._local.stager = Stager(conninfo(self.catalog))
+            self._stagers.append(stager)
+        return stager
 
     @contextlib.contextmanager
     def _busy_for(self, limit: float) -> Iterator[None]:
         """The committer is in a lake call that should return within `limit` seconds."""
-        self._busy = (time.monotonic(), limit)
+        me = threading.get_ident()
+        self._busy[me] = (time.monotonic(), limit)
         try:
             yield
         finally:
-            self._busy = None
+            self._busy.pop(me, None)
 
     def _commit_group(self, work: list[_Task]) -> None:
         try:
@@ -1116,7 +1165,7 @@ class LakeStore:
                 else:
                     first[item.key] = (t, item)
         keys = list(first)
-        claims = self._claims.claim(
+        claims = self._claimer().claim(
             keys, [first[k][1].content_hash for k in keys], self.owner, self.lease
         )
         write: dict[int, Pending] = {}
@@ -1138,7 +1187,8 @@ class LakeStore:
                 deferred.add(t)  # another server is storing it now
         try:
             if stale:
-                self._take_over(stale, write, answer, deferred, first)
+                with self._lake_lock:
+                    self._take_over(stale, write, answer, deferred, first)
             changed = True
             while changed:  # a repeat of a deferred first occurrence defers its task too
                 changed = False
@@ -1149,7 +1199,7 @@ class LakeStore:
             if deferred:
                 self.counters["deferred"] += len(deferred)
                 dropped = [k for k, (t, _) in first.items() if t in deferred and k in write]
-                self._claims.release(dropped, self.owner)
+                self._claimer().release(dropped, self.owner)
                 for key in dropped:
                     del write[key]
             if write:
@@ -1213,7 +1263,7 @@ class LakeStore:
         if not keys:
             return
         try:
-            self._claims.release(keys, owner)
+            self._claimer().release(keys, owner)
         except Exception:  # noqa: BLE001 - settled once the catalog answers
             self._unresolved.append((keys, owner))
 
@@ -1241,14 +1291,14 @@ class LakeStore:
             self._abandon(keys, owner)
             raise _NotStored(exc) from exc
         received = (min(i.received for i in items), max(i.received for i in items))
-        stager = cast("Stager", self._stager)
+        stager = self._claimer()
         began = time.perf_counter()
         try:
             self._last_group = stager.stage(keys, owner, received, tables)
         except LostClaims as exc:
             log.warning("staging: %s (taken over or swept meanwhile): tried again", exc)
             with contextlib.suppress(Exception):
-                self._claims.release(keys, owner)
+                stager.release(keys, owner)
             raise _Fenced(owner) from exc
         except Exception as exc:
             landed = stager.landed(keys, owner)

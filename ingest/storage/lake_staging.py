@@ -60,6 +60,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .failures import without_passwords
+from .lake_claims import Claim, _signed, _unsigned
 
 log = logging.getLogger("ingest.lake")
 
@@ -173,6 +174,41 @@ class Stager:
             with contextlib.suppress(Exception):
                 self._con.close()
             self._con = None
+
+    def claim(self, keys: Sequence[int], hashes: Sequence[int], owner: str, lease: float):
+        """lake_claims.Claims.claim, on this connection (psycopg: one round trip, no DuckDB
+        in the way); the claims by key."""
+        if not keys:
+            return {}
+        con = self._connection()
+        try:
+            rows = con.execute(
+                "SELECT * FROM balance_claim(%s, %s, %s, %s)",
+                (_uuids(keys), [_signed(h) for h in hashes], owner, float(lease)),
+            ).fetchall()
+        except psycopg.Error:
+            self.close()
+            raise
+        out = {}
+        for gid, h, state, who, mine, stale in rows:
+            key = gid.int
+            out[key] = Claim(key, _unsigned(h), state, who, bool(mine), bool(stale))
+        return out
+
+    def release(self, keys: Sequence[int], owner: str) -> None:
+        """`owner` did not (and never will) stage these games: drop its pending claims."""
+        if not keys:
+            return
+        con = self._connection()
+        try:
+            con.execute(
+                "DELETE FROM balance_claims WHERE state = 'pending' AND owner = %s "
+                "AND game_id = ANY (%s)",
+                (owner, _uuids(keys)),
+            )
+        except psycopg.Error:
+            self.close()
+            raise
 
     def stage(
         self, keys: Sequence[int], owner: str, received: tuple, tables: dict[str, pa.Table]
