@@ -15,11 +15,12 @@ import uuid
 
 import duckdb
 import orjson
+import psycopg
 import pytest
 from support import examples_dir
 
 from ingest.pipeline import Judge, utcnow
-from ingest.storage import StorageUnavailable, Store
+from ingest.storage import StorageUnavailable, Store, lake_staging
 from ingest.storage import lake as lake_module
 from ingest.storage.lake import LakeError, LakeStore, connect, lake_schema_sql, parquet_files
 from ingest.storage.lake_admin import check, import_store, maintain
@@ -361,11 +362,11 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
 
 def test_unreachable_catalog_is_503_then_recovers(stores, monkeypatch):
     store = stores()
-    monkeypatch.setattr(
-        store._claims,
-        "claim",
-        lambda *a, **k: (_ for _ in ()).throw(duckdb.IOException("could not connect to server")),
-    )
+
+    def unreachable(*_a, **_k):
+        raise psycopg.OperationalError("could not connect to server: Connection refused")
+
+    monkeypatch.setattr(lake_staging.Stager, "claim", unreachable)  # (its claims' connection)
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(fresh(SLOW6[0]))])
     assert store.failure is not None and store.health()["failure"]

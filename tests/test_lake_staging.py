@@ -8,6 +8,7 @@ had."""
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 
 import psycopg
@@ -130,18 +131,21 @@ def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
 
 
 def test_a_stage_of_unknown_outcome(stores, monkeypatch):
-    """A staging COMMIT whose answer was lost is found landed (accepted); one that failed
-    before landing is a 503 with its claims released (the retry is stored)."""
+    """A staging COMMIT whose answer was lost is found landed (accepted); a transaction that
+    failed before its COMMIT is a 503 and leaves nothing (the retry is stored)."""
     store = stores(loader=False)
-    real = lake_staging.Stager.stage  # (every committer thread's)
+    real = lake_staging.Stager.transaction  # (every committer thread's)
 
-    def lost_answer(self, *args, **kw):
-        real(self, *args, **kw)
+    @contextlib.contextmanager
+    def lost_answer(self):
+        with real(self):
+            yield
         raise psycopg.OperationalError("connection lost after COMMIT")
 
-    monkeypatch.setattr(lake_staging.Stager, "stage", lost_answer)
+    monkeypatch.setattr(lake_staging.Stager, "transaction", lost_answer)
     first = fresh(SLOW6[0])
     assert store.ingest([pending(first)]) == ["accepted"]
+    monkeypatch.undo()
 
     def lost(self, *args, **kw):
         raise psycopg.OperationalError("connection lost before COMMIT")
@@ -151,33 +155,68 @@ def test_a_stage_of_unknown_outcome(stores, monkeypatch):
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(second)])
     monkeypatch.undo()
+    result = check(store.catalog)  # no claim of the failed one is left behind
+    assert result["ok"] and result["claims"] == {"stored": 1}, result
+    _until(lambda: store.failure is None)
     assert store.ingest([pending(second), pending(first)]) == ["accepted", "duplicate"]
     result = check(store.catalog)
     assert result["ok"] and result["staged"] == 2 and result["claims"] == {"stored": 2}
 
 
-def test_a_claim_taken_over_while_staging_is_tried_again(stores, monkeypatch):
-    """Between its claim and its stage a server's claim is taken over and stored by another
-    (its lease ran out): the stage's compare-and-set fails, nothing of the group is staged,
-    and the request is tried again: `duplicate`, the game staged once."""
-    store = stores(loader=False)
-    real = lake_staging.Stager.stage  # (every committer thread's)
+def test_a_concurrent_claim_waits_for_the_staging_transaction(stores, monkeypatch):
+    """A group's claims are made in its staging transaction: another server asking for the
+    same game meanwhile waits for it (PostgreSQL's row lock) and then reads it stored,
+    `duplicate`; a connection that dies inside it leaves no claim (rolled back): nothing
+    waits for a lease."""
+    a, b = stores(loader=False), stores(loader=False)
     record = fresh(SLOW6[0])
-    neighbour = fresh(SLOW6[1])
+    real = lake_staging.Stager.stage
+    inside = threading.Event()
+    go = threading.Event()
 
-    def taken_over_first(self, keys, owner, received, tables):
-        if len(keys) == 2:  # the first try: another server takes the claim and stores it
-            with psycopg.connect(conninfo(store.catalog), autocommit=True) as con:
-                con.execute(
-                    "UPDATE balance_claims SET owner = 'other', state = 'stored' "
-                    "WHERE game_id = %s",
-                    (pending(record).gid,),
-                )
-        return real(self, keys, owner, received, tables)
+    def slow_stage(self, *args, **kw):
+        inside.set()
+        go.wait(30)
+        return real(self, *args, **kw)
 
-    monkeypatch.setattr(lake_staging.Stager, "stage", taken_over_first)
-    assert store.ingest([pending(record), pending(neighbour)]) == ["duplicate", "accepted"]
-    assert _staged(store.catalog) == 1
+    monkeypatch.setattr(lake_staging.Stager, "stage", slow_stage)
+    answers: dict[str, list[str]] = {}
+    first = threading.Thread(target=lambda: answers.update(a=a.ingest([pending(record)])))
+    first.start()
+    assert inside.wait(30)
+    monkeypatch.undo()
+    second = threading.Thread(target=lambda: answers.update(b=b.ingest([pending(record)])))
+    second.start()
+    second.join(1.0)
+    assert second.is_alive(), "b answered while a's transaction was open"
+    go.set()
+    first.join(30)
+    second.join(30)
+    assert answers == {"a": ["accepted"], "b": ["duplicate"]}
+    assert _staged(a.catalog) == 1
+
+    # a's connection dies inside its transaction: rolled back, claim and all; a's committer
+    # tries the request again on a new connection, so the game is stored once, by a
+    other = fresh(SLOW6[1])
+    monkeypatch.setattr(lake_staging.Stager, "stage", slow_stage)
+    inside.clear()
+    go.clear()
+
+    def dying_upload() -> None:
+        answers["dying"] = a.ingest([pending(other)])
+
+    dying = threading.Thread(target=dying_upload)
+    dying.start()
+    assert inside.wait(30)
+    for stager in a._stagers:
+        if stager._con is not None:
+            stager._con.pgconn.finish()
+    monkeypatch.undo()
+    go.set()
+    dying.join(30)
+    assert answers["dying"] == ["accepted"]
+    assert check(a.catalog)["claims"] == {"stored": 2}  # no pending claim left behind
+    assert b.ingest([pending(other)]) == ["duplicate"]
 
 
 def test_staging_past_its_limit_refuses_uploads_until_the_loader_catches_up(stores, lake):

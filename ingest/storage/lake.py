@@ -1153,6 +1153,43 @@ class LakeStore:
                 self._commit_tasks([task])
 
     def _group(self, tasks: list[_Task]) -> None:
+        """Store a group: on the direct path claim, commit to the lake, answer; with staging
+        all of the group's PostgreSQL work (its claims, marking them stored, its rows) is
+        one transaction on this thread's connection, committed before anyone is answered.
+        A server that dies inside it leaves nothing behind (PostgreSQL rolls it back: no
+        pending claim waits for a lease), and a concurrent claim of the same game_id at
+        another server waits for it, then reads it stored (`duplicate`)."""
+        if not self.staging:
+            self._group_body(tasks)()
+            return
+        stager = cast("Stager", self._claimer())
+        sent: list[tuple[list[int], str]] = []  # the staged keys, once the statements went
+        try:
+            with stager.transaction():
+                answer = self._group_body(tasks, sent)
+        except LostClaims as exc:
+            log.warning("staging: %s (taken over meanwhile): tried again", exc)
+            raise _Fenced(self.owner) from exc
+        except psycopg.errors.DeadlockDetected as exc:  # (keys are claimed in order: rare)
+            raise _Fenced(self.owner) from exc
+        except psycopg.Error as exc:
+            if not sent:  # rolled back: nothing of the group is stored
+                raise
+            keys, owner = sent[0]
+            landed = stager.landed(keys, owner)  # the COMMIT failed: did it land?
+            if not landed:  # no (False), or not known while the catalog is gone (None): a
+                # transaction that did not commit left nothing behind, and one that did
+                # answers a retry `duplicate`
+                raise StorageUnavailable(_reason("staging", exc)) from exc
+            log.warning("a staging commit that raised had landed: %d games", len(keys))
+        answer()
+        if self._loader is not None and sent:
+            if self._loader.staged + len(sent[0][0]) >= self._loader.batch_games:
+                self._loader.kick()
+
+    def _group_body(self, tasks: list[_Task], sent: list | None = None) -> Callable[[], None]:
+        """The group's claims, decisions and write; returns what answers its tasks (called
+        once the write is durable)."""
         started = time.perf_counter()
         # the first occurrence of each game_id in the group; later ones answer from it
         first: dict[int, tuple[int, Pending]] = {}
@@ -1164,12 +1201,12 @@ class LakeStore:
                     repeats.append((t, i, item))
                 else:
                     first[item.key] = (t, item)
-        keys = list(first)
+        keys = sorted(first)  # one lock order on the claims for every server's transaction
         claims = self._claimer().claim(
             keys, [first[k][1].content_hash for k in keys], self.owner, self.lease
         )
         write: dict[int, Pending] = {}
-        answer: dict[int, int] = {}  # key -> the hash stored (duplicate / conflict)
+        answer_hashes: dict[int, int] = {}  # key -> the hash stored (duplicate / conflict)
         deferred: set[int] = set()
         stale: list[tuple[int, str, Pending]] = []
         for key in keys:
@@ -1180,7 +1217,7 @@ class LakeStore:
             elif claim.mine:
                 write[key] = item
             elif claim.state == STORED:
-                answer[key] = claim.content_hash
+                answer_hashes[key] = claim.content_hash
             elif claim.stale and claim.owner != self.owner:
                 stale.append((key, claim.owner, item))
             else:
@@ -1188,7 +1225,7 @@ class LakeStore:
         try:
             if stale:
                 with self._lake_lock:
-                    self._take_over(stale, write, answer, deferred, first)
+                    self._take_over(stale, write, answer_hashes, deferred, first)
             changed = True
             while changed:  # a repeat of a deferred first occurrence defers its task too
                 changed = False
@@ -1209,26 +1246,32 @@ class LakeStore:
             raise
         if write and self.staging:
             self._stage(list(write.values()))
-            self._known += len(write)
+            if sent is not None:
+                sent.append((list(write), self.owner))
         elif write:
             self._commit_lake(list(write.values()))
+
+        def answer() -> None:
             self._known += len(write)
-        for t, task in enumerate(tasks):
-            if t in deferred:
-                task.retry = True
-                continue
-            out = outcomes[t]
-            for i, item in enumerate(task.items):
-                if first[item.key][1] is item and item.key in write:
-                    out[i] = ACCEPTED if item.status == VERIFIED else QUARANTINED
-                else:
-                    stored = answer.get(item.key)
-                    if stored is None:
-                        stored = first[item.key][1].content_hash
-                    out[i] = DUPLICATE if stored == item.content_hash else CONFLICT
-            task.outcomes = cast("list[str]", out)  # every item answered just above
-        if self._on_commit is not None:
-            self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+            for t, task in enumerate(tasks):
+                if t in deferred:
+                    task.retry = True
+                    continue
+                out = outcomes[t]
+                for i, item in enumerate(task.items):
+                    if first[item.key][1] is item and item.key in write:
+                        out[i] = ACCEPTED if item.status == VERIFIED else QUARANTINED
+                    else:
+                        stored = answer_.get(item.key)
+                        if stored is None:
+                            stored = first[item.key][1].content_hash
+                        out[i] = DUPLICATE if stored == item.content_hash else CONFLICT
+                task.outcomes = cast("list[str]", out)  # every item answered just above
+            if self._on_commit is not None:
+                self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+
+        answer_ = answer_hashes
+        return answer
 
     def _take_over(self, stale, write, answer, deferred, first) -> None:
         """Stale pending claims: fence their owners, then either adopt what the lake holds
@@ -1259,8 +1302,9 @@ class LakeStore:
 
     def _abandon(self, keys: list[int], owner: str) -> None:
         """Nothing of these claims was written: release them, or (the catalog unreachable)
-        leave them to `_resolve_unresolved`, which fences this owner first."""
-        if not keys:
+        leave them to `_resolve_unresolved`, which fences this owner first. With staging the
+        group's transaction is rolled back instead, and its claims with it."""
+        if not keys or self.staging:
             return
         try:
             self._claimer().release(keys, owner)
@@ -1273,10 +1317,8 @@ class LakeStore:
     # -- staging (lake_staging.py) -------------------------------------------------------------
 
     def _stage(self, items: list[Pending]) -> None:
-        """One PostgreSQL transaction: the group's claims marked stored, its rows staged.
-        Returns once both are durable; raises (nothing acknowledged) otherwise: _Fenced when
-        claims were lost meanwhile (every request is tried again), StorageUnavailable when the
-        catalog failed (the outcome settled first where it can be)."""
+        """In the group's transaction (`_group`): its claims marked stored, its rows staged.
+        LostClaims when a claim is not this owner's pending one any more."""
         keys = [item.key for item in items]
         owner = self.owner
         try:
@@ -1288,31 +1330,11 @@ class LakeStore:
                 games.append(item.rows)
             tables.update(rows.tables_of(games))
         except Exception as exc:  # rows that do not fit (a bug): nothing written
-            self._abandon(keys, owner)
             raise _NotStored(exc) from exc
         received = (min(i.received for i in items), max(i.received for i in items))
-        stager = self._claimer()
         began = time.perf_counter()
-        try:
-            self._last_group = stager.stage(keys, owner, received, tables)
-        except LostClaims as exc:
-            log.warning("staging: %s (taken over or swept meanwhile): tried again", exc)
-            with contextlib.suppress(Exception):
-                stager.release(keys, owner)
-            raise _Fenced(owner) from exc
-        except Exception as exc:
-            landed = stager.landed(keys, owner)
-            if landed:  # the COMMIT's answer was lost, not the commit
-                log.warning("a staging commit that raised had landed: %d games", len(keys))
-            elif landed is False:
-                self._abandon(keys, owner)
-                raise StorageUnavailable(_reason("staging", exc)) from exc
-            else:  # unknown until the catalog answers: its claims stay pending; the lease
-                # runs out and they are taken over (or this server's next start sweeps them)
-                raise StorageUnavailable(_reason("staging", exc)) from exc
+        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
         self.commit_seconds.append(time.perf_counter() - began)
-        if self._loader is not None and self._loader.staged + len(keys) >= self._loader.batch_games:
-            self._loader.kick()
 
     def _backlog(self, staged: int, oldest: float) -> None:
         """The loader's look at staging: past `staging_max` games uploads are refused

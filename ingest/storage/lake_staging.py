@@ -52,7 +52,7 @@ import threading
 import time
 import uuid
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -187,7 +187,8 @@ class Stager:
                 (_uuids(keys), [_signed(h) for h in hashes], owner, float(lease)),
             ).fetchall()
         except psycopg.Error:
-            self.close()
+            if con.closed or con.broken:
+                self.close()
             raise
         out = {}
         for gid, h, state, who, mine, stale in rows:
@@ -207,34 +208,48 @@ class Stager:
                 (owner, _uuids(keys)),
             )
         except psycopg.Error:
-            self.close()
+            if con.closed or con.broken:
+                self.close()
+            raise
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """A transaction on this connection for the block (committed at its end, rolled back
+        if it raises); a failed connection is dropped (the next call reconnects)."""
+        con = self._connection()
+        try:
+            with con.transaction():
+                yield
+        except psycopg.Error:
+            if con.closed or con.broken:
+                self.close()
             raise
 
     def stage(
         self, keys: Sequence[int], owner: str, received: tuple, tables: dict[str, pa.Table]
     ) -> int:
-        """One transaction: `owner`'s pending claims of `keys` marked stored, the rows staged.
-        Returns the group's id. LostClaims (nothing staged) when a claim is not `owner`'s
-        pending one any more; a psycopg error may mean either outcome (`landed` tells)."""
+        """`owner`'s pending claims of `keys` marked stored, the rows staged (inside the
+        caller's `transaction`: both or neither). Returns the group's id. LostClaims when a
+        claim is not `owner`'s pending one any more."""
         names, blobs = pack(tables)
         con = self._connection()
         try:
-            with con.transaction():
-                cur = con.execute(
-                    "UPDATE balance_claims SET state = 'stored' WHERE state = 'pending' "
-                    "AND owner = %s AND game_id = ANY (%s)",
-                    (owner, _uuids(keys)),
-                )
-                if cur.rowcount != len(keys):
-                    raise LostClaims(f"{len(keys) - cur.rowcount} of {len(keys)} claims lost")
-                row = con.execute(
-                    f"INSERT INTO {SCHEMA}.groups (owner, games, game_ids, received_min, "
-                    "received_max, tables, blobs) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                    "RETURNING id",
-                    (owner, len(keys), _uuids(keys), received[0], received[1], names, blobs),
-                ).fetchone()
+            cur = con.execute(
+                "UPDATE balance_claims SET state = 'stored' WHERE state = 'pending' "
+                "AND owner = %s AND game_id = ANY (%s)",
+                (owner, _uuids(keys)),
+            )
+            if cur.rowcount != len(keys):
+                raise LostClaims(f"{len(keys) - cur.rowcount} of {len(keys)} claims lost")
+            row = con.execute(
+                f"INSERT INTO {SCHEMA}.groups (owner, games, game_ids, received_min, "
+                "received_max, tables, blobs) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                "RETURNING id",
+                (owner, len(keys), _uuids(keys), received[0], received[1], names, blobs),
+            ).fetchone()
         except psycopg.Error:
-            self.close()
+            if con.closed or con.broken:
+                self.close()
             raise
         return int(row[0]) if row else 0
 
