@@ -238,3 +238,32 @@ def test_staging_past_its_limit_refuses_uploads_until_the_loader_catches_up(stor
     a.flush_rows()
     result = check(lake)
     assert result["ok"] and result["rows"]["raw_records"] == 7, result
+
+
+def test_catalog_failures_reach_the_log_without_the_password(stores, lake, caplog):
+    """The rejection roll-up's and flush's warnings carry the store's error, which names the
+    catalog's connection string when the catalog fails: its password is masked (as on the
+    upload path). A real store whose catalog string has a password (trust auth ignores it)
+    and whose calls fail as an unreachable catalog's do."""
+    import logging
+
+    from ingest.rejections import RejectionTally
+
+    secret = "password=s3cret-Pa55"
+    store = stores(loader=False)
+    store.catalog = f"{lake} {secret}"
+
+    def unreachable(_fn, **_kw):
+        raise psycopg.OperationalError(
+            f'connection to server failed: "{store.catalog}": Connection refused'
+        )
+
+    store.submit = unreachable  # type: ignore[method-assign]
+    tally = RejectionTally(store, every=0)
+    tally.count([{"verdict": "rejected", "field": "turns", "problem": "missing"}])
+    with caplog.at_level(logging.WARNING):
+        assert tally.flush(timeout=5) == 0
+        assert tally.roll_up(timeout=5) == 0
+    text = caplog.text
+    assert "not stored yet" in text and "not rolled up yet" in text
+    assert "s3cret-Pa55" not in text and "password=***" in text

@@ -921,7 +921,7 @@ class LakeStore:
         for thread in self._more:
             thread.join()
         if self._loader is not None:  # the last loader out leaves staging empty if it can
-            self._loader.stop(drain=True)
+            self._loader.stop(timeout=10.0, drain=True)
         for stager in self._stagers:
             stager.close()
         with self._marks:
