@@ -1173,14 +1173,17 @@ class LakeStore:
         except psycopg.errors.DeadlockDetected as exc:  # (keys are claimed in order: rare)
             raise _Fenced(self.owner) from exc
         except psycopg.Error as exc:
+            # psycopg's errors do not say which database: the log gets it (password masked;
+            # clients and /healthz get the scrubbed reason, `_reason`)
+            named = psycopg.OperationalError(f"{exc}; the catalog: {self.catalog}")
             if not sent:  # rolled back: nothing of the group is stored
-                raise
+                raise named from exc
             keys, owner = sent[0]
             landed = stager.landed(keys, owner)  # the COMMIT failed: did it land?
             if not landed:  # no (False), or not known while the catalog is gone (None): a
                 # transaction that did not commit left nothing behind, and one that did
                 # answers a retry `duplicate`
-                raise StorageUnavailable(_reason("staging", exc)) from exc
+                raise StorageUnavailable(_reason("staging", named)) from exc
             log.warning("a staging commit that raised had landed: %d games", len(keys))
         answer()
         if self._loader is not None and sent:
