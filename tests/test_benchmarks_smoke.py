@@ -89,6 +89,12 @@ RUNS = {
         r'"setup": "lakex1", "phase": "single2".*lakex1: (\d+) games acknowledged, \1 in',
         [slow],
     ),
+    "lake_faults.py": (
+        "--faults kill-other --seconds 1 --connections 2",
+        r'"fault": "kill-other", "acknowledged": [1-9]\d*, "in_lake": \d+, "lost": 0, '
+        r'"doubled": 0, "check_ok": true',
+        [slow],
+    ),
     "lake_writers.py": (
         "--writers 2 --batches 1 --batch 20",
         r"2 writer\(s\), one lake +CPU ms/game \[[\d.]+, [\d.]+\].*"
