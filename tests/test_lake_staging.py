@@ -267,3 +267,48 @@ def test_catalog_failures_reach_the_log_without_the_password(stores, lake, caplo
     text = caplog.text
     assert "not stored yet" in text and "not rolled up yet" in text
     assert "s3cret-Pa55" not in text and "password=***" in text
+
+
+def test_setup_as_documented_needs_the_database_owned_by_the_lakes_user(pg_cluster, tmp_path):
+    """docs/lake.md's setup on PostgreSQL 15: a database made by another role refuses the
+    lake's user its `public` schema (`lake init` fails); `createdb -O balance` works."""
+    from ingest.storage.lake import LakeError
+    from ingest.storage.lake_admin import init_lake
+
+    tag = f"{time.monotonic_ns() % 10**9}"
+    role = f"balance_{tag}"
+    pg_cluster.psql(f"CREATE ROLE {role} LOGIN")
+    pg_cluster.psql(f"CREATE DATABASE wrong_{tag}")
+    pg_cluster.psql(f"CREATE DATABASE right_{tag} OWNER {role}")
+    base = pg_cluster.conninfo().replace("user=postgres", f"user={role}")
+    wrong = base.replace("dbname=postgres", f"dbname=wrong_{tag}")
+    right = base.replace("dbname=postgres", f"dbname=right_{tag}")
+    with pytest.raises((LakeError, Exception), match="permission denied for schema public"):
+        init_lake(wrong, str(tmp_path / "wrong"))
+    assert init_lake(right, str(tmp_path / "right")) is not None
+    store = LakeStore(right)
+    try:
+        assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
+    finally:
+        store.close()
+    assert check(right)["ok"]
+
+
+def test_healthz_says_degraded_while_the_loader_is_behind(stores, monkeypatch):
+    """No loader: the staged game waits. Past LOADER_LATE /healthz stays 200 (the server
+    still stores uploads) but says "degraded" and why, with the staging backlog."""
+    from ingest.app import create_app
+
+    monkeypatch.setattr(lake_module, "LOADER_LATE", 1.0)
+    store = stores(loader=False, load_every=0.2)
+    client = create_app({"STORE": store}).test_client()
+    first = client.get("/healthz").get_json()
+    assert first["status"] == "ok" and first["staging"]["staged_games"] == 0
+    assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
+    _until(lambda: client.get("/healthz").get_json()["status"] == "degraded")
+    reply = client.get("/healthz")
+    body = reply.get_json()
+    assert reply.status_code == 200 and "loader" in body["degraded"]
+    assert body["staging"]["staged_games"] == 1 and body["staging"]["loader_here"] is False
+    stores(load_every=0.2)  # a loader: caught up, ok again
+    _until(lambda: client.get("/healthz").get_json()["status"] == "ok")
