@@ -8,6 +8,10 @@ come from their wheels (duckdb-extension-ducklake, duckdb-extension-postgres-sca
 one DuckDB version each) and are FORCE INSTALLed from those files once (`install_extensions`).
 `LakeUnavailable` says why they cannot load (a wheel missing, another DuckDB version).
 
+With staging (the default, lake_staging.py) a group's claims, their marking and its rows are
+one PostgreSQL transaction and the lake's elected loader commits them to the lake later; the
+steps below are the direct path (`staging=False`), which imports and the fencing tests use.
+
 Storing a group of games (the committer thread, one group at a time; requests queue meanwhile
 and make the next group, as in store.py):
 

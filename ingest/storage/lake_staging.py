@@ -4,10 +4,12 @@ Why: a DuckLake commit costs ~40 catalog statements and 60-150 ms whatever its s
 commits are serialized across the lake (one snapshot id after another), so acknowledging each
 group of uploads after its own lake commit capped single-game uploads at a few hundred a
 second for the whole lake, fewer with more servers (issue 35). Here a server acknowledges a
-group once one short PostgreSQL transaction in the catalog's database holds it:
+group once one short PostgreSQL transaction in the catalog's database holds it (lake.py,
+`LakeStore._group`):
 
-    UPDATE balance_claims SET state = 'stored'  -- this server's pending claims of the group
-    INSERT INTO balance_staging.groups          -- its rows, as Arrow IPC, one blob per table
+    SELECT * FROM balance_claim(...)            -- claim the group's game_ids (in order)
+    UPDATE balance_claims SET state = 'stored'  -- this server's claims of the games it writes
+    INSERT INTO balance_staging.groups          -- their rows, as Arrow IPC, one blob per table
 
 Both or neither: a game is acknowledged only when its claim says stored and its rows are in
 staging. The UPDATE is a compare-and-set on (owner, pending): a claim that another server took
