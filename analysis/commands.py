@@ -194,6 +194,8 @@ def run_once(args: argparse.Namespace, db: str | None, catalog: str | None) -> d
     from .jobs import run
     from .sql import sql_literal
 
+    if catalog:  # every game acknowledged before the run is in the snapshot it reads
+        _wait_loaded(catalog)
     con = _connect(db, catalog)
     try:
         # a bounded run: DuckDB spills past the limit, and does not keep rows in order where
@@ -205,6 +207,21 @@ def run_once(args: argparse.Namespace, db: str | None, catalog: str | None) -> d
         )
     finally:
         con.close()
+
+
+def _wait_loaded(catalog: str, timeout: float = 120.0) -> None:
+    """Until the lake's loader has moved every game staged so far into the lake (a run then
+    counts every game acknowledged before it began); past `timeout` the run goes on with the
+    lake as it is (the next run counts the rest: late games only change weeks)."""
+    from ingest.storage.lake import conninfo
+    from ingest.storage.lake_staging import wait_loaded
+
+    try:
+        if not wait_loaded(conninfo(catalog), timeout):
+            _say(f"the lake's loader is more than {timeout:.0f} s behind: this run counts "
+                 "the games loaded so far")  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the catalog's failure shows in the run itself
+        _say(f"could not ask the loader: {type(exc).__name__}")
 
 
 def run_jobs(args: argparse.Namespace) -> int:
@@ -236,6 +253,12 @@ def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     maintained = time.monotonic()
+    loader = None
+    if catalog:  # the lake's loader may be this process (docs/lake.md, "Staging")
+        from ingest.storage.lake import conninfo, make_loader
+        from ingest.storage.lake_token import CommitToken
+
+        loader = make_loader(catalog, token=CommitToken(conninfo(catalog))).start()
     while not stop.is_set():
         try:
             summary = run_once(args, db, catalog)
@@ -251,5 +274,7 @@ def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
             except Exception as exc:
                 _say(f"maintenance failed: {type(exc).__name__}: {exc}")
         stop.wait(args.every)
+    if loader is not None:
+        loader.stop(drain=True)
     _say("stopped")
     return 0

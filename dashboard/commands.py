@@ -140,6 +140,7 @@ def _engine(args):
         from ingest.storage.lake import LakeError, LakeUnavailable
 
         try:
+            _loaded(args.lake)
             return Engine("lake", threads=2, attach=lake_attach(args.lake), setup=register)
         except (LakeError, LakeUnavailable) as exc:
             return _fail(str(exc), 2)
@@ -216,3 +217,22 @@ def run(args) -> int:
     if truncated:
         print(f"balance sql: truncated at {len(rows)} rows", file=sys.stderr)
     return 0
+
+
+def _loaded(catalog: str, timeout: float = 10.0) -> None:
+    """Give the lake's loader a moment to commit what is staged (docs/lake.md, "Staging"):
+    the query then sees every game acknowledged before it; past `timeout` it reads the lake
+    as it is, and says so."""
+    from ingest.storage.lake import conninfo
+    from ingest.storage.lake_staging import wait_loaded
+
+    try:
+        if wait_loaded(conninfo(catalog), timeout):
+            return
+    except Exception:  # noqa: BLE001 - opening the lake says what is wrong
+        return
+    print(
+        f"balance sql: the lake's loader is more than {timeout:.0f} s behind: the newest "
+        "games are not in this result",
+        file=sys.stderr,
+    )

@@ -112,6 +112,10 @@ def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store 
             lease=conf["BALANCE_LAKE_LEASE"],
             commit_token=bool(conf["BALANCE_LAKE_COMMIT_TOKEN"]),
             stall_after=conf["BALANCE_LAKE_STALL"],
+            staging=bool(conf["BALANCE_LAKE_STAGING"]),
+            loader=bool(conf["BALANCE_LAKE_LOADER"]),
+            staging_max=conf["BALANCE_LAKE_STAGING_MAX"],
+            load_every=conf["BALANCE_LAKE_LOAD_EVERY"],
         )
     return Store(
         conf["BALANCE_DB"],

@@ -15,7 +15,13 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_LAKE": ("", str),
     "BALANCE_LAKE_DATA": ("", str),
     "BALANCE_LAKE_WORKDIR": ("", str),
-    "BALANCE_LAKE_LEASE": (60.0, float),  # seconds before a dead server's claims are taken over
+    "BALANCE_LAKE_LEASE": (10.0, float),  # seconds before a dead server's claims are taken over
+    # staging (lake_staging.py): 1 acknowledges an upload once PostgreSQL holds it and the
+    # lake's one loader commits it; 0 waits for a lake commit per group (the old path)
+    "BALANCE_LAKE_STAGING": (1, int),
+    "BALANCE_LAKE_STAGING_MAX": (200_000, int),  # games staged past which uploads 503
+    "BALANCE_LAKE_LOADER": (1, int),  # 1: this server may be elected the lake's loader
+    "BALANCE_LAKE_LOAD_EVERY": (1.0, float),  # seconds between the loader's lake commits
     "BALANCE_LAKE_COMMIT_TOKEN": (1, int),  # 1: one server commits at a time (lake_token.py)
     "BALANCE_LAKE_STALL": (20.0, float),  # seconds a lake call may hang before uploads 503
     "BALANCE_RATE_LIMIT": (20.0, float),  # requests a second per client address; 0 = off

@@ -55,7 +55,8 @@ def healthz():
             journal_backlog=health["journal_backlog"],
         )
     if isinstance(store, LakeStore):  # no lake query: a hung catalog must not hang /healthz
-        return _healthy(store.known_count())
+        extra = {"staging": health["staging"]} if "staging" in health else {}
+        return _healthy(store.known_count(), store.degraded(), **extra)
     try:
         cur = store.reader()
         try:
@@ -70,12 +71,16 @@ def healthz():
     return _healthy(stored)
 
 
-def _healthy(stored: int):
+def _healthy(stored: int, slow: str | None = None, **extra):
+    """200: "degraded" while uploads are being refused (guard.Uploads.health) or, on a lake,
+    while its calls are slow or the loader is behind (`slow`: why); still storing either way."""
     uploads = current_app.extensions["uploads"].health()
-    degraded = uploads.pop("degraded")
-    return json_response(
-        {"status": "degraded" if degraded else "ok", "stored_records": stored, "uploads": uploads}
-    )
+    degraded = uploads.pop("degraded") or bool(slow)
+    body = {"status": "degraded" if degraded else "ok", "stored_records": stored}
+    body["uploads"] = uploads
+    if slow:
+        body["degraded"] = slow
+    return json_response({**body, **extra})
 
 
 @bp.get("/metrics")

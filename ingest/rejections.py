@@ -27,6 +27,8 @@ import re
 import threading
 from collections import Counter
 
+from .storage.failures import without_passwords
+
 log = logging.getLogger("ingest.rejections")
 
 FLUSH_SECONDS = 10.0
@@ -107,7 +109,11 @@ class RejectionTally:
         try:
             self.store.submit(lambda con: con.executemany(INSERT, rows), token=True).result(timeout)
         except Exception as exc:  # a full disk, a closed store: keep them for the next flush
-            log.warning("rejection counts not stored yet: %s: %s", type(exc).__name__, exc)
+            log.warning(  # a catalog's error may carry its connection string: no password
+                "rejection counts not stored yet: %s: %s",
+                type(exc).__name__,
+                without_passwords(str(exc)),
+            )
             with self._lock:
                 self._counts.update(counts)
             return 0
@@ -122,7 +128,11 @@ class RejectionTally:
         try:
             rolled = self.store.submit(lambda con: roll_up(con, today), token=True).result(timeout)
         except Exception as exc:  # a full disk, a lake conflict: the next flush tries again
-            log.warning("rejection counts not rolled up yet: %s: %s", type(exc).__name__, exc)
+            log.warning(
+                "rejection counts not rolled up yet: %s: %s",
+                type(exc).__name__,
+                without_passwords(str(exc)),
+            )
             return 0
         self._rolled = today
         return rolled

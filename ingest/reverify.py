@@ -19,7 +19,8 @@ import pyarrow as pa
 
 from .pipeline import Judge
 from .storage import QUARANTINED, VERIFIED, Store, codec, insert_tables, registry, rows
-from .storage.lake import LakeStore, commits_paused
+from .storage.lake import PG, LakeStore, commits_paused, staged_loaded
+from .storage.lake_claims import Claims
 
 _CHUNK = 2000
 
@@ -75,6 +76,9 @@ def reverify_lake(
     the servers' appends conflict with its deletes and then with their commits paused
     (apply_retrying's gate). `con`: a lake connection with the catalog attached."""
     gated = functools.partial(apply_retrying, gate=lambda: commits_paused(con))
+    # the games acknowledged before it starts are judged again too: loaded into the lake first
+    if not staged_loaded(Claims(con.cursor(), PG), 120.0):
+        echo("the lake's loader is behind: games staged in the last 120 s are not re-judged")
     return reverify(con, judge, rebuild=rebuild, echo=echo, apply=gated)
 
 

@@ -107,8 +107,14 @@ RUNS = {
         [slow],
     ),
     "lake_ingest.py": (
-        "--seconds 1 --servers 1 --no-file --single-clients 2 --pool 10",
-        r'"setup": "lakex1", "phase": "single"',
+        "--seconds 1 --servers 1 --no-file --connections 2 --pool 10 --single-lines 300",
+        r'"setup": "lakex1", "phase": "single2".*lakex1: (\d+) games acknowledged, \1 in',
+        [slow],
+    ),
+    "lake_faults.py": (
+        "--faults kill-other --seconds 1 --connections 2",
+        r'"fault": "kill-other", "acknowledged": [1-9]\d*, "in_lake": \d+, "lost": 0, '
+        r'"doubled": 0, "check_ok": true',
         [slow],
     ),
     "lake_registry.py": (

@@ -15,11 +15,12 @@ import uuid
 
 import duckdb
 import orjson
+import psycopg
 import pytest
 from support import examples_dir
 
 from ingest.pipeline import Judge, utcnow
-from ingest.storage import StorageUnavailable, Store
+from ingest.storage import StorageUnavailable, Store, lake_staging
 from ingest.storage import lake as lake_module
 from ingest.storage.lake import (
     LAKE_SCHEMA_VERSION,
@@ -117,6 +118,7 @@ def test_ingest_verdicts_and_rows(stores, tmp_path):
     new = fresh(SLOW6[0])
     again = [pending(good[0]), pending(altered(good[1])), pending(new), pending(new)]
     assert store.ingest(again) == ["duplicate", "conflict", "accepted", "duplicate"]
+    store.flush_rows()  # the loader has moved them from staging into the lake
     # the lake holds what a file store holds for the same games
     file = Store(tmp_path / "file.duckdb")
     file.ingest([pending(r) for r in good + bad + [new]])
@@ -145,6 +147,7 @@ def test_rows_built_by_the_store(stores):
     store = stores()
     records = [fresh(r) for r in SLOW6[:5]]
     assert store.ingest([pending(r, with_rows=False) for r in records]) == ["accepted"] * 5
+    store.flush_rows()
     ((games, turns),) = lake_rows(
         store.catalog, "SELECT (SELECT count(*) FROM games), (SELECT count(*) FROM game_turns)"
     )
@@ -157,6 +160,7 @@ def test_duplicates_and_conflicts_across_stores(stores):
     assert a.ingest([pending(r) for r in records]) == ["accepted"] * 10
     assert b.ingest([pending(r) for r in records[:5]]) == ["duplicate"] * 5
     assert b.ingest([pending(altered(r)) for r in records[5:]]) == ["conflict"] * 5
+    a.flush_rows()
     assert check(a.catalog)["rows"]["raw_records"] == 10
 
 
@@ -235,8 +239,8 @@ def test_stale_claim_lake_lacks_it_stalled_writer_is_fenced(stores, monkeypatch)
     """A writer stalls past its lease mid-commit. Another store takes the claim over (the
     lake does not hold the game) and stores its own version; the stalled commit then fails
     (its fence was dropped) and its request is answered from the lake: stored once."""
-    a = stores(lease=1.0, in_flight_wait=20.0)
-    b = stores(lease=1.0)
+    a = stores(lease=1.0, in_flight_wait=20.0, staging=False)
+    b = stores(lease=1.0, staging=False)
     record = fresh(SLOW6[0])
     gate, entered = threading.Event(), threading.Event()
     _stall_commits(monkeypatch, gate, entered)
@@ -263,8 +267,8 @@ def test_stale_claim_lake_holds_it(stores, monkeypatch):
     """A writer commits, then dies before marking its claim stored. After its lease another
     store finds the game in the lake: duplicate (same content) / conflict (altered), the
     claim is marked stored, nothing is stored twice."""
-    a = stores(lease=1.0)
-    b = stores(lease=1.0)
+    a = stores(lease=1.0, staging=False)
+    b = stores(lease=1.0, staging=False)
     records = [fresh(SLOW6[0]), fresh(SLOW6[1])]
 
     def dead(*_args, **_kw):
@@ -286,7 +290,7 @@ def test_stale_claims_are_settled_by_a_sweep(stores, monkeypatch, lake):
     """Committed games of a dead server whose claims nobody asks about: a server's sweep (at
     open, then every lease) marks them stored; a stale claim of a game not in the lake is
     dropped, so that its retry is stored."""
-    a = stores(lease=1.0)
+    a = stores(lease=1.0, staging=False)
     committed = fresh(SLOW6[0])
 
     def dead(*_args, **_kw):
@@ -297,7 +301,7 @@ def test_stale_claims_are_settled_by_a_sweep(stores, monkeypatch, lake):
     never = pending(fresh(SLOW6[1]))
     a._claims.claim([never.key], [never.content_hash], a.owner, 1.0)  # claimed, died
     time.sleep(1.2)
-    b = stores(lease=1.0)  # its sweep at open settles both
+    b = stores(lease=1.0, staging=False)  # its sweep at open settles both
     assert b.counters["adopted"] == 1
     result = check(lake)
     assert result["ok"] and result["claims"] == {"stored": 1}, result
@@ -307,8 +311,8 @@ def test_stale_claims_are_settled_by_a_sweep(stores, monkeypatch, lake):
 def test_live_pending_claim_of_the_committer_is_waited_for(stores, monkeypatch):
     """The game is committed but its claim not yet marked (a slow mark): another store's
     request waits (in flight) rather than storing it again."""
-    a = stores()
-    b = stores(in_flight_wait=10.0)
+    a = stores(staging=False)
+    b = stores(in_flight_wait=10.0, staging=False)
     record = fresh(SLOW6[0])
     real = a._house_claims.mark_stored
     failures = []
@@ -330,7 +334,7 @@ def test_live_pending_claim_of_the_committer_is_waited_for(stores, monkeypatch):
 def test_commit_of_unknown_outcome(stores, monkeypatch):
     """A COMMIT that raised after landing is found in the lake (accepted, claims stored);
     one that raised before landing is a 503 whose claims are released (a retry stores)."""
-    store = stores()
+    store = stores(staging=False)
     real = lake_module.transaction
 
     @contextlib.contextmanager
@@ -365,11 +369,11 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
 
 def test_unreachable_catalog_is_503_then_recovers(stores, monkeypatch):
     store = stores()
-    monkeypatch.setattr(
-        store._claims,
-        "claim",
-        lambda *a, **k: (_ for _ in ()).throw(duckdb.IOException("could not connect to server")),
-    )
+
+    def unreachable(*_a, **_k):
+        raise psycopg.OperationalError("could not connect to server: Connection refused")
+
+    monkeypatch.setattr(lake_staging.Stager, "claim", unreachable)  # (its claims' connection)
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(fresh(SLOW6[0]))])
     assert store.failure is not None and store.health()["failure"]
@@ -404,7 +408,7 @@ def test_import_a_file_store(lake, stores, tmp_path):
 
 
 def test_maintain_keeps_the_data_and_refuses_a_short_margin(lake, stores):
-    store = stores()
+    store = stores(staging=False)  # a commit per request: small commits to merge
     for i in range(8):  # small commits: inlined rows and small files
         store.ingest([pending(fresh(SLOW6[(i * 5 + k) % len(SLOW6)])) for k in range(5)])
     before = check(lake)["rows"]

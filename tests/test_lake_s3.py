@@ -130,7 +130,7 @@ def test_jobs_console_and_maintenance_on_object_storage(s3_lake, capsys, tmp_pat
     from ingest.storage.lake_admin import maintain
 
     catalog, data, client, prefix = s3_lake
-    store = LakeStore(catalog)
+    store = LakeStore(catalog, staging=False)  # a lake commit per upload: small files
     try:
         for start in range(0, 30, 5):  # six commits: six small files a table
             batch = [pending(fresh(SLOW6[i % len(SLOW6)])) for i in range(start, start + 5)]

@@ -18,8 +18,9 @@ from support import example_lines, examples_dir
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import Cluster, LakeServer, Reply  # noqa: E402
 
-from ingest.storage.lake import connect  # noqa: E402
+from ingest.storage.lake import connect, conninfo  # noqa: E402
 from ingest.storage.lake_admin import check, init_lake  # noqa: E402
+from ingest.storage.lake_staging import wait_loaded  # noqa: E402
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow
@@ -70,8 +71,14 @@ def send_until_final(server: LakeServer, records: list[dict], deadline: float) -
         time.sleep(min(2.0, float(reply.headers.get("retry-after", "1"))) / 4)
 
 
+def loaded(catalog: str) -> str:
+    """`catalog`, once the loader has moved every game acknowledged so far into the lake."""
+    assert wait_loaded(conninfo(catalog), 120), "the lake's loader did not catch up"
+    return catalog
+
+
 def stored_ids(catalog: str) -> list[str]:
-    con = connect(catalog, claims=False)
+    con = connect(loaded(catalog), claims=False)
     try:
         return [g for (g,) in con.execute("SELECT game_id::VARCHAR FROM raw_records").fetchall()]
     finally:
@@ -114,7 +121,7 @@ def test_same_game_ids_raced_at_two_servers_are_stored_once(servers, lake):
     altered["client"]["version"] += ".1"
     assert send_until_final(a, [records[1], altered], deadline) == ["duplicate", "conflict"]
     assert send_until_final(b, [altered, records[2]], deadline) == ["conflict", "duplicate"]
-    result = check(lake)
+    result = check(loaded(lake))
     assert result["ok"] and result["rows"]["raw_records"] == 150, result
     assert sorted(stored_ids(lake)) == sorted(verdicts)
 
@@ -199,7 +206,7 @@ def test_every_example_gets_its_verdict_at_any_of_three_servers(servers, lake):
     for res, exp in zip(reply.json()["results"], expected, strict=True):
         assert res["verdict"] == "rejected" and res["field"] == exp["field"], (exp, res)
 
-    con = connect(lake, claims=False)
+    con = connect(loaded(lake), claims=False)
     try:
         counts = {
             t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
@@ -224,7 +231,7 @@ def test_every_example_gets_its_verdict_at_any_of_three_servers(servers, lake):
         "quarantine": len(quarantined),
     }, (counts, accepted)
     assert held == quarantined
-    assert check(lake)["ok"]
+    assert check(loaded(lake))["ok"]
     totals: dict[str, int] = {}
     for server in trio:
         for verdict, n in _records_total(server).items():
@@ -284,7 +291,7 @@ def test_kill_9_mid_load_loses_no_acknowledged_game(servers, lake):
         chunk = lost[start : start + 25]
         for v in send_until_final(b, chunk, deadline):
             assert v in ("accepted", "duplicate"), v
-    result = check(lake)
+    result = check(loaded(lake))
     assert result["ok"], result
     ids = stored_ids(lake)
     assert len(ids) == len(set(ids)) == len(sent)
@@ -474,7 +481,7 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
                 assert verdict in ("accepted", "duplicate"), verdict
         assert server.get("/healthz").status == 200
         assert server.get("/dashboard/p/overview").status == 200
-        result = check(catalog)
+        result = check(loaded(catalog))
         assert result["ok"], result
         ids = stored_ids(catalog)
         assert len(ids) == len(set(ids)) == 31 + sum(len(chunk) for chunk in sent)

@@ -159,7 +159,7 @@ def test_an_unreachable_catalog_costs_one_try_then_nothing(monkeypatch):
 
 
 def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
-    store = stores()
+    store = stores(staging=False)  # each upload waits for its own lake commit
     assert store._token is not None
     store._token.wait = 5.0
     holder = CommitToken(conninfo(lake))
@@ -184,7 +184,7 @@ def test_the_store_commits_only_with_the_token_or_after_the_wait(stores, lake):
 
 
 def test_two_stores_share_the_token_and_store_every_game(stores):
-    one, two = stores(), stores()
+    one, two = stores(staging=False), stores(staging=False)
     batches = {store: [_games(50) for _ in range(4)] for store in (one, two)}
 
     def send(store):

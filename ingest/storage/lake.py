@@ -8,6 +8,10 @@ come from their wheels (duckdb-extension-ducklake, duckdb-extension-postgres-sca
 one DuckDB version each) and are FORCE INSTALLed from those files once (`install_extensions`).
 `LakeUnavailable` says why they cannot load (a wheel missing, another DuckDB version).
 
+With staging (the default, lake_staging.py) a group's claims, their marking and its rows are
+one PostgreSQL transaction and the lake's elected loader commits them to the lake later; the
+steps below are the direct path (`staging=False`), which imports and the fencing tests use.
+
 Storing a group of games (the committer thread, one group at a time; requests queue meanwhile
 and make the next group, as in store.py):
 
@@ -67,12 +71,14 @@ from typing import cast
 
 import duckdb
 import orjson
+import psycopg
 import pyarrow as pa
 
-from . import codec, registry, rows
+from . import codec, lake_staging, registry, rows
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
 from .lake_claims import STORED, Claims
+from .lake_staging import Loader, LostClaims, Stager
 from .lake_token import CommitToken
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 from .store import (
@@ -113,7 +119,10 @@ S3_SETTINGS = {  # DuckDB S3 secret key -> environment variable
     "URL_STYLE": "BALANCE_S3_URL_STYLE",
 }
 BUILT_FOR = "1.5.5"  # the DuckDB the extension wheels are pinned to (pyproject.toml)
-LEASE = 60.0  # seconds a pending claim is its owner's before it may be taken over
+# seconds a pending claim is its owner's before it may be taken over: with staging a claim is
+# pending only while its group is judged and staged (milliseconds to a second or two), and the
+# staging transaction's compare-and-set (lake_staging.py) needs no clock to stay correct
+LEASE = 10.0
 IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
 RETRY_AFTER_IN_FLIGHT = 1
 # DuckLake retries a commit that lost the race for the next snapshot id itself; with several
@@ -131,6 +140,10 @@ _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
 # wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
 STALL_AFTER = 20.0
+STAGERS = 4  # committer threads of a server with staging (each its own PostgreSQL connection)
+# /healthz says "degraded" (still 200) once a lake call has waited this long, or the loader is
+# this many seconds behind: the load balancer may prefer other servers before anything fails
+DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
 # A call (a jobs run's publish, a rejections flush) may be long on a large lake: its own
 # limit (uploads queued behind it still time out at their deadline).
 CALL_STALL_AFTER = 300.0
@@ -515,6 +528,8 @@ def lake_error(exc: BaseException) -> bool:
         return True
     if isinstance(exc, (duckdb.TransactionException, duckdb.InternalException)):
         return True
+    if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+        return True  # staging's connection (lake_staging.py)
     text = str(exc).lower()
     return any(w in text for w in ("postgres", "connect", "server closed", "timeout", "ssl"))
 
@@ -543,8 +558,20 @@ class LakeStore:
         min_free: int | None = None,
         commit_token: bool = True,
         stall_after: float = STALL_AFTER,
+        staging: bool = True,
+        loader: bool = True,
+        staging_max: int = lake_staging.STAGING_MAX,
+        load_every: float = lake_staging.LOAD_EVERY,
+        load_games: int = lake_staging.LOAD_GAMES,
+        stagers: int = STAGERS,
     ):
         self.catalog = catalog
+        # staging (lake_staging.py): an upload is acknowledged once PostgreSQL holds it, and
+        # the lake's one loader moves it into the lake; off: each group waits for its own lake
+        # commit (the path `balance lake import` and the tests of fencing use)
+        self.staging = staging
+        self.staging_max = int(staging_max)
+        self._threads = threads
         self.min_free = failures_mod.min_free(min_free)
         self.commit_max = commit_max
         self.lease = float(lease)
@@ -559,6 +586,8 @@ class LakeStore:
         self.path = str(self.work_dir / "lake")
         self._con = connect(catalog, data_path, threads=threads)
         self._token = CommitToken(conninfo(catalog)) if commit_token else None
+        # the loader's own (a token is one connection, used by one thread)
+        self._load_token = CommitToken(conninfo(catalog)) if commit_token and staging else None
         try:
             check_version(self._con)
             # the lake's rulesets; another server's registrations are read again when a
@@ -576,9 +605,30 @@ class LakeStore:
             self._make_fence()
             self._claims.register(self.owner, socket.gethostname(), os.getpid())
             self._known = self._claims.stored_count()
+            if staging:
+                lake_staging.install(conninfo(catalog))
         except BaseException:
             self._con.close()
             raise
+        # staging: several committer threads, each with its own PostgreSQL connection, so
+        # that a group's claim and staging transaction overlap the next group's (one thread
+        # waiting on PostgreSQL's fsync capped a server at one group per round trip)
+        self._stagers_n = max(1, int(stagers)) if staging else 1
+        self._stagers: list[Stager] = []
+        self._local = threading.local()
+        self._lake_lock = threading.RLock()  # the lake cursor and DuckDB claims: one at a time
+        self._last_group = 0  # the id of the last group this server staged
+        self._loader: Loader | None = None
+        if staging:
+            self._loader = make_loader(
+                catalog,
+                threads=threads,
+                token=self._load_token,
+                every=load_every,
+                batch_games=load_games,
+                elect=loader,
+                on_backlog=self._backlog,
+            )
         self._commits = 0
         self._closed = False
         self._sweep_at = 0.0
@@ -590,7 +640,7 @@ class LakeStore:
         self._probe_at, self._probe_backoff = 0.0, _PROBE_FIRST
         self.stall_after = float(stall_after)
         # the committer's lake call: since when (monotonic), and how long it may take
-        self._busy: tuple[float, float] | None = None
+        self._busy: dict[int, tuple[float, float]] = {}  # per committer thread
         self._house_since: float | None = None  # the housekeeping's lake call, since when
         # claims of commits whose outcome is not known yet: (keys, owner at the time)
         self._unresolved: list[tuple[list[int], str]] = []
@@ -611,8 +661,16 @@ class LakeStore:
             raise
         self._thread = threading.Thread(target=self._run, name="lake-commit", daemon=True)
         self._thread.start()
+        self._more = [
+            threading.Thread(target=self._run_more, name=f"lake-stage-{n}", daemon=True)
+            for n in range(1, self._stagers_n)
+        ]
+        for thread in self._more:
+            thread.start()
         self._house = threading.Thread(target=self._housekeep, name="lake-house", daemon=True)
         self._house.start()
+        if self._loader is not None:
+            self._loader.start()
 
     def _cursor(self) -> duckdb.DuckDBPyConnection:
         cur = self._con.cursor()
@@ -632,11 +690,34 @@ class LakeStore:
             failing = {"failure": _stall_reason(waited), "failing_seconds": round(waited, 1)}
         with self._cond:
             queued = sum(len(t.items) for t in self._queue if isinstance(t, _Task))
-        return {
-            **failing,
-            "journal_backlog": queued,
-            "lake_owner": self.owner,
-        }
+        out = {**failing, "journal_backlog": queued, "lake_owner": self.owner}
+        loader = self._loader
+        if loader is not None:
+            out["staging"] = {
+                "staged_games": loader.staged,
+                "oldest_seconds": round(loader.oldest, 1),
+                "loader_here": loader.owner is not None,
+                "loader_error": loader.error,
+            }
+        return out
+
+    def degraded(self) -> str | None:
+        """Why this server is slower than it should be, while it still stores uploads: a
+        lake call slower than a few seconds (before it counts as a stall), or the loader
+        behind (staged games waiting long). None when all is well."""
+        now = time.monotonic()
+        for began, limit in list(self._busy.values()):
+            if now - began >= min(DEGRADED_AFTER, limit):
+                return f"a lake call has waited {now - began:.0f} s"
+        house = self._house_since
+        if house is not None and now - house >= DEGRADED_AFTER:
+            return f"a catalog call has waited {now - house:.0f} s"
+        loader = self._loader
+        if loader is not None and loader.oldest >= LOADER_LATE:
+            return f"the lake's loader is {loader.oldest:.0f} s behind ({loader.staged} games)"
+        if loader is not None and loader.seen_at and now - loader.seen_at >= LOADER_LATE:
+            return f"staging not seen for {now - loader.seen_at:.0f} s"
+        return None
 
     def gauges(self) -> dict[str, tuple[str, float]]:
         """For /metrics (Metrics.sources): the lake's events since this server started."""
@@ -662,6 +743,38 @@ class LakeStore:
             "balance_lake_adopted_total": (
                 "Stale claims whose game was found in the lake, marked stored.",
                 self.counters["adopted"],
+            ),
+            **self._loader_gauges(),
+        }
+
+    def _loader_gauges(self) -> dict[str, tuple[str, float]]:
+        loader = self._loader
+        if loader is None:
+            return {}
+        return {
+            "balance_lake_staged_games": (
+                "Games acknowledged and staged, not in the lake yet (every server's).",
+                loader.staged,
+            ),
+            "balance_lake_staged_oldest_seconds": (
+                "Seconds the oldest staged game has waited for the loader (its lag).",
+                loader.oldest,
+            ),
+            "balance_lake_loader": (
+                "1 while this server is the lake's loader.",
+                int(loader.owner is not None),
+            ),
+            "balance_lake_loads_total": (
+                "Lake commits this server made as the loader.",
+                loader.counters["loads"],
+            ),
+            "balance_lake_loaded_games_total": (
+                "Games this server moved from staging into the lake as the loader.",
+                loader.counters["loaded"],
+            ),
+            "balance_lake_loader_failures_total": (
+                "Loader rounds that failed (each ends its election; retried).",
+                loader.counters["failures"],
             ),
         }
 
@@ -723,9 +836,9 @@ class LakeStore:
         upload comes)."""
         now = time.monotonic()
         waits = [0.0]
-        busy = self._busy
-        if busy is not None and now - busy[0] >= busy[1]:
-            waits.append(now - busy[0])
+        for began, limit in list(self._busy.values()):
+            if now - began >= limit:
+                waits.append(now - began)
         house = self._house_since
         if house is not None and now - house >= self.stall_after:
             waits.append(now - house)
@@ -751,10 +864,28 @@ class LakeStore:
         self._enqueue(call)
         return call.future
 
-    def reader(self) -> duckdb.DuckDBPyConnection:
+    def reader(self, wait: float = 30.0) -> duckdb.DuckDBPyConnection:
         """A new cursor on the lake for trusted read-only queries from another thread (the
-        caller closes it): it sees every game acknowledged before the call, by any server."""
+        caller closes it): it sees every game acknowledged before the call, by any server,
+        once the loader has moved them into the lake (waited for up to `wait` seconds; a
+        loader further behind than that is logged and the cursor sees the lake as it is)."""
+        self.wait_loaded(wait)
         return self._cursor()
+
+    def wait_loaded(self, timeout: float = 30.0) -> bool:
+        """Until every game staged before the call (by any server) is in the lake."""
+        if self._loader is None:
+            return True
+        self._loader.kick()
+        try:
+            done = lake_staging.wait_loaded(conninfo(self.catalog), timeout)
+        except Exception as exc:  # noqa: BLE001 - the reader sees the lake as it is
+            log.warning("waiting for the loader: %s", without_passwords(str(exc)))
+            return False
+        if not done:
+            log.warning("the lake's loader is behind: a reader sees the lake without the "
+                        "games staged in the last %.0f s", timeout)  # fmt: skip
+        return done
 
     def flush_rows(self, timeout: float | None = 60.0) -> None:
         """Wait until the claims of every game committed so far are marked stored (a game's
@@ -766,6 +897,11 @@ class LakeStore:
                 if left <= 0:
                     raise TimeoutError("claims not marked stored in time")
                 self._marks.wait(min(left, 0.5))
+        if self._loader is not None and self._last_group:
+            self._loader.kick()
+            left = max(0.0, deadline - time.monotonic())
+            if not lake_staging.wait_loaded(conninfo(self.catalog), left, self._last_group):
+                raise TimeoutError("staged games not loaded into the lake in time")
 
     def known_count(self) -> int:
         """Games stored in the lake: this server's at once, every server's within a minute."""
@@ -792,6 +928,14 @@ class LakeStore:
             self._queue.append(STOP)
             self._cond.notify()
         self._thread.join()
+        with self._cond:
+            self._cond.notify_all()
+        for thread in self._more:
+            thread.join()
+        if self._loader is not None:  # the last loader out leaves staging empty if it can
+            self._loader.stop(timeout=10.0, drain=True)
+        for stager in self._stagers:
+            stager.close()
         with self._marks:
             self._stop_house = True
             self._marks.notify_all()
@@ -809,6 +953,8 @@ class LakeStore:
         if self._token is not None:
             self._token.close()
         self._registry_version.close()
+        if self._load_token is not None:
+            self._load_token.close()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
@@ -846,9 +992,10 @@ class LakeStore:
             self._queue.append(item)
             self._cond.notify()
 
-    def _take(self):
+    def _take(self, tasks_only: bool = False):
         """The next call, or the next group of tasks (up to commit_max games), or STOP; None
-        after a second without work (for the probe)."""
+        after a second without work (for the probe). `tasks_only`: a group or None (the
+        other committer threads: calls and STOP are the first thread's)."""
         with self._cond:
             if not self._queue:
                 self._cond.wait(1.0)
@@ -856,6 +1003,9 @@ class LakeStore:
                 return None
             head = self._queue[0]
             if not isinstance(head, _Task):
+                if tasks_only:
+                    self._cond.wait(0.05)
+                    return None
                 return self._queue.popleft()
             group: list[_Task] = []
             size = 0
@@ -873,24 +1023,48 @@ class LakeStore:
             if work is STOP:
                 return
             if isinstance(work, Call):
-                with self._busy_for(max(self.stall_after, CALL_STALL_AFTER)):
+                with self._busy_for(max(self.stall_after, CALL_STALL_AFTER)), self._lake_lock:
                     self._call(work)
             with self._busy_for(self.stall_after):
                 if work is not None and not isinstance(work, Call):
                     self._commit_group(work)
                 # between groups, busy or idle: the probe while failing, the sweep when due
-                self._probe()
-                if not self._failures and time.monotonic() >= self._sweep_at:
-                    self._sweep()
+                with self._lake_lock:
+                    self._probe()
+                    if not self._failures and time.monotonic() >= self._sweep_at:
+                        self._sweep()
+
+    def _run_more(self) -> None:
+        """Another committer thread (staging): groups only, until the store closes."""
+        while True:
+            work = self._take(tasks_only=True)
+            if work is None:
+                if self._closed:
+                    return
+                continue
+            with self._busy_for(self.stall_after):
+                self._commit_group(work)
+
+    def _claimer(self):
+        """The claims of this committer thread: with staging its own PostgreSQL connection
+        (a Stager), else the store's DuckDB one."""
+        if not self.staging:
+            return self._claims
+        stager = getattr(self._local, "stager", None)
+        if stager is None:
+            stager = self._local.stager = Stager(conninfo(self.catalog))
+            self._stagers.append(stager)
+        return stager
 
     @contextlib.contextmanager
     def _busy_for(self, limit: float) -> Iterator[None]:
         """The committer is in a lake call that should return within `limit` seconds."""
-        self._busy = (time.monotonic(), limit)
+        me = threading.get_ident()
+        self._busy[me] = (time.monotonic(), limit)
         try:
             yield
         finally:
-            self._busy = None
+            self._busy.pop(me, None)
 
     def _commit_group(self, work: list[_Task]) -> None:
         try:
@@ -992,6 +1166,46 @@ class LakeStore:
                 self._commit_tasks([task])
 
     def _group(self, tasks: list[_Task]) -> None:
+        """Store a group: on the direct path claim, commit to the lake, answer; with staging
+        all of the group's PostgreSQL work (its claims, marking them stored, its rows) is
+        one transaction on this thread's connection, committed before anyone is answered.
+        A server that dies inside it leaves nothing behind (PostgreSQL rolls it back: no
+        pending claim waits for a lease), and a concurrent claim of the same game_id at
+        another server waits for it, then reads it stored (`duplicate`)."""
+        if not self.staging:
+            self._group_body(tasks)()
+            return
+        stager = cast("Stager", self._claimer())
+        sent: list[tuple[list[int], str]] = []  # the staged keys, once the statements went
+        try:
+            with stager.transaction():
+                answer = self._group_body(tasks, sent)
+        except LostClaims as exc:
+            log.warning("staging: %s (taken over meanwhile): tried again", exc)
+            raise _Fenced(self.owner) from exc
+        except psycopg.errors.DeadlockDetected as exc:  # (keys are claimed in order: rare)
+            raise _Fenced(self.owner) from exc
+        except psycopg.Error as exc:
+            # psycopg's errors do not say which database: the log gets it (password masked;
+            # clients and /healthz get the scrubbed reason, `_reason`)
+            named = psycopg.OperationalError(f"{exc}; the catalog: {self.catalog}")
+            if not sent:  # rolled back: nothing of the group is stored
+                raise named from exc
+            keys, owner = sent[0]
+            landed = stager.landed(keys, owner)  # the COMMIT failed: did it land?
+            if not landed:  # no (False), or not known while the catalog is gone (None): a
+                # transaction that did not commit left nothing behind, and one that did
+                # answers a retry `duplicate`
+                raise StorageUnavailable(_reason("staging", named)) from exc
+            log.warning("a staging commit that raised had landed: %d games", len(keys))
+        answer()
+        if self._loader is not None and sent:
+            if self._loader.staged + len(sent[0][0]) >= self._loader.batch_games:
+                self._loader.kick()
+
+    def _group_body(self, tasks: list[_Task], sent: list | None = None) -> Callable[[], None]:
+        """The group's claims, decisions and write; returns what answers its tasks (called
+        once the write is durable)."""
         started = time.perf_counter()
         # the first occurrence of each game_id in the group; later ones answer from it
         first: dict[int, tuple[int, Pending]] = {}
@@ -1003,12 +1217,12 @@ class LakeStore:
                     repeats.append((t, i, item))
                 else:
                     first[item.key] = (t, item)
-        keys = list(first)
-        claims = self._claims.claim(
+        keys = sorted(first)  # one lock order on the claims for every server's transaction
+        claims = self._claimer().claim(
             keys, [first[k][1].content_hash for k in keys], self.owner, self.lease
         )
         write: dict[int, Pending] = {}
-        answer: dict[int, int] = {}  # key -> the hash stored (duplicate / conflict)
+        answer_hashes: dict[int, int] = {}  # key -> the hash stored (duplicate / conflict)
         deferred: set[int] = set()
         stale: list[tuple[int, str, Pending]] = []
         for key in keys:
@@ -1019,14 +1233,15 @@ class LakeStore:
             elif claim.mine:
                 write[key] = item
             elif claim.state == STORED:
-                answer[key] = claim.content_hash
+                answer_hashes[key] = claim.content_hash
             elif claim.stale and claim.owner != self.owner:
                 stale.append((key, claim.owner, item))
             else:
                 deferred.add(t)  # another server is storing it now
         try:
             if stale:
-                self._take_over(stale, write, answer, deferred, first)
+                with self._lake_lock:
+                    self._take_over(stale, write, answer_hashes, deferred, first)
             changed = True
             while changed:  # a repeat of a deferred first occurrence defers its task too
                 changed = False
@@ -1037,7 +1252,7 @@ class LakeStore:
             if deferred:
                 self.counters["deferred"] += len(deferred)
                 dropped = [k for k, (t, _) in first.items() if t in deferred and k in write]
-                self._claims.release(dropped, self.owner)
+                self._claimer().release(dropped, self.owner)
                 for key in dropped:
                     del write[key]
             if write:
@@ -1045,25 +1260,34 @@ class LakeStore:
         except BaseException:
             self._abandon(list(write), self.owner)
             raise
-        if write:
+        if write and self.staging:
+            self._stage(list(write.values()))
+            if sent is not None:
+                sent.append((list(write), self.owner))
+        elif write:
             self._commit_lake(list(write.values()))
+
+        def answer() -> None:
             self._known += len(write)
-        for t, task in enumerate(tasks):
-            if t in deferred:
-                task.retry = True
-                continue
-            out = outcomes[t]
-            for i, item in enumerate(task.items):
-                if first[item.key][1] is item and item.key in write:
-                    out[i] = ACCEPTED if item.status == VERIFIED else QUARANTINED
-                else:
-                    stored = answer.get(item.key)
-                    if stored is None:
-                        stored = first[item.key][1].content_hash
-                    out[i] = DUPLICATE if stored == item.content_hash else CONFLICT
-            task.outcomes = cast("list[str]", out)  # every item answered just above
-        if self._on_commit is not None:
-            self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+            for t, task in enumerate(tasks):
+                if t in deferred:
+                    task.retry = True
+                    continue
+                out = outcomes[t]
+                for i, item in enumerate(task.items):
+                    if first[item.key][1] is item and item.key in write:
+                        out[i] = ACCEPTED if item.status == VERIFIED else QUARANTINED
+                    else:
+                        stored = answer_.get(item.key)
+                        if stored is None:
+                            stored = first[item.key][1].content_hash
+                        out[i] = DUPLICATE if stored == item.content_hash else CONFLICT
+                task.outcomes = cast("list[str]", out)  # every item answered just above
+            if self._on_commit is not None:
+                self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+
+        answer_ = answer_hashes
+        return answer
 
     def _take_over(self, stale, write, answer, deferred, first) -> None:
         """Stale pending claims: fence their owners, then either adopt what the lake holds
@@ -1094,16 +1318,51 @@ class LakeStore:
 
     def _abandon(self, keys: list[int], owner: str) -> None:
         """Nothing of these claims was written: release them, or (the catalog unreachable)
-        leave them to `_resolve_unresolved`, which fences this owner first."""
-        if not keys:
+        leave them to `_resolve_unresolved`, which fences this owner first. With staging the
+        group's transaction is rolled back instead, and its claims with it."""
+        if not keys or self.staging:
             return
         try:
-            self._claims.release(keys, owner)
+            self._claimer().release(keys, owner)
         except Exception:  # noqa: BLE001 - settled once the catalog answers
             self._unresolved.append((keys, owner))
 
     def _lake_hashes(self, keys: list[int]) -> dict[int, int]:
         return lake_hashes(self._writer, keys)
+
+    # -- staging (lake_staging.py) -------------------------------------------------------------
+
+    def _stage(self, items: list[Pending]) -> None:
+        """In the group's transaction (`_group`): its claims marked stored, its rows staged.
+        LostClaims when a claim is not this owner's pending one any more."""
+        keys = [item.key for item in items]
+        owner = self.owner
+        try:
+            tables = {"raw_records": rows.to_arrow("raw_records", [i.raw_row() for i in items])}
+            games: list[rows.Rows | rows.Part] = []
+            for item in items:
+                if item.rows is None:
+                    raise ValueError(f"game {item.gid}: its rows were never built")
+                games.append(item.rows)
+            tables.update(rows.tables_of(games))
+        except Exception as exc:  # rows that do not fit (a bug): nothing written
+            raise _NotStored(exc) from exc
+        received = (min(i.received for i in items), max(i.received for i in items))
+        began = time.perf_counter()
+        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
+        self.commit_seconds.append(time.perf_counter() - began)
+
+    def _backlog(self, staged: int, oldest: float) -> None:
+        """The loader's look at staging: past `staging_max` games uploads are refused
+        (back-pressure, "staging" cause) until it is back under 90% of it."""
+        if staged > self.staging_max:
+            self._failures.fail(
+                "staging",
+                f"the lake's loader is behind: {staged} games wait to be loaded (the limit is "
+                f"{self.staging_max}, BALANCE_LAKE_STAGING_MAX); retry shortly",
+            )
+        elif staged < 0.9 * self.staging_max:
+            self._failures.clear("staging")
 
     # -- the lake commit ----------------------------------------------------------------------
 
@@ -1320,7 +1579,7 @@ class LakeStore:
                 with self._marks:
                     self._marking = False
                     self._marks.notify_all()
-                log.warning("lake housekeeping (retried): %s", exc)
+                log.warning("lake housekeeping (retried): %s", without_passwords(str(exc)))
                 if stopping:
                     return
                 backoff = min(5.0, backoff * 2 or 0.1)
@@ -1328,6 +1587,84 @@ class LakeStore:
                 continue
             if stopping:
                 return
+
+
+def make_loader(
+    catalog: str,
+    *,
+    threads: int = 0,
+    token: CommitToken | None = None,
+    retries: int = COMMIT_RETRIES,
+    **kw,
+) -> Loader:
+    """The lake's loader for a process (a server, the jobs runner): not started; `kw` go to
+    lake_staging.Loader. `token`: the commit token its commits hold (its own: a token is one
+    connection, used by one thread)."""
+
+    def open_lake() -> duckdb.DuckDBPyConnection:
+        return connect(catalog, claims=False, threads=threads)
+
+    def commit(lake: duckdb.DuckDBPyConnection, tables: dict, owner: str) -> None:
+        load_commit(lake, tables, owner, token, retries)
+
+    return Loader(conninfo(catalog), open_lake, commit, _LoaderFences, **kw)
+
+
+def load_commit(
+    lake: duckdb.DuckDBPyConnection,
+    tables: dict,
+    owner: str,
+    token: CommitToken | None = None,
+    retries: int = COMMIT_RETRIES,
+) -> None:
+    """The loader's lake commit: `tables` and a row in the loader's fence, holding the commit
+    token; conflicts retried. Raises unless it landed (a commit of unknown outcome too: the
+    next election settles it)."""
+    for attempt in range(retries):
+        try:
+            with token.held() if token is not None else contextlib.nullcontext():
+                with transaction(lake):
+                    insert_tables(lake, tables)
+                    lake.execute(
+                        f"INSERT INTO {LAKE}.{FENCES}.{owner} VALUES (?, now()::TIMESTAMP)",
+                        [attempt],
+                    )
+            return
+        except Exception as exc:
+            if not _is_conflict(exc) or _missing_fence(exc, owner) or attempt == retries - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+
+
+class _LoaderFences:
+    """The loaders' fence tables (lake_staging.Loader): `balance_fence.l...`."""
+
+    @staticmethod
+    def create(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+        for attempt in range(10):
+            try:
+                con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+                con.execute(
+                    f"CREATE TABLE {LAKE}.{FENCES}.{owner} (n BIGINT, committed_at TIMESTAMP)"
+                )
+                return
+            except duckdb.Error as exc:
+                if not _is_conflict(exc) or attempt == 9:
+                    raise
+                time.sleep(0.05 * (attempt + 1))
+
+    @staticmethod
+    def drop(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+        drop_fence(con, owner)
+
+    @staticmethod
+    def loaders(con: duckdb.DuckDBPyConnection) -> list[str]:
+        rows = con.execute(
+            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? "
+            "AND table_name LIKE 'l%'",
+            [LAKE, FENCES],
+        ).fetchall()
+        return [name for (name,) in rows]
 
 
 def _by_owner(batch: list[tuple[list[int], str]]) -> list[tuple[list[int], str]]:
@@ -1381,6 +1718,8 @@ def commits_paused(
             time.sleep(0.05)
             if not claims.in_flight() or time.monotonic() > deadline:
                 break
+        # and the loader has committed what was staged: its inserts would meet the deletes
+        staged_loaded(claims, max(0.0, deadline - time.monotonic()) + drain)
         yield
     finally:
         try:
@@ -1388,6 +1727,26 @@ def commits_paused(
         except Exception as exc:  # noqa: BLE001 - it opens by itself after `seconds`
             log.warning("the commit gate stays closed until its time runs out: %s", exc)
         claims.con.close()
+
+
+def staged_loaded(claims: Claims, timeout: float) -> bool:
+    """Until the groups staged so far are in the lake (through the catalog attached to
+    `claims`' connection); False if the loader did not get there within `timeout`."""
+    groups = f"{lake_staging.SCHEMA}.groups"
+    try:
+        ((upto,),) = claims._query(f"SELECT coalesce(max(id), 0) FROM {groups}")
+    except duckdb.Error as exc:  # a lake no server with staging has opened
+        if lake_staging.SCHEMA in str(exc):
+            return True
+        raise
+    deadline = time.monotonic() + timeout
+    while True:
+        ((left,),) = claims._query(f"SELECT count(*) FROM {groups} WHERE id <= {int(upto)}")
+        if not left:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 
 import duckdb
 
-from . import registry, rows
+from . import lake_staging, registry, rows
 from .lake import (
     FENCES,
     LAKE,
@@ -71,6 +71,7 @@ def init_lake(catalog: str, data_path: str, inline_rows: int | None = None) -> d
         if inline_rows is not None:
             con.execute(f"CALL {LAKE}.set_option('data_inlining_row_limit', {int(inline_rows)})")
         Claims(con.cursor(), PG).install()
+        lake_staging.install(conninfo(catalog))
         return describe(con)
     finally:
         con.close()
@@ -468,9 +469,20 @@ def check(catalog: str) -> dict:
             "count(*) FILTER (WHERE c.state = 'pending') "
             "FROM raw_records r LEFT JOIN all_claims c USING (game_id)"
         ).fetchall()
+        # staged games (acknowledged, not loaded yet) are stored too; a group both staged and
+        # in the lake is one a loader committed and has not deleted yet (not an error)
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE staged AS SELECT game_id::UUID AS game_id "
+            f"FROM postgres_query('{PG}', 'SELECT unnest(game_ids) AS game_id FROM "
+            f"{lake_staging.SCHEMA}.groups')"
+        )
         ((missing,),) = con.execute(
             "SELECT count(*) FROM all_claims c WHERE c.state = 'stored' AND c.game_id NOT IN "
-            "(SELECT game_id FROM raw_records)"
+            "(SELECT game_id FROM raw_records) AND c.game_id NOT IN (SELECT game_id FROM staged)"
+        ).fetchall()
+        ((staged, loaded_staged),) = con.execute(
+            "SELECT count(*), count(*) FILTER (WHERE game_id IN (SELECT game_id FROM "
+            "raw_records)) FROM staged"
         ).fetchall()
         counts = {
             t: con.execute(f"SELECT count(*) FROM {LAKE}.main.{t}").fetchall()[0][0] for t in TABLES
@@ -480,6 +492,8 @@ def check(catalog: str) -> dict:
             "stored_without_claim": unclaimed,
             "claimed_not_stored": missing,
             "pending_in_lake": pending_in_lake,
+            "staged": staged,
+            "staged_and_in_lake": loaded_staged,
             "claims": claims.counts(),
             "rows": counts,
             "ok": dups == 0 and unclaimed == 0 and missing == 0,
