@@ -713,7 +713,7 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
     for sql, saved in made:
         assert saved.sql == sql
         assert a.get(saved.slug).sql == sql and b.get(saved.slug).sql == sql
-    assert sorted(s.slug for s in a.list()) == sorted(slugs)
+    assert sorted(s.slug for s in a.list()[0]) == sorted(slugs)
     threads = [
         threading.Thread(target=save, args=(side, f"SELECT 9 AS {n}", "chosen"))
         for side, n in ((a, "a"), (b, "b"))
@@ -725,7 +725,7 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
     assert len(errors) == 1, errors
     winner = [saved for sql, saved in made if saved.slug == "chosen"]
     assert len(winner) == 1 and a.get("chosen").sql == winner[0].sql
-    assert [s.slug for s in b.list()].count("chosen") == 1
+    assert [s.slug for s in b.list()[0]].count("chosen") == 1
 
 
 def _as_version_1(catalog: str) -> None:

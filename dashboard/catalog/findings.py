@@ -49,6 +49,13 @@ def _effects(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
     )  # fmt: skip
 
 
+def _described(t: pl.DataFrame) -> pl.DataFrame:
+    """The descriptive rows, drawn as the rate charts are (rate, lo, hi; never flagged)."""
+    if not t.height:
+        return t
+    return t.with_columns(rate=pl.col("value"), flagged=pl.lit(False))
+
+
 NOTHING = (
     "No finding: no effect's interval lies wholly beyond the minimum that matters for its "
     "kind. Read the families below for what each could have seen: 'too few games to tell' is "
@@ -110,7 +117,10 @@ descriptive = Chart(
     "Descriptive: outcomes of play and recording conventions (never findings)",
     "agg_runs",
     _sql,
-    post=lambda df, ctx: _collected(df, ctx).descriptive,
+    post=lambda df, ctx: _described(_collected(df, ctx).descriptive),
+    draw=draw_rate(
+        "statement", reference_field="reference", domain=None, x_title="value, Wilson 95% interval"
+    ),
     table_rows=100,
     note="value with its Wilson 95% interval against reference: what happened in games "
     "(sides that stunned a crown score higher because stunning is part of winning) and how "
