@@ -340,8 +340,14 @@ class Server(_Client):
         body: bytes | None = None,
         headers: dict | None = None,
         timeout: float = 60.0,
+        source: str | None = None,
     ) -> Response:
-        conn = http.client.HTTPConnection(self.host, self.port, timeout=timeout)
+        """One request on a connection of its own; `source`: the loopback address it comes
+        from (127.0.0.2, ...: another client to the server's per-address limits)."""
+        where = (source, 0) if source else None
+        conn = http.client.HTTPConnection(
+            self.host, self.port, timeout=timeout, source_address=where
+        )
         try:
             conn.request(method, path, body=body, headers=headers or {})
             resp = conn.getresponse()

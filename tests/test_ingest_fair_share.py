@@ -12,7 +12,6 @@ reopening when closed, held all 64 upload slots and every other client's upload 
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import socket
 import threading
@@ -28,16 +27,7 @@ def request_from(
     server, source: str, method: str, path: str, body=None, headers=None, timeout=30
 ) -> Response:
     """One request from the loopback address `source`."""
-    conn = http.client.HTTPConnection(
-        server.host, server.port, timeout=timeout, source_address=(source, 0)
-    )
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-    finally:
-        conn.close()
+    return server.request(method, path, body, headers, timeout, source=source)
 
 
 def upload_from(server, source: str, i: int = 0) -> Response:

@@ -107,16 +107,7 @@ OTHER = "127.0.0.2"  # another client: all of 127/8 is loopback on Linux
 
 
 def from_other(server, method: str, path: str, body=None, headers=None) -> Response:
-    conn = http.client.HTTPConnection(
-        server.host, server.port, timeout=30, source_address=(OTHER, 0)
-    )
-    try:
-        conn.request(method, path, body=body, headers=headers or {})
-        resp = conn.getresponse()
-        data = resp.read()
-        return Response(resp.status, {k.lower(): v for k, v in resp.getheaders()}, data)
-    finally:
-        conn.close()
+    return server.request(method, path, body, headers, 30, source=OTHER)
 
 
 def unanswered(socks) -> bool:
