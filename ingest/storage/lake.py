@@ -1481,18 +1481,7 @@ class LakeStore:
             self._claims.closed(old)
 
     def _make_fence(self) -> None:
-        con = self._writer
-        for attempt in range(10):
-            try:
-                con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
-                con.execute(
-                    f"CREATE TABLE {LAKE}.{FENCES}.{self.owner} (n BIGINT, committed_at TIMESTAMP)"
-                )
-                return
-            except duckdb.Error as exc:
-                if not _is_conflict(exc) or attempt == 9:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+        make_fence(self._writer, self.owner)
 
     def _drop_fence(self, owner: str) -> None:
         drop_fence(self._writer, owner)
@@ -1641,17 +1630,7 @@ class _LoaderFences:
 
     @staticmethod
     def create(con: duckdb.DuckDBPyConnection, owner: str) -> None:
-        for attempt in range(10):
-            try:
-                con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
-                con.execute(
-                    f"CREATE TABLE {LAKE}.{FENCES}.{owner} (n BIGINT, committed_at TIMESTAMP)"
-                )
-                return
-            except duckdb.Error as exc:
-                if not _is_conflict(exc) or attempt == 9:
-                    raise
-                time.sleep(0.05 * (attempt + 1))
+        make_fence(con, owner)
 
     @staticmethod
     def drop(con: duckdb.DuckDBPyConnection, owner: str) -> None:
@@ -1747,6 +1726,20 @@ def staged_loaded(claims: Claims, timeout: float) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
+
+
+def make_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
+    """Make `owner`'s fence table (a server's or a loader's), retried on a commit conflict:
+    its commits write to it, so dropping it (drop_fence) stops every one still in flight."""
+    for attempt in range(10):
+        try:
+            con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
+            con.execute(f"CREATE TABLE {LAKE}.{FENCES}.{owner} (n BIGINT, committed_at TIMESTAMP)")
+            return
+        except duckdb.Error as exc:
+            if not _is_conflict(exc) or attempt == 9:
+                raise
+            time.sleep(0.05 * (attempt + 1))
 
 
 def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
