@@ -15,6 +15,7 @@ user and the binaries run through `su postgres`. Trust authentication, listening
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -349,3 +350,20 @@ if pytest is not None:
         catalog = pg_cluster.create_db(name)
         init_lake(catalog, str(tmp_path / "data"))
         return catalog
+
+    @pytest.fixture
+    def stores(lake):
+        """open(**kw) -> a LakeStore on the test's lake; all are closed at the end."""
+        from ingest.storage.lake import LakeStore
+
+        opened = []
+
+        def open_store(**kw):
+            store = LakeStore(lake, **kw)
+            opened.append(store)
+            return store
+
+        yield open_store
+        for store in opened:
+            with contextlib.suppress(Exception):
+                store.close()

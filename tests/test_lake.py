@@ -74,22 +74,6 @@ def lake_rows(catalog: str, sql: str, params=None) -> list[tuple]:
         con.close()
 
 
-@pytest.fixture
-def stores(lake):
-    """open(**kw) -> a LakeStore on the test's lake; all are closed at the end."""
-    opened = []
-
-    def open_store(**kw):
-        store = LakeStore(lake, **kw)
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        with contextlib.suppress(Exception):
-            store.close()
-
-
 def test_lake_schema_is_the_file_schema(lake, tmp_path):
     """Every table and column of schema.sql, with its type and NOT NULL, is in the lake."""
     file = duckdb.connect(str(tmp_path / "f.duckdb"))

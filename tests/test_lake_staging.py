@@ -23,21 +23,6 @@ from ingest.storage.lake_admin import check
 pytest_plugins = ["lake_cluster"]
 
 
-@pytest.fixture
-def stores(lake):
-    opened = []
-
-    def open_store(**kw):
-        store = LakeStore(lake, **kw)
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        with contextlib.suppress(Exception):
-            store.close()
-
-
 def _staged(catalog: str) -> int:
     with psycopg.connect(conninfo(catalog), autocommit=True) as con:
         return lake_staging.backlog(con)[0]
