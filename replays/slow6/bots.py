@@ -18,7 +18,7 @@ import random
 from typing import cast
 
 from ..rulesets import Ruleset
-from ..vocabulary import POWERS
+from ..vocabulary import BOARDS, POWERS
 from .board import DIRECTIONS
 from .position import Position, RuleBroken, Target
 
@@ -119,24 +119,36 @@ class Bot(Player):
         best_line: list[Move]
         best, best_line = -1e9, []
         for mv in moves:
-            work = pos.copy()
-            mover = work.move(*mv)
             line = [mv]
-            if double and not work.over:
-                exclude = mover if work.rank[mover] == work.crown else -1
-                seconds = work.legal_moves(s, exclude)
-                if seconds:
-                    sub_best, sub_mv = -1e9, seconds[0]  # (every value beats -1e9)
-                    for mv2 in seconds:
-                        w2 = work.copy()
-                        w2.move(*mv2)
-                        v = self.evaluate(w2, s)
-                        if v > sub_best:
-                            sub_best, sub_mv = v, mv2
-                    work.move(*sub_mv)
-                    line.append(sub_mv)
+            # Most moves are quiet: made and taken back in place, without a copy.
+            quiet = -1 if double else pos.try_quiet(*mv)
+            if quiet >= 0:
+                work = pos
+            else:
+                work = pos.copy()
+                mover = work.move(*mv)
+                if double and not work.over:
+                    exclude = mover if work.rank[mover] == work.crown else -1
+                    seconds = work.legal_moves(s, exclude)
+                    if seconds:
+                        sub_best, sub_mv = -1e9, seconds[0]  # (every value beats -1e9)
+                        for mv2 in seconds:
+                            pid = work.try_quiet(*mv2)
+                            if pid >= 0:
+                                v = self.evaluate(work, s)
+                                work.undo_quiet(pid, *mv2)
+                            else:
+                                w2 = work.copy()
+                                w2.move(*mv2)
+                                v = self.evaluate(w2, s)
+                            if v > sub_best:
+                                sub_best, sub_mv = v, mv2
+                        work.move(*sub_mv)
+                        line.append(sub_mv)
             # Moves that cannot beat the best even with full noise may be cut short.
             value = self._value(work, s, depth - 1, best - self.noise, 1e9)
+            if quiet >= 0:
+                pos.undo_quiet(quiet, *mv)
             value += self.rng.random() * self.noise
             if value > best:
                 best, best_line = value, line
@@ -165,9 +177,14 @@ class Bot(Player):
             moves = [mv for mv in moves if board[mv[1]] >= 0]
             best = self.evaluate(pos, s)
         for mv in moves:
-            work = pos.copy()
-            work.move(*mv)
-            v = self._value(work, s, plies - 1, alpha, beta)
+            pid = pos.try_quiet(*mv)  # (`pos` is this call's own copy)
+            if pid >= 0:
+                v = self._value(pos, s, plies - 1, alpha, beta)
+                pos.undo_quiet(pid, *mv)
+            else:
+                work = pos.copy()
+                work.move(*mv)
+                v = self._value(work, s, plies - 1, alpha, beta)
             if maximize:
                 if v > best:
                     best = v
@@ -187,74 +204,118 @@ class Bot(Player):
             if pos.winner is None:
                 return 0.0
             return 1000.0 if pos.winner == s else -1000.0
-        n, crown = pos.n, pos.crown
+        crown, rank, side = pos.crown, pos.rank, pos.side
         score = 0.0
-        for pid, sq in enumerate(pos.pos):
-            if sq < 0:
-                continue
-            r = pos.rank[pid]
-            v = r + (3.0 if r == crown else 0.0)
-            if self.progress:
-                away = _dist(sq, pos.goal[pid], n)  # from home, or from where it promotes
-                v += 2.0 - 0.5 * away if r == crown else 1.5 - 0.3 * away
-            score += v if pos.side[pid] == s else -v
+        # (the terms are added in pid order, as floats: the same sum to the last bit as
+        # `_piece_value` term by term, so the same games)
+        if self.progress:
+            plain_row, crown_row = PROGRESS[pos.n]
+            goal = pos.goal
+            for pid, sq in enumerate(pos.pos):
+                if sq < 0:
+                    continue
+                r = rank[pid]
+                v = crown_row[sq][goal[pid]] if r == crown else r + plain_row[sq][goal[pid]]
+                score += v if side[pid] == s else -v
+        else:
+            for pid, sq in enumerate(pos.pos):
+                if sq < 0:
+                    continue
+                r = rank[pid]
+                v = r + 3.0 if r == crown else r + 0.0
+                score += v if side[pid] == s else -v
         if self.safety:
             mine, theirs = hanging(pos) if s == 0 else hanging(pos)[::-1]
             score += 0.3 * theirs - 0.8 * mine
         return score
 
 
+def _piece_value(rank: int, crown: int, sq: int, goal: int, n: int, progress: bool) -> float:
+    """One piece's worth in `Bot.evaluate` (the tables below are made from this)."""
+    v = rank + (3.0 if rank == crown else 0.0)
+    if progress:
+        away = _dist(sq, goal, n)  # from home, or from where it promotes
+        v += 2.0 - 0.5 * away if rank == crown else 1.5 - 0.3 * away
+    return v
+
+
 def _dist(a: int, b: int, n: int) -> int:
     return max(abs(a % n - b % n), abs(a // n - b // n))
 
 
-def _rays(n: int) -> list[list[tuple[int, ...]]]:
-    """Per square, per direction, the squares 1 and 2 steps away that are on the board."""
-    out = []
+def _progress(n: int) -> tuple[list[list[float]], list[list[float]]]:
+    """Per square, per goal square, what progress adds to a non-crown's rank (a float that
+    the rank is added to, as `_piece_value` adds it), and a crown's whole worth. Each row has
+    one more entry, read by a goal of -1, so that the table answers as the formula would."""
+    crown, squares = n + 1, [*range(n * n), -1]
+    plain = [[_piece_value(0, crown, sq, g, n, True) for g in squares] for sq in range(n * n)]
+    crowned = [[_piece_value(crown, crown, sq, g, n, True) for g in squares] for sq in range(n * n)]
+    return plain, crowned
+
+
+PROGRESS = {n: _progress(n) for n in BOARDS}
+
+
+def _near(n: int) -> tuple[list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
+    """Per square, the squares one step away (a crown's attacks in `hanging`), and per
+    direction the squares one and two steps away (-1 off the board): another piece's."""
+    adjacent, rays = [], []
     for sq in range(n * n):
         x, y = sq % n, sq // n
-        rays: list[tuple[int, ...]] = []
+        steps: list[int] = []
+        pairs: list[tuple[int, int]] = []
         for dx, dy in DIRECTIONS:
-            ray = tuple(
-                (y + dy * k) * n + x + dx * k
-                for k in (1, 2)
-                if 0 <= x + dx * k < n and 0 <= y + dy * k < n
-            )
-            if ray:
-                rays.append(ray)
-        out.append(rays)
-    return out
+            if not (0 <= x + dx < n and 0 <= y + dy < n):
+                continue
+            one = (y + dy) * n + x + dx
+            two = (y + 2 * dy) * n + x + 2 * dx
+            steps.append(one)
+            pairs.append((one, two if 0 <= x + 2 * dx < n and 0 <= y + 2 * dy < n else -1))
+        adjacent.append(tuple(steps))
+        rays.append(tuple(pairs))
+    return adjacent, rays
 
 
-RAYS = {n: _rays(n) for n in (5, 7)}
+NEAR = {n: _near(n) for n in BOARDS}
 
 
 def hanging(pos: Position) -> tuple[float, float]:
     """Per side, the ranks of its pieces that an enemy piece could take next move (roughly:
-    the first piece along each line, within the attacker's reach)."""
-    n, board, side, rank, crown = pos.n, pos.board, pos.side, pos.rank, pos.crown
-    rays, stun, ply, outcome = RAYS[n], pos.stun, pos.ply, pos.outcome
-    total = [0.0, 0.0]
+    the first piece along each line within the attacker's reach, a crown's 1, another's 2)."""
+    board, side, rank, crown = pos.board, pos.side, pos.rank, pos.crown
+    stun, ply, outcome = pos.stun, pos.ply, pos.outcome
+    adjacent, rays = NEAR[pos.n]
+    lost = [0, 0]  # (ints: the sum does not depend on the order)
     for a, sq in enumerate(pos.pos):
         if sq < 0:
             continue
         ra, sa = rank[a], side[a]
-        reach = 1 if ra == crown else 2
-        for ray in rays[sq]:
-            for step, d in enumerate(ray):
-                if step == reach:
-                    break
-                d = board[d]
+        wins = outcome[ra]
+        if ra == crown:  # one step
+            for t in adjacent[sq]:
+                d = board[t]
+                if d < 0 or side[d] == sa:
+                    continue
+                rd = rank[d]
+                # a crown is taken only while stunned (R4.3); else the engine's table (whose
+                # entry for a crown defending is never 1)
+                if wins[rd] == 1 or rd == crown and stun[d] >= ply:
+                    lost[1 - sa] += rd
+            continue
+        for one, two in rays[sq]:  # two steps, to the first piece
+            d = board[one]
+            if d < 0:
+                if two < 0:
+                    continue
+                d = board[two]
                 if d < 0:
                     continue
-                if side[d] != sa:
-                    rd = rank[d]
-                    # a crown is taken only while stunned (R4.3); else the engine's table
-                    hit = stun[d] >= ply if rd == crown else outcome[ra][rd] == 1
-                    if hit:
-                        total[1 - sa] += rd
-                break
-    return total[0], total[1]
+            if side[d] == sa:
+                continue
+            rd = rank[d]
+            if wins[rd] == 1 or rd == crown and stun[d] >= ply:
+                lost[1 - sa] += rd
+    return float(lost[0]), float(lost[1])
 
 
 def power_options(

@@ -364,38 +364,37 @@ class Position:
         return square_name(square, self.n)
 
     def legal_moves(self, s: int, exclude: int = -1) -> list[tuple[int, int]]:
-        """Every legal (from, to) for side `s` now; `exclude` a pid that may not move."""
+        """Every legal (from, to) for side `s` now, by pid and then by square; `exclude` a pid
+        that may not move."""
         out: list[tuple[int, int]] = []
-        n, board, side, ply = self.n, self.board, self.side, self.ply
+        n, board, side, ply, imm = self.n, self.board, self.side, self.ply, self.imm
+        rank, crown, rays_by_reach = self.rank, self.crown, RAYS[self.n]
         for pid, frm in enumerate(self.pos):
-            if frm < 0 or side[pid] != s or pid == exclude or self.imm[pid] >= ply:
+            if frm < 0 or side[pid] != s or pid == exclude or imm[pid] >= ply:
                 continue
-            fx, fy = frm % n, frm // n
-            reach = self.crown_reach if self.rank[pid] == self.crown else self.move_reach
             if self.dash[pid]:
                 reach = self.dash_reach
-            targets: set[int] = set()
-            for dx, dy in DIRECTIONS:
-                x, y = fx, fy
-                for _ in range(reach):
-                    x += dx
-                    y += dy
-                    if not (0 <= x < n and 0 <= y < n):
-                        break
-                    occ = board[y * n + x]
+            else:
+                reach = self.crown_reach if rank[pid] == crown else self.move_reach
+            targets: list[int] = []
+            for ray in rays_by_reach[reach][frm]:
+                for to in ray:
+                    occ = board[to]
                     if occ < 0:
-                        targets.add(y * n + x)
+                        targets.append(to)
                         continue
                     if side[occ] != s:
-                        targets.add(y * n + x)
+                        targets.append(to)
                     break
             if self.leap[pid]:
-                r = self.leap_reach
+                fx, fy, r = frm % n, frm // n, self.leap_reach
                 for y in range(max(0, fy - r), min(n, fy + r + 1)):
                     for x in range(max(0, fx - r), min(n, fx + r + 1)):
                         if board[y * n + x] < 0:
-                            targets.add(y * n + x)
-            out.extend((frm, to) for to in sorted(targets))
+                            targets.append(y * n + x)
+                targets = list(set(targets))  # (a leap's squares and a line's may be the same)
+            targets.sort()
+            out.extend([(frm, to) for to in targets])
         return out
 
     def has_legal_move(self, s: int, exclude: int = -1) -> bool:
@@ -559,6 +558,30 @@ class Position:
                 self.counters.trapped[g] += 1
 
     # ------------------------------------------------------------------ moves (R2-R6)
+
+    def try_quiet(self, frm: int, to: int) -> int:
+        """A bot's look-ahead: make the legal move `frm`-`to` of the side to move in place when
+        it is quiet (onto an empty square that is not the piece's goal, the piece holding no
+        dash, leap or surge, no trap of the other side on the board), where `move` would change
+        exactly the piece's square and nothing else; returns the pid, which `undo_quiet` takes
+        to put it back. Anything else changes nothing and returns -1 (copy, then `move`). Not
+        validated (the move must come from `legal_moves`) and not counted."""
+        board = self.board
+        pid = board[frm]
+        if board[to] >= 0 or to == self.goal[pid] or self.trap[1 - self.to_move] >= 0:
+            return -1
+        if self.dash[pid] or self.leap[pid] or self.surge[pid]:
+            return -1
+        board[frm] = -1
+        board[to] = pid
+        self.pos[pid] = to
+        return pid
+
+    def undo_quiet(self, pid: int, frm: int, to: int) -> None:
+        """Take back `try_quiet`'s move."""
+        self.board[to] = -1
+        self.board[frm] = pid
+        self.pos[pid] = frm
 
     def move(self, frm: int, to: int, exclude: int = -1) -> int:
         """Make the move `frm`-`to` (square ints) for the side to move; see `play`."""
@@ -961,6 +984,29 @@ START_BOARDS = {
     n: [START_SQUARES[n].index(q) if q in START_SQUARES[n] else -1 for q in range(n * n)]
     for n in BOARDS
 }
+
+
+def _rays(n: int, reach: int) -> list[tuple[tuple[int, ...], ...]]:
+    """Per square, per direction (of those that leave it), the squares 1..reach away on the
+    board, nearest first: where a piece of that reach may move, up to the first piece."""
+    out = []
+    for sq in range(n * n):
+        x, y = sq % n, sq // n
+        rays = []
+        for dx, dy in DIRECTIONS:
+            ray = tuple(
+                (y + dy * k) * n + x + dx * k
+                for k in range(1, reach + 1)
+                if 0 <= x + dx * k < n and 0 <= y + dy * k < n
+            )
+            if ray:
+                rays.append(ray)
+        out.append(tuple(rays))
+    return out
+
+
+# by board, then by reach (0..7: past every ruleset's, RS3), then square
+RAYS = {n: [_rays(n, reach) for reach in range(8)] for n in BOARDS}
 MOVE_NAMES = {
     n: [f"{square_name(a, n)}-{square_name(b, n)}" for a in range(n * n) for b in range(n * n)]
     for n in BOARDS
