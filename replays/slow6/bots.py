@@ -19,7 +19,6 @@ from typing import cast
 
 from ..rulesets import Ruleset
 from ..vocabulary import BOARDS, POWERS
-from .board import DIRECTIONS
 from .position import Position, RuleBroken, Target
 
 Move = tuple[int, int]  # (from, to) squares
@@ -256,66 +255,64 @@ def _progress(n: int) -> tuple[list[list[float]], list[list[float]]]:
 PROGRESS = {n: _progress(n) for n in BOARDS}
 
 
-def _near(n: int) -> tuple[list[tuple[int, ...]], list[tuple[tuple[int, int], ...]]]:
-    """Per square, the squares one step away (a crown's attacks in `hanging`), and per
-    direction the squares one and two steps away (-1 off the board): another piece's."""
-    adjacent, rays = [], []
-    for sq in range(n * n):
-        x, y = sq % n, sq // n
-        steps: list[int] = []
-        pairs: list[tuple[int, int]] = []
-        for dx, dy in DIRECTIONS:
-            if not (0 <= x + dx < n and 0 <= y + dy < n):
-                continue
-            one = (y + dy) * n + x + dx
-            two = (y + 2 * dy) * n + x + 2 * dx
-            steps.append(one)
-            pairs.append((one, two if 0 <= x + 2 * dx < n and 0 <= y + 2 * dy < n else -1))
-        adjacent.append(tuple(steps))
-        rays.append(tuple(pairs))
-    return adjacent, rays
+
+def _lines(n: int) -> list[list[int]]:
+    """Per square a, per square b: whether a piece on a could reach b next move, as `hanging`
+    counts it: -1 next to it, the square between them when b is two steps away in a straight
+    line (so that it must be empty), -2 neither."""
+    out = []
+    for a in range(n * n):
+        ax, ay = a % n, a // n
+        row = []
+        for b in range(n * n):
+            dx, dy = b % n - ax, b // n - ay
+            if a != b and max(abs(dx), abs(dy)) == 1:
+                row.append(-1)
+            elif a != b and dx in (-2, 0, 2) and dy in (-2, 0, 2):
+                row.append((ay + dy // 2) * n + ax + dx // 2)
+            else:
+                row.append(-2)
+        out.append(row)
+    return out
 
 
-NEAR = {n: _near(n) for n in BOARDS}
+LINES = {n: _lines(n) for n in BOARDS}
 
 
 def hanging(pos: Position) -> tuple[float, float]:
     """Per side, the ranks of its pieces that an enemy piece could take next move (roughly:
     the first piece along each line within the attacker's reach, a crown's 1, another's 2)."""
     board, side, rank, crown = pos.board, pos.side, pos.rank, pos.crown
-    stun, ply, outcome = pos.stun, pos.ply, pos.outcome
-    adjacent, rays = NEAR[pos.n]
-    lost = [0, 0]  # (ints: the sum does not depend on the order)
+    stun, ply, outcome, lines = pos.stun, pos.ply, pos.outcome, LINES[pos.n]
+    theirs = [(pid, sq) for pid, sq in enumerate(pos.pos) if sq >= 0 and side[pid]]
+    lost0 = lost1 = 0  # (ints: the sum does not depend on the order)
+    # Each pair of enemies once, both ways: a crown reaches one step, another piece two, over
+    # an empty square; a crown is taken only while stunned (R4.3), any other piece as the
+    # engine's table says (whose entry for a crown defending is never 1).
     for a, sq in enumerate(pos.pos):
-        if sq < 0:
+        if sq < 0 or side[a]:
             continue
-        ra, sa = rank[a], side[a]
-        wins = outcome[ra]
-        if ra == crown:  # one step
-            for t in adjacent[sq]:
-                d = board[t]
-                if d < 0 or side[d] == sa:
-                    continue
-                rd = rank[d]
-                # a crown is taken only while stunned (R4.3); else the engine's table (whose
-                # entry for a crown defending is never 1)
-                if wins[rd] == 1 or rd == crown and stun[d] >= ply:
-                    lost[1 - sa] += rd
-            continue
-        for one, two in rays[sq]:  # two steps, to the first piece
-            d = board[one]
-            if d < 0:
-                if two < 0:
-                    continue
-                d = board[two]
-                if d < 0:
-                    continue
-            if side[d] == sa:
+        line, ra = lines[sq], rank[a]
+        wins_a, a_crown = outcome[ra], ra == crown
+        for d, sqd in theirs:
+            between = line[sqd]
+            if between == -2:
                 continue
             rd = rank[d]
-            if wins[rd] == 1 or rd == crown and stun[d] >= ply:
-                lost[1 - sa] += rd
-    return float(lost[0]), float(lost[1])
+            d_crown = rd == crown
+            if between >= 0:  # two steps: no crown reaches, and nothing may stand between
+                if board[between] >= 0:
+                    continue
+                if not a_crown and (wins_a[rd] == 1 or d_crown and stun[d] >= ply):
+                    lost1 += rd
+                if not d_crown and (outcome[rd][ra] == 1 or a_crown and stun[a] >= ply):
+                    lost0 += ra
+                continue
+            if wins_a[rd] == 1 or d_crown and stun[d] >= ply:
+                lost1 += rd
+            if outcome[rd][ra] == 1 or a_crown and stun[a] >= ply:
+                lost0 += ra
+    return float(lost0), float(lost1)
 
 
 def power_options(
