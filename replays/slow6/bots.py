@@ -255,7 +255,6 @@ def _progress(n: int) -> tuple[list[list[float]], list[list[float]]]:
 PROGRESS = {n: _progress(n) for n in BOARDS}
 
 
-
 def _lines(n: int) -> list[list[int]]:
     """Per square a, per square b: whether a piece on a could reach b next move, as `hanging`
     counts it: -1 next to it, the square between them when b is two steps away in a straight
