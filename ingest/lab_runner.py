@@ -106,9 +106,15 @@ def _worker_init() -> None:
 _ARGS: tuple = ()
 
 
-def _pair(index: int) -> dict[str, Any]:
+def _pairs(indices: Sequence[int]) -> list[dict[str, Any]]:
     seed, base, candidate, board, powers, levels = _ARGS
-    return lab.play_pair(seed, index, base, candidate, board, powers, levels)
+    return [lab.play_pair(seed, i, base, candidate, board, powers, levels) for i in indices]
+
+
+# Pairs per task handed to a worker: enough that the hand-off (a future, two pickles, a wake-up
+# of this process) is a small part of the task, few enough that progress stays smooth and a
+# cancelled or killed run loses little; a small run goes one pair a task.
+CHUNK = 8
 
 
 def _set_args(args: tuple) -> None:
@@ -144,10 +150,13 @@ def play(
                         os.write(fd, b"\n")
             played = 0
             try:
-                for pair in _results(run, todo, jobs):
-                    os.write(fd, json.dumps(pair, separators=(",", ":")).encode() + b"\n")
-                    done[pair["i"]] = pair
-                    played += 1
+                for batch in _results(run, todo, jobs):
+                    # (one write a batch: a kill leaves at most its last line cut short)
+                    lines = [json.dumps(pair, separators=(",", ":")) + "\n" for pair in batch]
+                    os.write(fd, "".join(lines).encode())
+                    for pair in batch:
+                        done[pair["i"]] = pair
+                    played += len(batch)
                     if progress:
                         progress(len(done), run.games, played / (time.monotonic() - start))
             except KeyboardInterrupt:
@@ -159,25 +168,30 @@ def play(
     return [done[i] for i in range(run.games)]
 
 
-def _results(run: LabRun, todo: Sequence[int], jobs: int) -> Iterator[dict[str, Any]]:
+def _results(run: LabRun, todo: Sequence[int], jobs: int) -> Iterator[list[dict[str, Any]]]:
+    """The pairs of `todo` as they finish, in batches (one a task)."""
     args = (run.seed, run.base, run.candidate, run.board, run.powers, tuple(run.levels))
     if jobs <= 1:
         for i in todo:
-            yield lab.play_pair(
-                run.seed, i, run.base, run.candidate, run.board, run.powers, run.levels
-            )
+            yield [
+                lab.play_pair(
+                    run.seed, i, run.base, run.candidate, run.board, run.powers, run.levels
+                )
+            ]
         return
+    size = max(1, min(CHUNK, len(todo) // (8 * jobs)))
+    chunks = [todo[k : k + size] for k in range(0, len(todo), size)]
     # (concurrent.futures, not multiprocessing.Pool: a worker that dies, killed or out of
     # memory, breaks the executor and stops the run, where a Pool would wait for its result
     # for ever)
     ctx = multiprocessing.get_context("spawn" if sys.platform != "linux" else "fork")
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_set_args, initargs=(args,))
     pending: set[Future] = set()
-    queue = iter(todo)
+    queue = iter(chunks)
     try:
         while True:
-            for i in queue:  # a few tasks a worker ahead, never the whole run's
-                pending.add(pool.submit(_pair, i))
+            for chunk in queue:  # a few tasks a worker ahead, never the whole run's
+                pending.add(pool.submit(_pairs, chunk))
                 if len(pending) >= 4 * jobs:
                     break
             if not pending:
