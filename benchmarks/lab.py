@@ -3,8 +3,11 @@
 1. Bot games per second per level, 5x5 with powers, both sides at the level, one process
    (what one core gives the lab).
 2. A paired comparison of --pairs pairs (standard against the candidate, the lab's default
-   levels 1,2) through the lab's runner with --jobs workers: its wall time, and that time
-   extrapolated to the issue's size (2 x 10,000 games: 10,000 pairs), said as extrapolated.
+   levels 1,2) through the lab's runner with --jobs workers, then its prediction: their wall
+   times, and the total extrapolated to the issue's size (2 x 10,000 games: 10,000 pairs),
+   said as extrapolated; at --pairs 10000 or more, the measured total instead. The workers'
+   CPU time and the load average are printed beside it: on a shared machine the wall time
+   is also what the other processes took.
 3. Interval widths: each row's paired interval (the comparison above) against the interval of
    two independent runs of the same size (the candidate's games played again from other
    settings and streams, an unpaired bootstrap), and their ratio.
@@ -16,9 +19,13 @@ usage: python benchmarks/lab.py [--seconds 10] [--levels 1,2,3,4] [--pairs 200] 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import os
+import resource
 import statistics
 import tempfile
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from analysis.lab import predict
@@ -30,13 +37,23 @@ FREEZE_1 = 'name = "freeze-1"\ngame = "slow6"\n[params]\nfreeze_turns = 1\n'
 TARGET_PAIRS = 10_000
 
 
-def speed(level: int, seconds: float) -> tuple[float, int]:
-    games, start = 0, time.perf_counter()
+def speed(level: int, seconds: float) -> tuple[float, float, int]:
+    """Games per second of wall time and of this process's CPU time, and the games played."""
+    games, start, cpu = 0, time.perf_counter(), time.process_time()
     while time.perf_counter() - start < seconds or games == 0:
         st = lab.setting(77, games, 5, [level])
         lab.play(st, STANDARD["slow6"], 5, True, 77)
         games += 1
-    return games / (time.perf_counter() - start), games
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    return games / wall, games / max(cpu, 1e-9), games
+
+
+_RULES = STANDARD["slow6"]
+
+
+def _independent(index: int) -> dict:
+    """Game `index` of the independent run: the lab's levels, other settings and streams."""
+    return lab.play_independent(9_999, index, _RULES, 5, True, (1, 2))
 
 
 def main() -> None:
@@ -48,35 +65,61 @@ def main() -> None:
     ap.add_argument("--candidate", help="a ruleset TOML file (default: freeze_turns 1)")
     args = ap.parse_args()
 
-    print("bot games per second, 5x5 with powers, one process (one core):")
+    print(
+        "bot games per second, 5x5 with powers, one process (one core; load average "
+        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores):"
+    )
     for level in (int(x) for x in args.levels.split(",")):
-        rate, games = speed(level, args.seconds)
-        print(f"  level {level}: {rate:6.1f} games/s ({games} games)")
+        rate, per_cpu, games = speed(level, args.seconds)
+        print(f"  level {level}: {rate:6.1f} games/s ({games} games; {per_cpu:.1f} per CPU second)")
 
     text = Path(args.candidate).read_text() if args.candidate else FREEZE_1
     candidate = parse_toml(text)
     levels = (1, 2)
     run = LabRun(STANDARD["slow6"], candidate, 5, True, levels, seed=11, games=args.pairs)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory() as tmp:
         start = time.perf_counter()
         pairs = play(run, Path(tmp) / "run.ndjson", jobs=args.jobs)
         wall = time.perf_counter() - start
+    now = resource.getrusage(resource.RUSAGE_CHILDREN)
+    worker_cpu = now.ru_utime + now.ru_stime - children.ru_utime - children.ru_stime
+    start = time.perf_counter()
+    paired_rows = predict(pairs, powers=True, levels=levels)
+    predicting = time.perf_counter() - start
     rate = 2 * args.pairs / wall
     print(
         f"paired comparison, {candidate.name} vs standard, 5x5 powers, levels 1,2: "
         f"{args.pairs} pairs ({2 * args.pairs} games) in {wall:.1f} s with {args.jobs} "
-        f"workers = {rate:.1f} games/s"
+        f"workers = {rate:.1f} games/s, then its prediction in {predicting:.1f} s"
     )
-    print(
-        f"2 x {TARGET_PAIRS:,} games at that rate (extrapolated, not run): "
-        f"{2 * TARGET_PAIRS / rate / 60:.1f} min"
-    )
+    if worker_cpu > 0:
+        print(
+            f"  (the workers' CPU time {worker_cpu:.1f} s = {2 * args.pairs / worker_cpu:.1f} "
+            f"games per CPU second; load average {os.getloadavg()[0]:.1f} on "
+            f"{os.cpu_count()} cores)"
+        )
+    total = wall + predicting
+    if args.pairs >= TARGET_PAIRS:
+        print(f"2 x {args.pairs:,} games measured (run, not extrapolated): {total / 60:.1f} min")
+    else:
+        print(
+            f"2 x {TARGET_PAIRS:,} games at that rate (extrapolated, not run): "
+            f"{total * TARGET_PAIRS / args.pairs / 60:.1f} min"
+        )
 
     # the candidate's games again from other settings and streams: an independent run
     start = time.perf_counter()
+    global _RULES
+    _RULES = candidate  # (a ruleset does not pickle: forked workers inherit it)
+    if args.jobs > 1:
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+            others = list(pool.map(_independent, range(len(pairs)), chunksize=16))
+    else:
+        others = [_independent(i) for i in range(len(pairs))]
     independent = []
-    for i, pair in enumerate(pairs):
-        other = lab.play_independent(9_999, i, candidate, 5, True, levels)
+    for i, (pair, other) in enumerate(zip(pairs, others, strict=True)):
         game = {**other["game"], "first": other["first"], "levels": other["levels"],
                 "lineups": other["lineups"]}  # fmt: skip
         independent.append({"i": i, "first": pair["first"], "levels": pair["levels"],
@@ -84,7 +127,6 @@ def main() -> None:
                             "first": pair["first"], "levels": pair["levels"],
                             "lineups": pair["lineups"]},
                             "candidate": game})  # fmt: skip
-    paired_rows = predict(pairs, powers=True, levels=levels)
     indep_rows = predict(independent, powers=True, levels=levels)
     print(f"(the independent run: {args.pairs} more games in {time.perf_counter() - start:.1f} s)")
     print(f"95% interval widths, {args.pairs} games a side: paired vs two independent runs")
