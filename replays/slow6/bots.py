@@ -276,6 +276,9 @@ def _lines(n: int) -> list[list[int]]:
 
 
 LINES = {n: _lines(n) for n in BOARDS}
+# per board, per square: the squares `LINES` says a piece there could reach, as a bit mask
+IN_REACH = {n: [sum(1 << b for b, x in enumerate(row) if x != -2) for row in LINES[n]]
+            for n in BOARDS}  # fmt: skip
 
 
 def hanging(pos: Position) -> tuple[float, float]:
@@ -283,20 +286,28 @@ def hanging(pos: Position) -> tuple[float, float]:
     the first piece along each line within the attacker's reach, a crown's 1, another's 2)."""
     board, side, rank, crown = pos.board, pos.side, pos.rank, pos.crown
     stun, ply, outcome, lines = pos.stun, pos.ply, pos.outcome, LINES[pos.n]
-    theirs = [(pid, sq) for pid, sq in enumerate(pos.pos) if sq >= 0 and side[pid]]
+    theirs = 0  # side 1's squares, a bit each
+    for pid, sq in enumerate(pos.pos):
+        if sq >= 0 and side[pid]:
+            theirs |= 1 << sq
+    in_reach = IN_REACH[pos.n]
     lost0 = lost1 = 0  # (ints: the sum does not depend on the order)
-    # Each pair of enemies once, both ways: a crown reaches one step, another piece two, over
-    # an empty square; a crown is taken only while stunned (R4.3), any other piece as the
-    # engine's table says (whose entry for a crown defending is never 1).
+    # Each pair of enemies in reach of each other once, both ways: a crown reaches one step,
+    # another piece two, over an empty square; a crown is taken only while stunned (R4.3), any
+    # other piece as the engine's table says (whose entry for a crown defending is never 1).
     for a, sq in enumerate(pos.pos):
         if sq < 0 or side[a]:
             continue
+        near = theirs & in_reach[sq]
+        if not near:
+            continue
         line, ra = lines[sq], rank[a]
         wins_a, a_crown = outcome[ra], ra == crown
-        for d, sqd in theirs:
-            between = line[sqd]
-            if between == -2:
-                continue
+        while near:
+            bit = near & -near
+            near ^= bit
+            sqd = bit.bit_length() - 1
+            d, between = board[sqd], line[sqd]
             rd = rank[d]
             d_crown = rd == crown
             if between >= 0:  # two steps: no crown reaches, and nothing may stand between
