@@ -163,18 +163,19 @@ class Bot(Player):
         if pos.over:
             return self.evaluate(pos, s)
         mover = pos.to_move
-        board = pos.board
-        moves = sorted(pos.legal_moves(mover), key=lambda mv: board[mv[1]] < 0)
-        if not moves:
-            return self.evaluate(pos, s)
         maximize = mover == s
-        best = -1e9 if maximize else 1e9
         if plies <= self.quiet:
             # The last plies look at captures only (a quiescence search, so that the horizon
             # does not fall between a capture and its recapture); not capturing ("standing
             # pat") is allowed.
-            moves = [mv for mv in moves if board[mv[1]] >= 0]
+            moves = pos.legal_moves(mover, captures=True)
             best = self.evaluate(pos, s)
+        else:
+            board = pos.board
+            moves = sorted(pos.legal_moves(mover), key=lambda mv: board[mv[1]] < 0)
+            if not moves:
+                return self.evaluate(pos, s)
+            best = -1e9 if maximize else 1e9
         for mv in moves:
             pid = pos.try_quiet(*mv)  # (`pos` is this call's own copy)
             if pid >= 0:

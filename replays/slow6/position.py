@@ -363,9 +363,11 @@ class Position:
     def sq(self, square: int) -> str:
         return square_name(square, self.n)
 
-    def legal_moves(self, s: int, exclude: int = -1) -> list[tuple[int, int]]:
+    def legal_moves(
+        self, s: int, exclude: int = -1, captures: bool = False
+    ) -> list[tuple[int, int]]:
         """Every legal (from, to) for side `s` now, by pid and then by square; `exclude` a pid
-        that may not move."""
+        that may not move; `captures`: only the moves onto an enemy piece."""
         out: list[tuple[int, int]] = []
         n, board, side, ply, imm = self.n, self.board, self.side, self.ply, self.imm
         rank, crown, rays_by_reach = self.rank, self.crown, RAYS[self.n]
@@ -381,12 +383,13 @@ class Position:
                 for to in ray:
                     occ = board[to]
                     if occ < 0:
-                        targets.append(to)
+                        if not captures:
+                            targets.append(to)
                         continue
                     if side[occ] != s:
                         targets.append(to)
                     break
-            if self.leap[pid]:
+            if self.leap[pid] and not captures:  # (a leap only lands on an empty square)
                 fx, fy, r = frm % n, frm // n, self.leap_reach
                 for y in range(max(0, fy - r), min(n, fy + r + 1)):
                     for x in range(max(0, fx - r), min(n, fx + r + 1)):
