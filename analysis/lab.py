@@ -23,6 +23,8 @@ import numpy as np
 
 from replays.vocabulary import POWERS, REASONS
 
+from .sql import sql_literal
+
 SIDES = ("base", "candidate")
 MIN_EFFECT = 0.02  # points of score (and share of games) a change must clear to matter
 MIN_TURNS = 0.5  # turns a game-length change must clear to matter
@@ -197,22 +199,31 @@ def ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- prediction against observation --------------------------------------------------------
 
 
-def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dict[str, Any]]:
-    """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, as
-    the lab's game dicts (winner, reason, turns, picks, used; first and lineups)."""
-    rows = con.execute(
-        """SELECT g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
+OBSERVED_MODES = ("online", "friend")  # players' games against players
+
+
+def observed_sql(ruleset: str, board: int, powers: bool) -> str:
+    """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, a row
+    a game (the text the dashboard runs on its snapshot and `lab check` on the store)."""
+    modes = ", ".join(sql_literal(m) for m in OBSERVED_MODES)
+    return f"""SELECT g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
                   g.powers_0, g.powers_1,
-                  list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL),
-                  list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL)
+                  list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL) AS used_0,
+                  list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL) AS used_1
            FROM games g LEFT JOIN game_powers p ON p.game_id = g.game_id
-           WHERE g.ruleset = ? AND g.board = ? AND g.powers = ? AND NOT g.hidden
-             AND g.mode IN ('online', 'friend')
-           GROUP BY ALL ORDER BY g.game_id""",
-        [ruleset, board, powers],
-    ).fetchall()
+           WHERE g.ruleset = {sql_literal(ruleset)} AND g.board = {int(board)}
+             AND g.powers = {"true" if powers else "false"} AND NOT g.hidden
+             AND g.mode IN ({modes})
+           GROUP BY g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
+                    g.powers_0, g.powers_1
+           ORDER BY g.game_id"""
+
+
+def observed_from_rows(rows: Sequence[Sequence[Any]], powers: bool) -> list[dict[str, Any]]:
+    """observed_sql's rows as the lab's game dicts (winner, reason, turns, picks, used; first
+    and lineups)."""
     out = []
-    for _, first, winner, reason, turns, l0, l1, p0, p1, u0, u1 in rows:
+    for first, winner, reason, turns, l0, l1, p0, p1, u0, u1 in rows:
         game = {"winner": winner, "reason": reason, "turns": turns,
                 "picks": [sorted(p0), sorted(p1)] if powers and p0 and p1 else None,
                 "used": [sorted(u0 or []), sorted(u1 or [])]}  # fmt: skip
@@ -220,6 +231,10 @@ def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dic
         out.append({"first": first, "levels": [0, 0], "lineups": lineups, "independent": True,
                     "base": game})  # fmt: skip
     return out
+
+
+def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dict[str, Any]]:
+    return observed_from_rows(con.execute(observed_sql(ruleset, board, powers)).fetchall(), powers)
 
 
 def observe(
@@ -230,9 +245,12 @@ def observe(
     board: int,
     resamples: int = 1000,
     seed: int = 0,
+    tested: int = 1,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """(family, row) -> the observed before, after, change and its 95% bootstrap interval
-    (the two releases' games resampled independently: they are different games)."""
+    (the two releases' games resampled independently: they are different games), and
+    `lo_adj`, `hi_adj`: the interval at 1 - 0.05 / `tested` (Bonferroni over the `tested`
+    hypotheses a release is checked on)."""
     specs = row_specs(powers, [0], board)
     if not before or not after:
         return {}
@@ -258,5 +276,59 @@ def observe(
             row["change"] = a - b
             if len(d):
                 row["lo"], row["hi"] = (float(x) for x in np.percentile(d, [2.5, 97.5]))
+                tail = 100 * ALPHA / 2 / max(tested, 1)
+                row["lo_adj"], row["hi_adj"] = (
+                    float(x) for x in np.percentile(d, [tail, 100 - tail])
+                )
         out[(spec.family, spec.row)] = row
     return out
+
+
+ALPHA = 0.05  # a release's checks together: at most this chance of calling a true one missed
+
+
+def compare(
+    rows: Sequence[dict[str, Any]], seen: dict[tuple[str, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A run's predicted rows beside what was observed (`observe`, with `tested` = the number
+    of rows with a predicted interval: the run's pre-registered hypotheses, and only those).
+
+    inside: the observed change lies in the predicted interval; consistent: the two 95%
+    intervals overlap; missed: the observed interval at the release's Bonferroni level lies
+    wholly outside the predicted interval (the prediction is refuted, with at most ALPHA
+    chance over all of the run's rows together that any true one is called missed)."""
+    out = []
+    for row in rows:
+        obs = seen.get((row["family"], row["row"]), {})
+        change = obs.get("change")
+        known = change is not None and row["lo"] is not None
+        inside = bool(row["lo"] <= change <= row["hi"]) if known else None
+        # consistent: the two intervals overlap (the observation cannot tell them apart), the
+        # looser reading where a small run's prediction is narrower than the observation's
+        consistent = missed = None
+        if known and obs.get("lo") is not None:
+            consistent = bool(obs["lo"] <= row["hi"] and row["lo"] <= obs["hi"])
+            missed = bool(obs["lo_adj"] > row["hi"] or obs["hi_adj"] < row["lo"])
+        out.append({"family": row["family"], "row": row["row"], "unit": row.get("unit"),
+                    "predicted": row["change"], "predicted_lo": row["lo"],
+                    "predicted_hi": row["hi"], "observed": change,
+                    "observed_lo": obs.get("lo"), "observed_hi": obs.get("hi"),
+                    "inside": inside, "consistent": consistent, "missed": missed})  # fmt: skip
+    return out
+
+
+def hypotheses(rows: Sequence[dict[str, Any]]) -> int:
+    """How many of a run's rows are tested on its release: those with a predicted interval."""
+    return sum(r["lo"] is not None for r in rows)
+
+
+def record(checked: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A run's track record on its release: rows compared, how many fell inside the
+    prediction, were consistent with it, were missed."""
+    compared = [r for r in checked if r["inside"] is not None]
+    return {
+        "compared": len(compared),
+        "inside": sum(bool(r["inside"]) for r in compared),
+        "consistent": sum(bool(r["consistent"]) for r in compared),
+        "missed": sum(bool(r["missed"]) for r in compared),
+    }

@@ -313,10 +313,13 @@ def test_a_store_held_by_a_running_server_keeps_the_run_file_for_later(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path):
+def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path, app_factory):
     """After the release: the run's rows (its pre-registered hypotheses) beside the observed
     change between the two rulesets' human games. Synthetic games with a planted Double
-    effect under standard and none under freeze-1: the observed Double row falls."""
+    effect under standard and none under freeze-1: the observed Double row falls. The Lab
+    page shows the same check once freeze-1 is registered with the run's rules, and the
+    track record over it; a run whose candidate has that name but other rules is not
+    checked against its release."""
     import polars as pl
 
     from analysis import synthetic
@@ -356,4 +359,50 @@ def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path):
             assert r["consistent"] is overlap
     plain = balance("lab", "check", run["id"][:8], "--db", str(db)).stdout
     assert "3000 human games under standard, 3000 under freeze-1" in plain
-    assert "pre-registered hypotheses" in plain and "consistent:" in plain
+    assert "pre-registered hypotheses" in plain and "consistent:" in plain and "missed:" in plain
+    tested = sum(r["predicted_lo"] is not None for r in rows)
+    assert f"1 - 0.05/{tested}" in plain
+    for r in rows:  # missed: the Bonferroni interval (wider than the 95% one) clear of it
+        if r["missed"]:
+            assert not r["consistent"] and not r["inside"], r
+
+    # the page: nothing is checked until the candidate is registered with the run's rules
+    import csv
+    import io
+
+    other = tmp_path / "other" / "freeze-1.toml"  # the same name, other rules
+    other.parent.mkdir()
+    other.write_text(FREEZE_1.replace("freeze_turns = 1", "trap_turns = 1"))
+    cfg = balance("lab", "run", "--candidate", str(other), "--games", "3", "--powers",
+                  "--levels", "1", "--db", str(db))  # fmt: skip
+    assert cfg.returncode == 0, cfg.stderr
+    app = app_factory(db=db)
+    assert "candidate has been released yet" in app.get(
+        "/dashboard/p/lab").body.decode()  # fmt: skip
+    app.stop()
+    assert balance("rules", "add", "--db", str(db), str(cand)).returncode == 0
+    app = app_factory(db=db)
+    page = app.get("/dashboard/p/lab").body.decode()
+    assert 'id="spec-lab-check"' in page and 'id="spec-lab-record"' in page
+    assert "pre-registered" in page and "3,000 players&#39; games under the bases" in page
+
+    def table(chart: str) -> list[dict]:
+        got = app.get(f"/dashboard/chart/{chart}.csv")
+        assert got.status == 200
+        return list(csv.DictReader(io.StringIO(got.body.decode())))
+
+    shown = table("lab-check")
+    assert {s["run"] for s in shown} == {f"freeze-1 vs standard ({run['id'][:8]})"}
+    assert len(shown) == len(rows)
+    for s, r in zip(shown, rows, strict=True):  # the page's numbers are the command's
+        assert (s["family"], s["row"]) == (r["family"], r["row"])
+        for k in ("predicted", "observed", "observed_lo", "observed_hi"):
+            assert (s[k] == "") == (r[k] is None)
+            if r[k] is not None:
+                assert float(s[k]) == pytest.approx(r[k])
+        assert s["inside"] == ("" if r["inside"] is None else str(r["inside"]).lower())
+    (record,) = table("lab-record")
+    compared = [r for r in rows if r["inside"] is not None]
+    assert int(record["compared"]) == len(compared) > 10
+    assert int(record["inside"]) == sum(r["inside"] for r in compared)
+    assert float(record["lo"]) <= float(record["rate"]) <= float(record["hi"])

@@ -9,6 +9,7 @@ import polars as pl
 from .. import charts
 from ..render import Chart, Ctx
 from .base import Page
+from .lab_check import check, record
 
 RUNS_SHOWN = 5  # the newest runs drawn (the table lists every run)
 
@@ -92,11 +93,13 @@ rows = Chart(
 
 PAGE = Page(
     "Lab",
-    [runs, rows],
+    [runs, rows, check, record],
     intro="What the balance lab predicted for candidate rulesets: bots play each candidate "
     "against the base, and every balance row's change is shown with its paired interval. "
-    "Bots stand in for players: people adapt to a new rule, bots do not. Runs are started "
-    "from the command line (`balance lab run`); this page only shows them.",
+    "Bots stand in for players: people adapt to a new rule, bots do not. Once a candidate is "
+    "registered and released, its predictions are checked against what players did, and the "
+    "lab's track record over its releases is kept. Runs are started from the command line "
+    "(`balance lab run`); this page only shows them.",
     coverage_table="",
     selects=(),
     version_select=False,
