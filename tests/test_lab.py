@@ -406,3 +406,48 @@ def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path, app_f
     assert int(record["compared"]) == len(compared) > 10
     assert int(record["inside"]) == sum(r["inside"] for r in compared)
     assert float(record["lo"]) <= float(record["rate"]) <= float(record["hi"])
+
+
+def _null_game(rng, first: int) -> dict:
+    """A game of a fixed world: Double worth +0.15 to its side, the first mover +0.05."""
+    picks = [sorted(rng.sample(range(10), 2)) for _ in (0, 1)]
+    names = ["dash", "leap", "shield", "freeze", "swap", "recall", "double", "trap", "shove",
+             "surge"]  # fmt: skip
+    edge = 0.05 * (1 if first == 0 else -1)
+    edge += sum(0.15 * (1 if s == 0 else -1) for s in (0, 1) if 6 in picks[s])
+    x = rng.random()
+    winner = None if x < 0.1 else (0 if x < 0.1 + 0.45 + edge else 1)
+    return {"winner": winner, "reason": rng.choice(["home", "wipeout", "points"]),
+            "turns": rng.randint(10, 40), "first": first, "levels": [1, 1],
+            "lineups": [rng.sample(range(1, 6), 5) for _ in (0, 1)],
+            "picks": [[names[p] for p in ps] for ps in picks],
+            "used": [[names[p] for p in ps if rng.random() < 0.6] for ps in picks]}  # fmt: skip
+
+
+def test_with_no_change_the_paired_intervals_cover_0_at_about_their_rate():
+    """Null coverage of the lab's intervals (benchmarks/lab.py --coverage measures it on bot
+    games): two independent samples of one world, 80 games a side, 60 times; every row's 95%
+    interval should cover the true change, 0, about 95% of the time, and no row be called
+    confident more than rarely. (Equal rulesets with the same seeds give exactly 0 and say
+    nothing about the rate.)"""
+    import random
+
+    covered, confident, rows_seen = [], 0, 0
+    for rep in range(60):
+        rng = random.Random(f"null/{rep}")
+        pairs = []
+        for i in range(80):
+            a, b = _null_game(rng, rng.randrange(2)), _null_game(rng, rng.randrange(2))
+            pairs.append({"i": i, "first": a["first"], "levels": [1, 1], "independent": True,
+                          "lineups": a["lineups"], "base": a, "candidate": b})  # fmt: skip
+        rows = predict(pairs, powers=True, levels=(1,), resamples=400, seed=rep)
+        for r in rows:
+            if r["lo"] is not None and r["n"] >= 30:
+                covered.append(r["lo"] <= 0 <= r["hi"])
+                confident += r["confident"]
+                rows_seen += 1
+    rate = sum(covered) / len(covered)
+    print(f"null coverage {rate:.3f} over {len(covered)} rows; {confident} confident")
+    assert len(covered) > 1000
+    assert 0.92 <= rate <= 0.98, rate
+    assert confident <= 0.05 * rows_seen
