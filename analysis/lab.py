@@ -15,7 +15,7 @@ who play like these bots, with picks drawn as the lab draws them (uniform prefer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -332,3 +332,37 @@ def record(checked: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "consistent": sum(bool(r["consistent"]) for r in compared),
         "missed": sum(bool(r["missed"]) for r in compared),
     }
+
+
+# -- what a power is worth (restricted play) -------------------------------------------------
+
+
+def worth(
+    pairs_by_power: Mapping[str, Sequence[dict[str, Any]]],
+    *,
+    min_effect: float = MIN_EFFECT,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """A `power_worth` row a power from replays/lab_worth.py's pairs: base, the restricted
+    side's score when free; candidate, when barred from the power; change, candidate minus
+    base (a power worth having is negative), with its paired bootstrap interval; n, pairs."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for power, pairs in pairs_by_power.items():
+        free = np.array([p["free"] for p in pairs], dtype=float)
+        barred = np.array([p["restricted"] for p in pairs], dtype=float)
+        n = len(pairs)
+        row: dict[str, Any] = {"family": "power_worth", "row": power, "unit": "score",
+                               "base": None, "candidate": None, "change": None, "lo": None,
+                               "hi": None, "confident": False, "n": n}  # fmt: skip
+        if n:
+            diff = barred - free
+            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples) / n
+            lo, hi = np.percentile(weights @ diff, [2.5, 97.5])
+            sure = n >= MIN_SUPPORT and bool(lo > min_effect or hi < -min_effect)
+            row.update(base=float(free.mean()), candidate=float(barred.mean()),
+                       change=float(diff.mean()), lo=float(lo), hi=float(hi),
+                       confident=sure)  # fmt: skip
+        out.append(row)
+    return out

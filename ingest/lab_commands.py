@@ -93,6 +93,9 @@ def register(sub) -> None:
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_show)
+    from .lab_worth import register as register_worth
+
+    register_worth(lab)
 
 
 def _db(args) -> str:

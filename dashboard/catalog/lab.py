@@ -1,6 +1,8 @@
 """The Lab page: the balance lab's stored runs (`balance lab run`, docs/lab.md), each with what
 changed in the rules and its predicted changes as dots with their paired intervals, largest
-first. Read-only: runs are started from the command line."""
+first; then each released candidate's prediction against what players did (lab_check.py).
+Worth runs (`balance lab worth`) are on the Powers page. Read-only: runs are started from the
+command line."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ def _runs_sql(ctx: Ctx) -> str:
         "picks_differ, "
         "(SELECT count(*) FROM lab_rows x WHERE x.run_id = r.id AND x.confident) AS confident, "
         "(candidate->'params')::VARCHAR AS candidate_params, (base->'params')::VARCHAR "
-        "AS base_params FROM lab_runs r ORDER BY created_at DESC, id"
+        "AS base_params FROM lab_runs r WHERE NOT starts_with(id, 'worth-') "
+        "ORDER BY created_at DESC, id"
     )
 
 
@@ -59,7 +62,8 @@ runs = Chart(
 def _rows_sql(ctx: Ctx) -> str:
     return (
         "WITH newest AS (SELECT id, candidate->>'name' AS candidate, base->>'name' AS base "
-        f"FROM lab_runs ORDER BY created_at DESC, id LIMIT {RUNS_SHOWN}) "
+        "FROM lab_runs WHERE NOT starts_with(id, 'worth-') "
+        f"ORDER BY created_at DESC, id LIMIT {RUNS_SHOWN}) "
         "SELECT n.candidate || ' vs ' || n.base || ' (' || left(n.id, 8) || ')' AS run, "
         "x.family || ': ' || x.row AS label, x.family, x.row, x.unit, x.base AS base_value, "
         "x.candidate AS candidate_value, x.change AS rate, x.lo, x.hi, x.confident, x.n "

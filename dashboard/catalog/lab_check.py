@@ -41,7 +41,8 @@ def _rows_sql(ctx: Ctx) -> str:
         "x.change AS predicted, x.lo AS predicted_lo, x.hi AS predicted_hi "
         "FROM lab_rows x JOIN lab_runs r ON r.id = x.run_id "
         "JOIN rulesets rs ON rs.game = 'slow6' AND rs.name = (r.candidate->>'name') "
-        "WHERE (r.candidate->>'name') IN (SELECT ruleset FROM released) "
+        "WHERE NOT starts_with(r.id, 'worth-') "
+        "AND (r.candidate->>'name') IN (SELECT ruleset FROM released) "
         "AND (r.base->>'name') IN (SELECT ruleset FROM released) "
         "ORDER BY r.created_at DESC, r.id, x.ord"
     )
