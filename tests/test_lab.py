@@ -451,3 +451,69 @@ def test_with_no_change_the_paired_intervals_cover_0_at_about_their_rate():
     assert len(covered) > 1000
     assert 0.92 <= rate <= 0.98, rate
     assert confident <= 0.05 * rows_seen
+
+
+SHORT_DASH = """name = "short-dash"
+game = "slow6"
+description = "Slower pieces, and Dash only one square further"
+[params]
+reach = 1
+dash_reach = 2
+"""
+
+
+@pytest.mark.slow
+def test_what_a_power_is_worth_by_restricted_play(tmp_path, app_factory):
+    """Dash is worth points to level-1 bots under standard (a side barred from it, taking its
+    next preferred power, scores less; the interval clear of 0); a ruleset whose Dash reaches
+    one square beyond a plain move on a slower board shows it worth less. Both runs stored and
+    drawn on the Powers page, beside the observed pick effect. 100 pairs a run."""
+    import csv
+    import io
+
+    db = tmp_path / "worth.duckdb"
+    weak = tmp_path / "short-dash.toml"
+    weak.write_text(SHORT_DASH)
+
+    def worth(rules: str) -> dict:
+        ran = balance("lab", "worth", "--power", "dash", "--rules", rules, "--games", "100",
+                      "--level", "1", "--jobs", "2", "--json", "--db", str(db))  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert "stored: lab run worth-" in ran.stderr
+        (row,) = rows_of(ran.stdout)
+        assert row["power"] == "dash" and row["level"] == 1 and row["n"] == 100
+        assert row["lo"] <= row["worth"] <= row["hi"]
+        return row
+
+    strong = worth("standard")
+    assert strong["lo"] > 0, strong
+    weaker = worth(str(weak))
+    assert weaker["worth"] < strong["worth"], (weaker, strong)
+    runs = json.loads(balance("lab", "list", "--db", str(db), "--json").stdout)["runs"]
+    assert len(runs) == 2 and all(r["id"].startswith("worth-") for r in runs)
+
+    app = app_factory(db=db)
+    page = app.get("/dashboard/p/powers").body.decode()
+    assert 'id="spec-power-lab-worth"' in page and "bots level" in page
+    got = list(csv.DictReader(io.StringIO(
+        app.get("/dashboard/chart/power-lab-worth.csv").body.decode())))  # fmt: skip
+    (dash,) = got  # each power's newest worth run: the short-dash one
+    assert dash["power"] == "dash" and dash["ruleset"] == "short-dash"
+    assert float(dash["worth"]) == pytest.approx(weaker["worth"])
+    # worth runs are the Powers page's, not comparisons of two rulesets
+    listed = app.get("/dashboard/chart/lab-runs.csv").body.decode()
+    assert listed.count("\n") <= 1 and "worth-" not in listed
+
+
+def test_lab_worth_refuses_a_power_it_cannot_measure(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    got = balance("lab", "worth", "--power", "lightning", "--db", db)
+    assert got.returncode == 2 and got.stdout == "" and "R8.2" in got.stderr, got
+    assert "no such power" in got.stderr and "double" in got.stderr
+    few = tmp_path / "few.toml"
+    few.write_text('name = "few"\ngame = "slow6"\n[params]\npowers = ["dash", "leap", "shield",'
+                   ' "freeze"]\n')  # fmt: skip
+    got = balance("lab", "worth", "--power", "double", "--rules", str(few), "--db", db)
+    assert got.returncode == 2 and "does not offer it" in got.stderr, got
+    assert balance("lab", "worth", "--db", db).returncode == 2  # --power or --all
+    assert not (tmp_path / "w.duckdb").exists()  # nothing written for a refused command
