@@ -120,15 +120,24 @@ def row_specs(powers: bool, levels: Sequence[int], board: int = 0) -> list[RowSp
     return out
 
 
-def _values(spec: RowSpec, cols: dict, weights: np.ndarray) -> np.ndarray:
-    """The row's value for each row of `weights` (resamples x games); NaN where a ratio's
-    denominator is 0 (nobody picked the power in that resample)."""
-    zero = np.zeros(len(cols["one"]))
-    total = np.zeros(weights.shape[0])
+def _values(spec: RowSpec, totals: dict, size: int) -> np.ndarray:
+    """The row's value for each of `size` resamples, from `totals` (column -> its weighted
+    sum in each resample, `_totals`); NaN where a ratio's denominator is 0 (nobody picked the
+    power in that resample)."""
+    zero = np.zeros(size)
+    total = np.zeros(size)
     with np.errstate(invalid="ignore", divide="ignore"):
         for sign, num, den in spec.terms:
-            total = total + sign * (weights @ cols.get(num, zero)) / (weights @ cols.get(den, zero))
+            total = total + sign * totals.get(num, zero) / totals.get(den, zero)
     return total
+
+
+def _totals(cols: dict, weights: np.ndarray) -> dict:
+    """Each column's weighted sum in each resample (a row of `weights`): one product for all
+    the columns, where a product a row spec would repeat it for every ratio."""
+    names = list(cols)
+    sums = weights @ np.column_stack([cols[k] for k in names])
+    return {k: sums[:, j] for j, k in enumerate(names)}
 
 
 def predict(
@@ -158,14 +167,16 @@ def predict(
     while done < resamples:
         size = min(200, resamples - done)
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(np.float64)
+        tb, tc = _totals(base, weights), _totals(cand, weights)
         for k, spec in enumerate(specs):
-            changes[k].append(_values(spec, cand, weights) - _values(spec, base, weights))
+            changes[k].append(_values(spec, tc, size) - _values(spec, tb, size))
         done += size
     ones = np.ones((1, n))
+    whole = _totals(base, ones), _totals(cand, ones)
     out = []
     for k, spec in enumerate(specs):
-        b = float(_values(spec, base, ones)[0])
-        c = float(_values(spec, cand, ones)[0])
+        b = float(_values(spec, whole[0], 1)[0])
+        c = float(_values(spec, whole[1], 1)[0])
         support = min(
             int(min(base[den].sum(), cand[den].sum())) if den in base and den in cand else 0
             for _, _, den in spec.terms
@@ -262,13 +273,15 @@ def observe(
         size = min(200, resamples - done)
         w = [rng.multinomial(len(g), np.full(len(g), 1.0 / len(g)), size=size).astype(float)
              for g in (before, after)]  # fmt: skip
+        t0, t1 = _totals(cols[0], w[0]), _totals(cols[1], w[1])
         for k, spec in enumerate(specs):
-            draws[k].append(_values(spec, cols[1], w[1]) - _values(spec, cols[0], w[0]))
+            draws[k].append(_values(spec, t1, size) - _values(spec, t0, size))
         done += size
+    whole = [_totals(c, np.ones((1, len(g)))) for c, g in zip(cols, (before, after), strict=True)]
     out = {}
     for k, spec in enumerate(specs):
-        b = _num(float(_values(spec, cols[0], np.ones((1, len(before))))[0]))
-        a = _num(float(_values(spec, cols[1], np.ones((1, len(after))))[0]))
+        b = _num(float(_values(spec, whole[0], 1)[0]))
+        a = _num(float(_values(spec, whole[1], 1)[0]))
         row: dict[str, Any] = {"before": b, "after": a, "change": None, "lo": None, "hi": None}
         if a is not None and b is not None:
             d = np.concatenate(draws[k])
