@@ -517,3 +517,72 @@ def test_lab_worth_refuses_a_power_it_cannot_measure(tmp_path):
     assert got.returncode == 2 and "does not offer it" in got.stderr, got
     assert balance("lab", "worth", "--db", db).returncode == 2  # --power or --all
     assert not (tmp_path / "w.duckdb").exists()  # nothing written for a refused command
+
+
+@pytest.mark.slow
+def test_a_run_started_from_the_page_runs_beside_the_server_and_lands_in_lab_runs(tmp_path):
+    """Through a real server: without the token refused; with it started, in a process of its
+    own, its progress advancing; a second run at once refused (BALANCE_LAB_RUNS=1) and the
+    same run twice refused; a run cancelled keeps its pairs; the finished run is stored in
+    the server's store (lab_runs) and is the one `balance lab run` would have stored."""
+    from support import Server
+
+    db = tmp_path / "served.duckdb"
+    server = Server(tmp_path / "srv", db=db, env={"BALANCE_TOKEN": "s3cret"}).start()
+    auth = {"Authorization": "Bearer s3cret"}
+    body = {"candidate": FREEZE_1, "games": 40, "levels": "1", "seed": 3, "powers": True}
+
+    def post(path: str, obj=None, headers=None):
+        return server.post(path, json.dumps(obj or {}), "application/json", headers=headers)
+
+    try:
+        assert post("/dashboard/lab/runs", body).status == 401
+        assert post("/dashboard/lab/runs", body, {"Authorization": "Bearer nope"}).status == 401
+        bad = post("/dashboard/lab/runs", {**body, "candidate": "no-such"}, auth)
+        assert bad.status == 400 and "RS5.1" in bad.json()["message"]
+        started = post("/dashboard/lab/runs", body, auth)
+        assert started.status == 202, started.body
+        job = started.json()["id"]
+        again = post("/dashboard/lab/runs", {**body, "seed": 4}, auth)
+        assert again.status == 429 and "BALANCE_LAB_RUNS=1" in again.json()["message"]
+        seen: list[int] = []
+        deadline = time.monotonic() + 240
+        while True:
+            state = server.get(f"/dashboard/lab/runs/{job}").json()
+            if not seen or state["done"] != seen[-1]:
+                seen.append(state["done"])
+            if state["status"] not in ("running", "storing"):
+                break
+            assert time.monotonic() < deadline, state
+            time.sleep(0.1)
+        assert state["status"] == "done", state
+        assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] == 40, seen
+        run_id = state["run_id"]
+
+        # a bigger run, cancelled: its pairs stay in the run file for the next start
+        big = post("/dashboard/lab/runs", {**body, "games": 5000, "seed": 5}, auth)
+        assert big.status == 202, big.body
+        same = post("/dashboard/lab/runs", {**body, "games": 5000, "seed": 5}, auth)
+        assert same.status in (409, 429)
+        while server.get(f"/dashboard/lab/runs/{big.json()['id']}").json()["done"] < 2:
+            time.sleep(0.1)
+        assert post(f"/dashboard/lab/runs/{big.json()['id']}/cancel").status == 401
+        cancelled = post(f"/dashboard/lab/runs/{big.json()['id']}/cancel", None, auth).json()
+        assert cancelled["status"] == "cancelled"
+        page = server.get("/dashboard/p/lab").body.decode()
+        assert 'id="lab-start-form"' in page
+    finally:
+        server.stop()
+    (kept,) = Path(str(db) + ".lab").glob("*.ndjson")
+    assert _pairs_in(kept) >= 2
+    con = duckdb.connect(str(db), read_only=True)
+    stored = lab_runs.run(con, run_id)
+    con.close()
+    assert (
+        stored is not None and stored["games"] == 40 and stored["candidate"]["name"] == "freeze-1"
+    )
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    cli = balance("lab", "run", "--candidate", str(cand), "--games", "40", "--levels", "1",
+                  "--seed", "3", "--powers", "--db", str(db))  # fmt: skip
+    assert cli.returncode == 0 and "(stored already)" in cli.stderr, cli.stderr

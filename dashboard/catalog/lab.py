@@ -1,8 +1,8 @@
 """The Lab page: the balance lab's stored runs (`balance lab run`, docs/lab.md), each with what
 changed in the rules and its predicted changes as dots with their paired intervals, largest
 first; then each released candidate's prediction against what players did (lab_check.py).
-Worth runs (`balance lab worth`) are on the Powers page. Read-only: runs are started from the
-command line."""
+Worth runs (`balance lab worth`) are on the Powers page. Runs are started from the command
+line, or from the page's form with the token (ingest/lab_routes.py)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ PAGE = Page(
     "Bots stand in for players: people adapt to a new rule, bots do not. Once a candidate is "
     "registered and released, its predictions are checked against what players did, and the "
     "lab's track record over its releases is kept. Runs are started from the command line "
-    "(`balance lab run`); this page only shows them.",
+    "(`balance lab run`), or below with the server's token.",
     coverage_table="",
     selects=(),
     version_select=False,
