@@ -68,14 +68,19 @@ def load(store, data_dir: Path, echo: Callable[[str], None] = print) -> None:
         return
     shipped = json.loads(path.read_text())
     run, rows = shipped["run"], shipped["rows"]
-    if isinstance(store, LakeStore):
-        con = store.reader()
-        try:
-            new = save(con, run, rows)
-        finally:
-            con.close()
-    else:
-        new = store.submit(lambda con: save(con, run, rows, transaction=False)).result()
+    try:
+        if isinstance(store, LakeStore):
+            con = store.reader()
+            try:
+                new = save(con, run, rows)
+            finally:
+                con.close()
+        else:
+            new = store.submit(lambda con: save(con, run, rows, transaction=False)).result()
+    except Exception as exc:  # (a lake made before the lab: the games are loaded all the same)
+        echo(f"lab run {run['id']}: not stored ({exc}); `balance lake upgrade` adds the lab's "
+             "tables to a lake made before them")  # fmt: skip
+        return
     confident = sum(bool(r["confident"]) for r in rows)
     echo(f"lab run {run['id']}: {run['candidate']['name']} predicted against "
          f"{run['base']['name']} ({run['games']:,} pairs of bot games, {confident} confident "
