@@ -213,18 +213,23 @@ def ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 OBSERVED_MODES = ("online", "friend")  # players' games against players
 
 
-def observed_sql(ruleset: str, board: int, powers: bool) -> str:
+def observed_sql(ruleset: str, board: int, powers: bool, sample: int | None = None) -> str:
     """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, a row
-    a game (the text the dashboard runs on its snapshot and `lab check` on the store)."""
+    a game (the text the dashboard runs on its snapshot and `lab check` on the store); with
+    `sample`, at most that many, a fixed sample by a hash of the game id."""
     modes = ", ".join(sql_literal(m) for m in OBSERVED_MODES)
+    where = (f"g.ruleset = {sql_literal(ruleset)} AND g.board = {int(board)} "
+             f"AND g.powers = {'true' if powers else 'false'} AND NOT g.hidden "
+             f"AND g.mode IN ({modes})")  # fmt: skip
+    if sample:  # (the sample chosen apart: the rows come in game-id order either way)
+        where += (f" AND g.game_id IN (SELECT g.game_id FROM games g WHERE {where} "
+                  f"ORDER BY hash(g.game_id), g.game_id LIMIT {int(sample)})")  # fmt: skip
     return f"""SELECT g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
                   g.powers_0, g.powers_1,
                   list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL) AS used_0,
                   list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL) AS used_1
            FROM games g LEFT JOIN game_powers p ON p.game_id = g.game_id
-           WHERE g.ruleset = {sql_literal(ruleset)} AND g.board = {int(board)}
-             AND g.powers = {"true" if powers else "false"} AND NOT g.hidden
-             AND g.mode IN ({modes})
+           WHERE {where}
            GROUP BY g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
                     g.powers_0, g.powers_1
            ORDER BY g.game_id"""

@@ -366,6 +366,19 @@ def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path, app_f
         if r["missed"]:
             assert not r["consistent"] and not r["inside"], r
 
+    # the page reads at most a fixed sample of a release's games (a page view's bootstrap is
+    # bounded): the same games every time, a subset of all, in the same order
+    from analysis.lab import observed_sql
+
+    con = duckdb.connect(str(db), read_only=True)
+    every = con.execute(observed_sql("standard", 5, True)).fetchall()
+    some = con.execute(observed_sql("standard", 5, True, sample=100)).fetchall()
+    assert len(every) == 3000 and len(some) == 100
+    assert some == con.execute(observed_sql("standard", 5, True, sample=100)).fetchall()
+    assert all(g in every for g in some)
+    assert [every.index(g) for g in some] == sorted(every.index(g) for g in some)
+    con.close()
+
     # the page: nothing is checked until the candidate is registered with the run's rules
     import csv
     import io
