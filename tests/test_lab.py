@@ -599,3 +599,34 @@ def test_a_run_started_from_the_page_runs_beside_the_server_and_lands_in_lab_run
     cli = balance("lab", "run", "--candidate", str(cand), "--games", "40", "--levels", "1",
                   "--seed", "3", "--powers", "--db", str(db))  # fmt: skip
     assert cli.returncode == 0 and "(stored already)" in cli.stderr, cli.stderr
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_lab_pages_form_starts_a_run_and_shows_its_progress(tmp_path, browser):
+    """In Chromium, the Lab page's form: a wrong token is refused on the page; the right one
+    starts the run, whose progress line ends 'done' naming the stored run."""
+    from support import Server
+
+    server = Server(tmp_path / "srv", db=tmp_path / "form.duckdb",
+                    env={"BALANCE_TOKEN": "s3cret"}).start()  # fmt: skip
+    try:
+        browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
+        fill = (
+            "(() => { const f = document.getElementById('lab-start-form');"
+            "document.getElementById('lab-start').open = true;"
+            f"f.candidate.value = {json.dumps(FREEZE_1)}; f.games.value = 6;"
+            "f.levels.value = '1'; f.token.value = '%s'; f.requestSubmit(); })()"
+        )
+        browser.evaluate(fill % "wrong")
+        status = "document.getElementById('lab-job').dataset.status"
+        browser.wait_for(f"{status} === 'refused'")
+        assert "Not started" in browser.evaluate("document.getElementById('lab-job').textContent")
+        browser.evaluate(fill % "s3cret")
+        browser.wait_for(f"{status} === 'done'", timeout=120)
+        line = browser.evaluate("document.getElementById('lab-job').textContent")
+        assert "freeze-1 vs standard, 6 pairs: done, 6 of 6 pairs" in line and "lab run" in line
+        # (the wrong token's 401 is the browser's to log; nothing else)
+        assert [p for p in browser.problems() if "status of 401" not in p] == []
+    finally:
+        server.stop()
