@@ -381,6 +381,11 @@ def run_list(args) -> int:
     if not listing:
         print(f"no lab runs in {db}")
     for run in listing:
+        if run["id"].startswith("worth-"):
+            print(f"{run['id']}  {run['created_at'][:19]}  worth of powers under "
+                  f"{run['base']['name']}, bots level {run['levels'][0]}, {run['games']} pairs "
+                  f"a power, {run['board']}x{run['board']}, seed {run['seed']}")  # fmt: skip
+            continue
         print(f"{run['id']}  {run['created_at'][:19]}  {run['candidate']['name']} vs "
               f"{run['base']['name']}  {run['games']} pairs, {run['board']}x{run['board']}"
               f"{' powers' if run['powers'] else ''}, levels "
@@ -405,6 +410,10 @@ def run_show(args) -> int:
     if args.json:
         for row in found["rows"]:
             print(json.dumps({k: row[k] for k in _JSON_KEYS}))
+    elif found["id"].startswith("worth-"):
+        from .lab_worth import table
+
+        print(table(found, found["rows"]))
     else:
         print(_table(found, found["rows"]))
     return 0

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from itertools import islice
 from typing import Any
 
-from .lab_commands import CANCELLED, _catalog, _fail, _registered, _ruleset, _store
+from .lab_commands import CANCELLED, _fail, _registered, _ruleset, _store
 
 WORTH_PREFIX = "worth-"  # a worth run's id starts so (a comparison's is a digest)
 
@@ -151,18 +151,26 @@ def run_worth(args) -> int:
                               "lo": _neg(r["hi"]), "hi": _neg(r["lo"]), "n": r["n"],
                               "level": args.level, "confident": r["confident"]}))  # fmt: skip
     else:
-        where = "the lake" if _catalog(args) else "the store"
-        print(f"what each power is worth to a level-{args.level} bot under {rules.name!r} "
-              f"({args.board}x{args.board}), restricted play, {args.games} pairs a power, "
-              f"seed {args.seed}: the score a side loses when barred from the power it would "
-              f"pick (it takes its next preferred one), 95% paired interval; run {run['id']} "
-              f"in {where}")  # fmt: skip
-        for r in sorted(rows, key=lambda r: r["change"] if r["change"] is not None else 0):
-            sure = "  *" if r["confident"] else ""
-            print(f"  {r['row']:8} {_neg(r['change']):+.3f} [{_neg(r['hi']):+.3f}, "
-                  f"{_neg(r['lo']):+.3f}]  n={r['n']}{sure}")  # fmt: skip
+        print(table(run, rows))
     print(note, file=sys.stderr)
     return 0
+
+
+def table(run: dict, rows: list) -> str:
+    """A worth run as `lab worth` and `lab show` print it: the most valuable power first."""
+    out = [f"lab run {run['id']}: what each power is worth to a level-{run['levels'][0]} bot "
+           f"under {run['base']['name']!r} ({run['board']}x{run['board']}), restricted play, "
+           f"{run['games']} pairs a power, seed {run['seed']}: the score a side loses when "
+           "barred from the power it would pick (it takes its next preferred one), 95% paired "
+           "interval; * clear of the minimum effect"]  # fmt: skip
+    for r in sorted(rows, key=lambda r: r["change"] if r["change"] is not None else 0):
+        if r["change"] is None:
+            out.append(f"  {r['row']:8} -")
+            continue
+        sure = "  *" if r["confident"] else ""
+        out.append(f"  {r['row']:8} {-r['change']:+.3f} [{-r['hi']:+.3f}, {-r['lo']:+.3f}]  "
+                   f"n={r['n']}{sure}")  # fmt: skip
+    return "\n".join(out)
 
 
 def _neg(x: float | None) -> float | None:

@@ -504,6 +504,11 @@ def test_what_a_power_is_worth_by_restricted_play(tmp_path, app_factory):
     assert weaker["worth"] < strong["worth"], (weaker, strong)
     runs = json.loads(balance("lab", "list", "--db", str(db), "--json").stdout)["runs"]
     assert len(runs) == 2 and all(r["id"].startswith("worth-") for r in runs)
+    shown = balance("lab", "show", runs[0]["id"], "--db", str(db)).stdout
+    assert "what each power is worth to a level-1 bot under 'short-dash'" in shown
+    assert f"dash     {weaker['worth']:+.3f}" in shown
+    assert "worth of powers under standard, bots level 1" in balance(
+        "lab", "list", "--db", str(db)).stdout  # fmt: skip
 
     app = app_factory(db=db)
     page = app.get("/dashboard/p/powers").body.decode()

@@ -214,5 +214,6 @@ record = Chart(
     note="Over every stored run whose candidate was released: compared, the rows with both a "
     "predicted and an observed change; inside, consistent and missed as in the chart above. "
     "Bots stand in for players, so a release where people played differently from the bots "
-    "shows here.",
+    "shows here. The interval treats a run's rows as independent, which they are not (they "
+    "share games): read it as a guide.",
 )
