@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,13 +54,17 @@ class Job:
     run_id: str | None = None
     message: str = ""
     started: float = field(default_factory=time.time)
+    progress: dict | None = None  # the last progress, once its directory is gone
 
     def view(self) -> dict[str, Any]:
-        progress = _read_json(self.dir / "progress.json") or {}
+        progress = self.progress or _read_json(self.dir / "progress.json") or {}
         return {"id": self.id, "status": self.status, "run": self.label,
                 "done": progress.get("done", 0), "total": self.total,
                 "rate": progress.get("rate", 0.0), "run_id": self.run_id,
                 "message": self.message, "started": self.started}  # fmt: skip
+
+
+KEPT = 50  # ended jobs a server still answers for
 
 
 class Busy(Exception):
@@ -90,6 +95,7 @@ class LabJobs:
             same = next((j for j in active if j.key == run.key), None)
             if same is not None:
                 raise Running(f"this run is running already (job {same.id})")
+            self._forget()
             job_id = secrets.token_hex(6)
             job_dir = self.root / "jobs" / job_id
             job_dir.mkdir(parents=True)
@@ -112,6 +118,12 @@ class LabJobs:
                          name=f"lab-job-{job_id}").start()  # fmt: skip
         return job
 
+    def _forget(self) -> None:
+        """Keep the newest KEPT ended jobs (a server that runs for months starts many)."""
+        ended = [j for j in self.jobs.values() if j.status not in ("running", "storing")]
+        for job in sorted(ended, key=lambda j: j.started)[: max(0, len(ended) - KEPT)]:
+            del self.jobs[job.id]
+
     def _watch(self, job: Job) -> None:
         assert job.proc is not None
         code = job.proc.wait()
@@ -130,8 +142,10 @@ class LabJobs:
             return
         Path(json.loads((job.dir / "spec.json").read_text())["pairs"]).unlink(missing_ok=True)
         job.run_id = result["run"]["id"]
-        job.status = "done"
         job.message = "stored" if new else "stored already (the same run)"
+        job.progress = _read_json(job.dir / "progress.json")
+        job.status = "done"
+        shutil.rmtree(job.dir, ignore_errors=True)  # (a failed job's stays: its stderr.log)
 
     def _save(self, run: dict, rows: list) -> bool:
         from .storage.lab_runs import save
