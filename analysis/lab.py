@@ -15,13 +15,15 @@ who play like these bots, with picks drawn as the lab draws them (uniform prefer
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from replays.vocabulary import POWERS, REASONS
+
+from .sql import sql_literal
 
 SIDES = ("base", "candidate")
 MIN_EFFECT = 0.02  # points of score (and share of games) a change must clear to matter
@@ -118,30 +120,24 @@ def row_specs(powers: bool, levels: Sequence[int], board: int = 0) -> list[RowSp
     return out
 
 
-def _values(spec: RowSpec, cols: dict, weights: np.ndarray) -> np.ndarray:
-    """The row's value for each row of `weights` (resamples x games); NaN where a ratio's
-    denominator is 0 (nobody picked the power in that resample)."""
-    return _ratios(spec, _sums(cols, weights))
-
-
-def _sums(cols: dict, weights: np.ndarray) -> dict[str, np.ndarray]:
-    """Every column's weighted sum for each row of `weights`, in one matrix product (a product
-    per row and term made the prediction of a large run take longer than playing a tenth of
-    it). Exact, in any order of addition: the columns hold whole or half numbers, the weights
-    whole ones."""
-    names = list(cols)
-    product = weights @ np.column_stack([cols[name] for name in names])
-    return {name: product[:, j] for j, name in enumerate(names)}
-
-
-def _ratios(spec: RowSpec, sums: dict[str, np.ndarray]) -> np.ndarray:
-    """`_values` from the weighted sums (a column nobody has sums to 0)."""
-    zero = np.zeros(len(sums["one"]))
-    total = np.zeros(len(zero))
+def _values(spec: RowSpec, totals: dict, size: int) -> np.ndarray:
+    """The row's value for each of `size` resamples, from `totals` (column -> its weighted
+    sum in each resample, `_totals`); NaN where a ratio's denominator is 0 (nobody picked the
+    power in that resample)."""
+    zero = np.zeros(size)
+    total = np.zeros(size)
     with np.errstate(invalid="ignore", divide="ignore"):
         for sign, num, den in spec.terms:
-            total = total + sign * sums.get(num, zero) / sums.get(den, zero)
+            total = total + sign * totals.get(num, zero) / totals.get(den, zero)
     return total
+
+
+def _totals(cols: dict, weights: np.ndarray) -> dict:
+    """Each column's weighted sum in each resample (a row of `weights`): one product for all
+    the columns, where a product a row spec would repeat it for every ratio."""
+    names = list(cols)
+    sums = weights @ np.column_stack([cols[k] for k in names])
+    return {k: sums[:, j] for j, k in enumerate(names)}
 
 
 def predict(
@@ -171,15 +167,16 @@ def predict(
     while done < resamples:
         size = min(200, resamples - done)
         weights = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(np.float64)
-        sums_b, sums_c = _sums(base, weights), _sums(cand, weights)
+        tb, tc = _totals(base, weights), _totals(cand, weights)
         for k, spec in enumerate(specs):
-            changes[k].append(_ratios(spec, sums_c) - _ratios(spec, sums_b))
+            changes[k].append(_values(spec, tc, size) - _values(spec, tb, size))
         done += size
     ones = np.ones((1, n))
+    whole = _totals(base, ones), _totals(cand, ones)
     out = []
     for k, spec in enumerate(specs):
-        b = float(_values(spec, base, ones)[0])
-        c = float(_values(spec, cand, ones)[0])
+        b = float(_values(spec, whole[0], 1)[0])
+        c = float(_values(spec, whole[1], 1)[0])
         support = min(
             int(min(base[den].sum(), cand[den].sum())) if den in base and den in cand else 0
             for _, _, den in spec.terms
@@ -213,22 +210,36 @@ def ranked(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 # -- prediction against observation --------------------------------------------------------
 
 
-def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dict[str, Any]]:
-    """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, as
-    the lab's game dicts (winner, reason, turns, picks, used; first and lineups)."""
-    rows = con.execute(
-        """SELECT g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
+OBSERVED_MODES = ("online", "friend")  # players' games against players
+
+
+def observed_sql(ruleset: str, board: int, powers: bool, sample: int | None = None) -> str:
+    """Verified human-vs-human Slow6 games of `ruleset` on the run's board and variant, a row
+    a game (the text the dashboard runs on its snapshot and `lab check` on the store); with
+    `sample`, at most that many, a fixed sample by a hash of the game id."""
+    modes = ", ".join(sql_literal(m) for m in OBSERVED_MODES)
+    where = (f"g.ruleset = {sql_literal(ruleset)} AND g.board = {int(board)} "
+             f"AND g.powers = {'true' if powers else 'false'} AND NOT g.hidden "
+             f"AND g.mode IN ({modes})")  # fmt: skip
+    if sample:  # (the sample chosen apart: the rows come in game-id order either way)
+        where += (f" AND g.game_id IN (SELECT g.game_id FROM games g WHERE {where} "
+                  f"ORDER BY hash(g.game_id), g.game_id LIMIT {int(sample)})")  # fmt: skip
+    return f"""SELECT g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
                   g.powers_0, g.powers_1,
-                  list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL),
-                  list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL)
+                  list(p.power) FILTER (WHERE p.side = 0 AND p.used_turn IS NOT NULL) AS used_0,
+                  list(p.power) FILTER (WHERE p.side = 1 AND p.used_turn IS NOT NULL) AS used_1
            FROM games g LEFT JOIN game_powers p ON p.game_id = g.game_id
-           WHERE g.ruleset = ? AND g.board = ? AND g.powers = ? AND NOT g.hidden
-             AND g.mode IN ('online', 'friend')
-           GROUP BY ALL ORDER BY g.game_id""",
-        [ruleset, board, powers],
-    ).fetchall()
+           WHERE {where}
+           GROUP BY g.game_id, g.first, g.winner, g.reason, g.turns, g.lineup_0, g.lineup_1,
+                    g.powers_0, g.powers_1
+           ORDER BY g.game_id"""
+
+
+def observed_from_rows(rows: Sequence[Sequence[Any]], powers: bool) -> list[dict[str, Any]]:
+    """observed_sql's rows as the lab's game dicts (winner, reason, turns, picks, used; first
+    and lineups)."""
     out = []
-    for _, first, winner, reason, turns, l0, l1, p0, p1, u0, u1 in rows:
+    for first, winner, reason, turns, l0, l1, p0, p1, u0, u1 in rows:
         game = {"winner": winner, "reason": reason, "turns": turns,
                 "picks": [sorted(p0), sorted(p1)] if powers and p0 and p1 else None,
                 "used": [sorted(u0 or []), sorted(u1 or [])]}  # fmt: skip
@@ -236,6 +247,10 @@ def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dic
         out.append({"first": first, "levels": [0, 0], "lineups": lineups, "independent": True,
                     "base": game})  # fmt: skip
     return out
+
+
+def observed_games(con: Any, ruleset: str, board: int, powers: bool) -> list[dict[str, Any]]:
+    return observed_from_rows(con.execute(observed_sql(ruleset, board, powers)).fetchall(), powers)
 
 
 def observe(
@@ -246,9 +261,12 @@ def observe(
     board: int,
     resamples: int = 1000,
     seed: int = 0,
+    tested: int = 1,
 ) -> dict[tuple[str, str], dict[str, Any]]:
     """(family, row) -> the observed before, after, change and its 95% bootstrap interval
-    (the two releases' games resampled independently: they are different games)."""
+    (the two releases' games resampled independently: they are different games), and
+    `lo_adj`, `hi_adj`: the interval at 1 - 0.05 / `tested` (Bonferroni over the `tested`
+    hypotheses a release is checked on)."""
     specs = row_specs(powers, [0], board)
     if not before or not after:
         return {}
@@ -260,14 +278,15 @@ def observe(
         size = min(200, resamples - done)
         w = [rng.multinomial(len(g), np.full(len(g), 1.0 / len(g)), size=size).astype(float)
              for g in (before, after)]  # fmt: skip
-        before_sums, after_sums = _sums(cols[0], w[0]), _sums(cols[1], w[1])
+        t0, t1 = _totals(cols[0], w[0]), _totals(cols[1], w[1])
         for k, spec in enumerate(specs):
-            draws[k].append(_ratios(spec, after_sums) - _ratios(spec, before_sums))
+            draws[k].append(_values(spec, t1, size) - _values(spec, t0, size))
         done += size
+    whole = [_totals(c, np.ones((1, len(g)))) for c, g in zip(cols, (before, after), strict=True)]
     out = {}
     for k, spec in enumerate(specs):
-        b = _num(float(_values(spec, cols[0], np.ones((1, len(before))))[0]))
-        a = _num(float(_values(spec, cols[1], np.ones((1, len(after))))[0]))
+        b = _num(float(_values(spec, whole[0], 1)[0]))
+        a = _num(float(_values(spec, whole[1], 1)[0]))
         row: dict[str, Any] = {"before": b, "after": a, "change": None, "lo": None, "hi": None}
         if a is not None and b is not None:
             d = np.concatenate(draws[k])
@@ -275,5 +294,93 @@ def observe(
             row["change"] = a - b
             if len(d):
                 row["lo"], row["hi"] = (float(x) for x in np.percentile(d, [2.5, 97.5]))
+                tail = 100 * ALPHA / 2 / max(tested, 1)
+                row["lo_adj"], row["hi_adj"] = (
+                    float(x) for x in np.percentile(d, [tail, 100 - tail])
+                )
         out[(spec.family, spec.row)] = row
+    return out
+
+
+ALPHA = 0.05  # a release's checks together: at most this chance of calling a true one missed
+
+
+def compare(
+    rows: Sequence[dict[str, Any]], seen: dict[tuple[str, str], dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A run's predicted rows beside what was observed (`observe`, with `tested` = the number
+    of rows with a predicted interval: the run's pre-registered hypotheses, and only those).
+
+    inside: the observed change lies in the predicted interval; consistent: the two 95%
+    intervals overlap; missed: the observed interval at the release's Bonferroni level lies
+    wholly outside the predicted interval (the prediction is refuted, with at most ALPHA
+    chance over all of the run's rows together that any true one is called missed)."""
+    out = []
+    for row in rows:
+        obs = seen.get((row["family"], row["row"]), {})
+        change = obs.get("change")
+        known = change is not None and row["lo"] is not None
+        inside = bool(row["lo"] <= change <= row["hi"]) if known else None
+        # consistent: the two intervals overlap (the observation cannot tell them apart), the
+        # looser reading where a small run's prediction is narrower than the observation's
+        consistent = missed = None
+        if known and obs.get("lo") is not None:
+            consistent = bool(obs["lo"] <= row["hi"] and row["lo"] <= obs["hi"])
+            missed = bool(obs["lo_adj"] > row["hi"] or obs["hi_adj"] < row["lo"])
+        out.append({"family": row["family"], "row": row["row"], "unit": row.get("unit"),
+                    "predicted": row["change"], "predicted_lo": row["lo"],
+                    "predicted_hi": row["hi"], "observed": change,
+                    "observed_lo": obs.get("lo"), "observed_hi": obs.get("hi"),
+                    "inside": inside, "consistent": consistent, "missed": missed})  # fmt: skip
+    return out
+
+
+def hypotheses(rows: Sequence[dict[str, Any]]) -> int:
+    """How many of a run's rows are tested on its release: those with a predicted interval."""
+    return sum(r["lo"] is not None for r in rows)
+
+
+def record(checked: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """A run's track record on its release: rows compared, how many fell inside the
+    prediction, were consistent with it, were missed."""
+    compared = [r for r in checked if r["inside"] is not None]
+    return {
+        "compared": len(compared),
+        "inside": sum(bool(r["inside"]) for r in compared),
+        "consistent": sum(bool(r["consistent"]) for r in compared),
+        "missed": sum(bool(r["missed"]) for r in compared),
+    }
+
+
+# -- what a power is worth (restricted play) -------------------------------------------------
+
+
+def worth(
+    pairs_by_power: Mapping[str, Sequence[dict[str, Any]]],
+    *,
+    min_effect: float = MIN_EFFECT,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """A `power_worth` row a power from replays/lab_worth.py's pairs: base, the restricted
+    side's score when free; candidate, when barred from the power; change, candidate minus
+    base (a power worth having is negative), with its paired bootstrap interval; n, pairs."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for power, pairs in pairs_by_power.items():
+        free = np.array([p["free"] for p in pairs], dtype=float)
+        barred = np.array([p["restricted"] for p in pairs], dtype=float)
+        n = len(pairs)
+        row: dict[str, Any] = {"family": "power_worth", "row": power, "unit": "score",
+                               "base": None, "candidate": None, "change": None, "lo": None,
+                               "hi": None, "confident": False, "n": n}  # fmt: skip
+        if n:
+            diff = barred - free
+            weights = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples) / n
+            lo, hi = np.percentile(weights @ diff, [2.5, 97.5])
+            sure = n >= MIN_SUPPORT and bool(lo > min_effect or hi < -min_effect)
+            row.update(base=float(free.mean()), candidate=float(barred.mean()),
+                       change=float(diff.mean()), lo=float(lo), hi=float(hi),
+                       confident=sure)  # fmt: skip
+        out.append(row)
     return out

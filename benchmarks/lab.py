@@ -12,8 +12,15 @@
    two independent runs of the same size (the candidate's games played again from other
    settings and streams, an unpaired bootstrap), and their ratio.
 
+4. With --coverage R: null coverage. R repetitions, each of --coverage-pairs games of
+   standard against --coverage-pairs more games of standard from an independent seed set
+   (no change, yet games that differ): how often each row's 95% interval covers 0, overall,
+   by family and on the rows of at least 30 games or sides, and how many rows the lab called
+   confident (each a false change). Equal rulesets with the same seeds play the same games
+   and give exactly 0, which says nothing about the intervals' rate.
+
 usage: python benchmarks/lab.py [--seconds 10] [--levels 1,2,3,4] [--pairs 200] [--jobs 2]
-                                [--candidate FILE]
+                                [--candidate FILE] [--coverage R [--coverage-pairs 60]]
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import resource
 import statistics
 import tempfile
 import time
+from collections import defaultdict
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -56,6 +64,63 @@ def _independent(index: int) -> dict:
     return lab.play_independent(9_999, index, _RULES, 5, True, (1, 2))
 
 
+def _flat(one: dict) -> dict:
+    return {**one["game"], "first": one["first"], "levels": one["levels"],
+            "lineups": one["lineups"]}  # fmt: skip
+
+
+def null_repetition(args: tuple[int, int, tuple[int, ...]]) -> list[tuple]:
+    """One repetition: `n` games of standard against `n` more of standard from other seeds;
+    (family, lo, hi, n, confident) of each row with an interval."""
+    rep, n, levels = args
+    rules = STANDARD["slow6"]
+    pairs = []
+    for i in range(n):
+        a = lab.play_independent(100_000 + 2 * rep, i, rules, 5, True, levels)
+        b = lab.play_independent(100_001 + 2 * rep, i, rules, 5, True, levels)
+        pairs.append({"i": i, "first": a["first"], "levels": a["levels"], "independent": True,
+                      "base": _flat(a), "candidate": _flat(b)})  # fmt: skip
+    rows = predict(pairs, powers=True, levels=levels, seed=rep)
+    return [(r["family"], r["lo"], r["hi"], r["n"], r["confident"]) for r in rows
+            if r["lo"] is not None]  # fmt: skip
+
+
+def coverage(reps: int, n: int, levels: tuple[int, ...], jobs: int) -> None:
+    start = time.perf_counter()
+    tasks = [(rep, n, levels) for rep in range(reps)]
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            results = pool.map(null_repetition, tasks)
+    else:
+        results = [null_repetition(t) for t in tasks]
+    wall = time.perf_counter() - start
+    by_family: dict[str, list[bool]] = defaultdict(list)
+    supported: list[bool] = []
+    confident = 0
+    for rows in results:
+        for family, lo, hi, support, sure in rows:
+            covers = lo <= 0 <= hi
+            by_family[family].append(covers)
+            if support >= 30:
+                supported.append(covers)
+            confident += sure
+    every = [c for v in by_family.values() for c in v]
+    print(f"null coverage: {reps} repetitions of {n} games of standard against {n} more of "
+          f"standard from independent seeds (levels {','.join(map(str, levels))}, 5x5 powers), "
+          f"{2 * n * reps} games in {wall:.0f} s")  # fmt: skip
+    print(
+        f"  95% intervals covering 0: {sum(every)}/{len(every)} = {_share(every)} of rows; "
+        f"{_share(supported)} of the {len(supported)} rows on at least 30 games or sides"
+    )
+    for family, covers in sorted(by_family.items()):
+        print(f"    {family:12} {sum(covers):6}/{len(covers):<6} {_share(covers)}")
+    print(f"  rows called confident (false changes): {confident} in {reps} repetitions")
+
+
+def _share(values: list[bool]) -> str:
+    return f"{sum(values) / len(values):.3f}" if values else "n/a"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=10.0, help="per level, for the speed")
@@ -63,6 +128,20 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=200, help="size of the paired comparison")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--candidate", help="a ruleset TOML file (default: freeze_turns 1)")
+    ap.add_argument(
+        "--coverage",
+        type=int,
+        default=0,
+        metavar="R",
+        help="also measure null coverage over R repetitions (50 or more)",
+    )
+    ap.add_argument(
+        "--coverage-pairs",
+        type=int,
+        default=60,
+        metavar="N",
+        help="games a side in each coverage repetition",
+    )
     args = ap.parse_args()
 
     print(
@@ -147,6 +226,8 @@ def main() -> None:
         f"median over {len(ratios)} rows: the paired interval is {median} narrower "
         f"({zero} more rows 0 wide: none of their games changed)"
     )
+    if args.coverage:
+        coverage(args.coverage, args.coverage_pairs, levels, args.jobs)
 
 
 if __name__ == "__main__":

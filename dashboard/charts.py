@@ -213,6 +213,65 @@ def rate_chart(
     return _finish(make, data, facet, key, columns, resolve=("x", "y") if facet else ())
 
 
+def paired_intervals(
+    rows: list[dict],
+    label: str,
+    kinds: tuple[str, str],
+    *,
+    facet: str | None = None,
+    x_title: str = "",
+    width: int = 420,
+    names: tuple[str, str] | None = None,
+) -> dict | None:
+    """Two dot-and-interval marks per row, one above the other: for each `kind`, the row's
+    fields `<kind>`, `<kind>_lo`, `<kind>_hi` (a prediction beside its observation), named
+    in the legend by `names` (default: the kinds). The dashed line is at 0 (no change)."""
+    names = names or kinds
+    data = []
+    for r in rows:
+        for kind, name in zip(kinds, names, strict=True):
+            if r.get(kind) is None:
+                continue
+            data.append({label: r[label], "kind": name, "value": r[kind],
+                         "lo": r.get(f"{kind}_lo"), "hi": r.get(f"{kind}_hi"),
+                         **({facet: r[facet]} if facet else {})})  # fmt: skip
+    if not data:
+        return None
+    per_panel = max(Counter(r.get(facet) for r in data).values()) if facet else len(data)
+    height = max(40, min(9 * per_panel, 1400))
+
+    def make():
+        y = alt.Y(f"{label}:N", sort=None, title=None, axis=alt.Axis(labelLimit=360))
+        offset = alt.YOffset("kind:N", sort=list(names))
+        color = alt.Color("kind:N", sort=list(names), scale=alt.Scale(domain=list(names),
+                          range=[BLUE, RED]), legend=alt.Legend(title=None))  # fmt: skip
+        tips = [alt.Tooltip(f"{label}:N"), alt.Tooltip("kind:N"),
+                alt.Tooltip("value:Q", format=".3f"), alt.Tooltip("lo:Q", format=".3f"),
+                alt.Tooltip("hi:Q", format=".3f")]  # fmt: skip
+        bars = (
+            alt.Chart()
+            .mark_rule(strokeWidth=2, clip=True)
+            .encode(
+                y=y,
+                yOffset=offset,
+                x=alt.X("lo:Q", scale=alt.Scale(zero=False), title=x_title),
+                x2="hi:Q",
+                color=color,
+                tooltip=tips,
+            )  # fmt: skip
+        )
+        dots = (
+            alt.Chart()
+            .mark_point(filled=True, size=50, clip=True)
+            .encode(y=y, yOffset=offset, x="value:Q", color=color, tooltip=tips)
+        )
+        zero = alt.Chart().mark_rule(strokeDash=[4, 3], color="#667085").encode(x=alt.datum(0))
+        return alt.layer(bars, dots, zero).properties(width=width, height=height)
+
+    key = ("paired", label, names, x_title, width, height)
+    return _finish(make, data, facet, key, 1, resolve=("x", "y") if facet else ())
+
+
 def heatmap(
     rows: list[dict],
     x: str,

@@ -12,7 +12,7 @@ from flask import Flask, g, request
 
 import dashboard
 
-from . import accesslog, admin, api, ops, rulesets_api
+from . import accesslog, admin, api, lab_routes, ops, rulesets_api
 from . import config as settings
 from .gather import Gatherer
 from .guard import GuardedUploadRoute
@@ -80,6 +80,7 @@ def create_app(config: dict | None = None) -> Flask:
     _instrument(app, metrics)
     accesslog.install(conf["BALANCE_ACCESS_LOG_REFUSALS"])
     dashboard.init_app(app)  # /dashboard and /sql
+    lab_routes.init_app(app, store, conf)  # lab runs started from the Lab page
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     route = GuardedUploadRoute(app.wsgi_app, state)
     # (Flask's documented way to wrap the app in middleware; its types declare a method)
@@ -131,6 +132,8 @@ def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store 
 def close_app(app: Flask) -> None:
     """Stop the jobs thread and close the store (checkpointing it)."""
     state = app.extensions["ingest"]
+    if lab_routes.EXT in app.extensions:  # (their pairs stay in their run files)
+        app.extensions[lab_routes.EXT].close()
     if state.jobs is not None:
         state.jobs.stop()
     if state.gather is not None:

@@ -30,6 +30,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_MAX_LINES": (1000, int),  # records in one NDJSON batch
     "BALANCE_JOBS_INTERVAL": (300.0, float),  # seconds between analysis runs; 0 = never
     "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
+    "BALANCE_LAB_RUNS": (1, int),  # lab runs started from the Lab page at once (lab_jobs.py)
     "BALANCE_COMMIT_MAX": (5000, int),  # games in one group commit at most
     "BALANCE_CHECKPOINT": ("256MB", str),  # WAL size that triggers a DuckDB checkpoint
     "BALANCE_DB_THREADS": (1, int),  # DuckDB worker threads of the server's store (see store.py)

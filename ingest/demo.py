@@ -8,7 +8,8 @@ few of a play-test build naming a ruleset nobody registered (quarantined RS5.1).
 3.1.0 shipped a balance patch: its Slow6 games play the ruleset of `patch-3.1.toml`, which is
 registered before anything is loaded (`RULESETS`), as an operator registers a release's rules
 before it ships; `playtest-3.2.toml` is shipped but not registered (README: "A ruleset that
-arrives late").
+arrives late"). The lab run that predicted the patch (`lab-3.1.json`, ingest/demo_lab.py) is
+stored too, so the Lab page checks its prediction against the release.
 Playing that many games with the bots takes about 15 minutes on two cores, loading them about
 15 seconds. `balance serve --demo N` plays N fresh games instead (a minute for 500).
 """
@@ -153,6 +154,9 @@ def load_demo_set(store: Store, echo: Callable[[str], None] = print) -> Counter:
         n = count_lines(path)
         echo(f"{label}: loading {n:,} records from {path.name}")
         total += load_records(store, read_lines(path), echo=echo, label=label, total=n)
+    from . import demo_lab  # the lab run that predicted the patch (played once, shipped)
+
+    demo_lab.load(store, DATA_DIR, echo)
     return total
 
 

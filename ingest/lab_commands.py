@@ -93,6 +93,9 @@ def register(sub) -> None:
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
     q.set_defaults(run=run_show)
+    from .lab_worth import register as register_worth
+
+    register_worth(lab)
 
 
 def _db(args) -> str:
@@ -378,6 +381,11 @@ def run_list(args) -> int:
     if not listing:
         print(f"no lab runs in {db}")
     for run in listing:
+        if run["id"].startswith("worth-"):
+            print(f"{run['id']}  {run['created_at'][:19]}  worth of powers under "
+                  f"{run['base']['name']}, bots level {run['levels'][0]}, {run['games']} pairs "
+                  f"a power, {run['board']}x{run['board']}, seed {run['seed']}")  # fmt: skip
+            continue
         print(f"{run['id']}  {run['created_at'][:19]}  {run['candidate']['name']} vs "
               f"{run['base']['name']}  {run['games']} pairs, {run['board']}x{run['board']}"
               f"{' powers' if run['powers'] else ''}, levels "
@@ -402,6 +410,10 @@ def run_show(args) -> int:
     if args.json:
         for row in found["rows"]:
             print(json.dumps({k: row[k] for k in _JSON_KEYS}))
+    elif found["id"].startswith("worth-"):
+        from .lab_worth import table
+
+        print(table(found, found["rows"]))
     else:
         print(_table(found, found["rows"]))
     return 0
@@ -432,22 +444,10 @@ def run_check(args) -> int:
         after = predictions.observed_games(con, after_name, board, powers)
     finally:
         con.close()
-    seen = predictions.observe(before, after, powers=powers, board=board, seed=found["seed"])
-    out = []
-    for row in found["rows"]:
-        obs = seen.get((row["family"], row["row"]), {})
-        change = obs.get("change")
-        inside = (None if change is None or row["lo"] is None
-                  else bool(row["lo"] <= change <= row["hi"]))  # fmt: skip
-        # consistent: the two intervals overlap (the observation cannot tell them apart), the
-        # looser reading where a small run's prediction is narrower than the observation's
-        consistent = (None if inside is None or obs.get("lo") is None
-                      else bool(obs["lo"] <= row["hi"] and row["lo"] <= obs["hi"]))  # fmt: skip
-        out.append({"family": row["family"], "row": row["row"], "predicted": row["change"],
-                    "predicted_lo": row["lo"], "predicted_hi": row["hi"],
-                    "observed": change, "observed_lo": obs.get("lo"),
-                    "observed_hi": obs.get("hi"), "inside": inside,
-                    "consistent": consistent})  # fmt: skip
+    tested = predictions.hypotheses(found["rows"])
+    seen = predictions.observe(before, after, powers=powers, board=board, seed=found["seed"],
+                               tested=tested)  # fmt: skip
+    out = predictions.compare(found["rows"], seen)
     if args.json:
         for r in out:
             print(json.dumps(r))
@@ -456,22 +456,25 @@ def run_check(args) -> int:
           f"; observed: {len(before)} human games under {before_name}, {len(after)} under "
           f"{after_name} ({board}x{board}, {'powers' if powers else 'no powers'}, online and "
           "friend games)")  # fmt: skip
-    print("The run's predicted rows are the release's pre-registered hypotheses: only they are "
-          "compared here. inside: the observed change lies in the predicted interval; "
-          "consistent: the two intervals overlap.")  # fmt: skip
-    print(f"{'family':12} {'row':22} {'predicted':>24} {'observed':>24}  inside  consistent")
+    print(f"The run's {tested} predicted rows are the release's pre-registered hypotheses: only "
+          "they are compared here. inside: the observed change lies in the predicted "
+          "interval; consistent: the two intervals overlap; missed: the observed interval at "
+          f"1 - 0.05/{tested} (Bonferroni over these rows) lies wholly outside the predicted "
+          "one.")  # fmt: skip
+    print(f"{'family':12} {'row':22} {'predicted':>24} {'observed':>24}  inside  consistent"
+          "  missed")  # fmt: skip
     hits = [r["inside"] for r in out if r["inside"] is not None]
     for r in out:
         unit = "turns" if r["family"] == "game_length" else "score"
         p = _interval(r["predicted"], r["predicted_lo"], r["predicted_hi"], unit)
         o = _interval(r["observed"], r["observed_lo"], r["observed_hi"], unit)
         marks = ["-" if r[k] is None else ("yes" if r[k] else "no")
-                 for k in ("inside", "consistent")]  # fmt: skip
-        print(f"{r['family']:12} {r['row']:22} {p:>24} {o:>24}  {marks[0]:6}  {marks[1]}")
-    fits = [r["consistent"] for r in out if r["consistent"] is not None]
-    print(
-        f"inside: {sum(hits)} of {len(hits)} rows compared; consistent: {sum(fits)} of {len(fits)}"
-    )
+                 for k in ("inside", "consistent", "missed")]  # fmt: skip
+        print(f"{r['family']:12} {r['row']:22} {p:>24} {o:>24}  {marks[0]:6}  {marks[1]:10}"
+              f"  {marks[2]}")  # fmt: skip
+    tally = predictions.record(out)
+    print(f"inside: {tally['inside']} of {len(hits)} rows compared; consistent: "
+          f"{tally['consistent']} of {tally['compared']}; missed: {tally['missed']}")  # fmt: skip
     return 0
 
 

@@ -58,9 +58,10 @@ RUNS = {
         [slow],
     ),
     "lab.py": (
-        "--seconds 0.05 --levels 1 --pairs 4 --jobs 1",
+        "--seconds 0.05 --levels 1 --pairs 4 --jobs 1 --coverage 1 --coverage-pairs 4",
         r"level 1: +[\d.]+ games/s.*4 pairs \(8 games\) in [\d.]+ s.*2 x 10,000 games .*"
-        r"extrapolated.*median over \d+ rows",
+        r"extrapolated.*median over \d+ rows.*null coverage: 1 repetitions.*covering 0: "
+        r"\d+/\d+",
         [slow],
     ),
     "lineup_model.py": (

@@ -51,12 +51,13 @@ def test_every_page_renders_its_charts_from_agg_tables(demo_server, path):
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
         assert f"/dashboard/chart/{chart_id}.csv" in page
     # every console link opens a query over agg_* tables (or the quarantine examples, the
-    # rejected uploads counted, or the Versions page's sample of games for the adjusted model)
+    # rejected uploads counted, the Versions page's sample of games for the adjusted model, or
+    # the lab's stored runs: the Powers page's worth by restricted play)
     links = re.findall(r'href="(/sql\?q=[^"]+)"', page)
     assert links
     for link in links:
         sql = parse_qs(urlparse(link.replace("&amp;", "&")).query)["q"][0]
-        assert re.search(r"\bFROM (agg_\w+|quarantine|rejections|games)\b", sql), sql
+        assert re.search(r"\bFROM (agg_\w+|quarantine|rejections|games|lab_rows)\b", sql), sql
     # no CDN: every script comes from this server
     for src in re.findall(r'<script[^>]+src="([^"]+)"', page):
         assert src.startswith("/"), src

@@ -299,3 +299,77 @@ def test_the_readme_recovers_the_play_test_uploads(tmp_path):
         assert counted == (demoset.PLAYTEST_GAMES,)
     finally:
         con.close()
+
+
+def test_the_demo_ships_the_lab_run_that_predicted_its_patch():
+    """lab-3.1.json is the run `python -m ingest.demo_lab` plays: the shipped patch file
+    against standard, its id the key of those settings with the engine it was played on (so
+    `balance lab run` with them stores nothing twice), and its rows the lab's families."""
+    import json
+
+    from ingest import demo_lab
+    from ingest.lab_runner import LabRun
+    from replays.rulesets import STANDARD, parse_toml
+
+    shipped = json.loads((demo.DATA_DIR / demo_lab.FILE).read_text())
+    run, rows = shipped["run"], shipped["rows"]
+    patch = parse_toml((demo.DATA_DIR / demoset.PATCH_FILE).read_bytes())
+    assert run["candidate"] == patch.to_json() and run["base"]["name"] == "standard"
+    again = LabRun(STANDARD["slow6"], patch, 5, True, demo_lab.LEVELS, demo_lab.SEED,
+                   run["games"], engine_version=run["engine_version"])  # fmt: skip
+    assert run["id"] == again.run_id and run["games"] >= 500
+    families = {r["family"] for r in rows}
+    assert families >= {"first_move", "power_pick", "end_reason", "game_length", "level"}
+    ends = {r["row"]: r for r in rows if r["family"] == "end_reason"}
+    assert ends["points"]["confident"] and ends["points"]["change"] > 0  # slower pieces
+
+
+@pytest.mark.slow
+def test_the_demo_checks_the_patch_prediction_against_its_release(quick_start):
+    """The fresh demo's Lab page: the shipped run's predicted rows beside the change observed
+    between standard's and 3.1's games, and the track record over that release."""
+    import csv
+    import io
+
+    server, _ = quick_start
+    page = server.get("/dashboard/p/lab").body.decode()
+    assert "3.1" in page and "reach 2 -&gt; 1" in page and "pre-registered" in page
+    rows = list(csv.DictReader(io.StringIO(
+        server.get("/dashboard/chart/lab-check.csv").body.decode())))  # fmt: skip
+    assert rows and {r["run"].split(" (")[0] for r in rows} == {"3.1 vs standard"}
+    compared = [r for r in rows if r["inside"] in ("true", "false")]
+    assert len(compared) > 20
+    points = next(r for r in rows if r["row"] == "points")
+    assert float(points["observed"]) > 0  # the release's games, too, end on points more often
+    (record,) = csv.DictReader(io.StringIO(
+        server.get("/dashboard/chart/lab-record.csv").body.decode()))  # fmt: skip
+    assert int(record["compared"]) == len(compared)
+    assert int(record["inside"]) == sum(r["inside"] == "true" for r in compared)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_lab_page_of_the_demo_renders_in_a_browser(quick_start):
+    """In Chromium: the demo's Lab page draws every chart (the runs' predicted changes, the
+    prediction against observation, the track record) with no console warning."""
+    from support import ARTIFACTS, Browser
+    from test_browser_first_hour import console
+
+    server, _ = quick_start
+    browser = Browser()
+    try:
+        browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
+        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+        assert console(browser) == []
+        drawn = browser.evaluate(
+            "Array.from(document.querySelectorAll('div.vis')).map(el => ({id: "
+            "el.closest('section').id, r: el.dataset.rendered || null, marks: "
+            'el.querySelectorAll(\'svg g[class*="mark-"] > path, svg g[class*="mark-"] > '
+            "line').length}))"
+        )
+        ids = {d["id"] for d in drawn}
+        assert {"chart-lab-changes", "chart-lab-check", "chart-lab-record"} <= ids, drawn
+        assert all(d["r"] == "1" and d["marks"] > 0 for d in drawn), drawn
+        browser.screenshot(ARTIFACTS / "dashboard-lab-demo.png")
+    finally:
+        browser.close()

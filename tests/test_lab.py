@@ -313,10 +313,13 @@ def test_a_store_held_by_a_running_server_keeps_the_run_file_for_later(tmp_path)
 
 
 @pytest.mark.slow
-def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path):
+def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path, app_factory):
     """After the release: the run's rows (its pre-registered hypotheses) beside the observed
     change between the two rulesets' human games. Synthetic games with a planted Double
-    effect under standard and none under freeze-1: the observed Double row falls."""
+    effect under standard and none under freeze-1: the observed Double row falls. The Lab
+    page shows the same check once freeze-1 is registered with the run's rules, and the
+    track record over it; a run whose candidate has that name but other rules is not
+    checked against its release."""
     import polars as pl
 
     from analysis import synthetic
@@ -356,4 +359,279 @@ def test_a_runs_predictions_are_checked_against_what_players_did(tmp_path):
             assert r["consistent"] is overlap
     plain = balance("lab", "check", run["id"][:8], "--db", str(db)).stdout
     assert "3000 human games under standard, 3000 under freeze-1" in plain
-    assert "pre-registered hypotheses" in plain and "consistent:" in plain
+    assert "pre-registered hypotheses" in plain and "consistent:" in plain and "missed:" in plain
+    tested = sum(r["predicted_lo"] is not None for r in rows)
+    assert f"1 - 0.05/{tested}" in plain
+    for r in rows:  # missed: the Bonferroni interval (wider than the 95% one) clear of it
+        if r["missed"]:
+            assert not r["consistent"] and not r["inside"], r
+
+    # the page reads at most a fixed sample of a release's games (a page view's bootstrap is
+    # bounded): the same games every time, a subset of all, in the same order
+    from analysis.lab import observed_sql
+
+    con = duckdb.connect(str(db), read_only=True)
+    every = con.execute(observed_sql("standard", 5, True)).fetchall()
+    some = con.execute(observed_sql("standard", 5, True, sample=100)).fetchall()
+    assert len(every) == 3000 and len(some) == 100
+    assert some == con.execute(observed_sql("standard", 5, True, sample=100)).fetchall()
+    assert all(g in every for g in some)
+    assert [every.index(g) for g in some] == sorted(every.index(g) for g in some)
+    con.close()
+
+    # the page: nothing is checked until the candidate is registered with the run's rules
+    import csv
+    import io
+
+    other = tmp_path / "other" / "freeze-1.toml"  # the same name, other rules
+    other.parent.mkdir()
+    other.write_text(FREEZE_1.replace("freeze_turns = 1", "trap_turns = 1"))
+    cfg = balance("lab", "run", "--candidate", str(other), "--games", "3", "--powers",
+                  "--levels", "1", "--db", str(db))  # fmt: skip
+    assert cfg.returncode == 0, cfg.stderr
+    app = app_factory(db=db)
+    assert "candidate has been released yet" in app.get(
+        "/dashboard/p/lab").body.decode()  # fmt: skip
+    app.stop()
+    assert balance("rules", "add", "--db", str(db), str(cand)).returncode == 0
+    app = app_factory(db=db)
+    page = app.get("/dashboard/p/lab").body.decode()
+    assert 'id="spec-lab-check"' in page and 'id="spec-lab-record"' in page
+    assert "pre-registered" in page and "3,000 players&#39; games under the bases" in page
+
+    def table(chart: str) -> list[dict]:
+        got = app.get(f"/dashboard/chart/{chart}.csv")
+        assert got.status == 200
+        return list(csv.DictReader(io.StringIO(got.body.decode())))
+
+    shown = table("lab-check")
+    assert {s["run"] for s in shown} == {f"freeze-1 vs standard ({run['id'][:8]})"}
+    assert len(shown) == len(rows)
+    for s, r in zip(shown, rows, strict=True):  # the page's numbers are the command's
+        assert (s["family"], s["row"]) == (r["family"], r["row"])
+        for k in ("predicted", "observed", "observed_lo", "observed_hi"):
+            assert (s[k] == "") == (r[k] is None)
+            if r[k] is not None:
+                assert float(s[k]) == pytest.approx(r[k])
+        assert s["inside"] == ("" if r["inside"] is None else str(r["inside"]).lower())
+    (record,) = table("lab-record")
+    compared = [r for r in rows if r["inside"] is not None]
+    assert int(record["compared"]) == len(compared) > 10
+    assert int(record["inside"]) == sum(r["inside"] for r in compared)
+    assert float(record["lo"]) <= float(record["rate"]) <= float(record["hi"])
+
+
+def _null_game(rng, first: int) -> dict:
+    """A game of a fixed world: Double worth +0.15 to its side, the first mover +0.05."""
+    picks = [sorted(rng.sample(range(10), 2)) for _ in (0, 1)]
+    names = ["dash", "leap", "shield", "freeze", "swap", "recall", "double", "trap", "shove",
+             "surge"]  # fmt: skip
+    edge = 0.05 * (1 if first == 0 else -1)
+    edge += sum(0.15 * (1 if s == 0 else -1) for s in (0, 1) if 6 in picks[s])
+    x = rng.random()
+    winner = None if x < 0.1 else (0 if x < 0.1 + 0.45 + edge else 1)
+    return {"winner": winner, "reason": rng.choice(["home", "wipeout", "points"]),
+            "turns": rng.randint(10, 40), "first": first, "levels": [1, 1],
+            "lineups": [rng.sample(range(1, 6), 5) for _ in (0, 1)],
+            "picks": [[names[p] for p in ps] for ps in picks],
+            "used": [[names[p] for p in ps if rng.random() < 0.6] for ps in picks]}  # fmt: skip
+
+
+def test_with_no_change_the_paired_intervals_cover_0_at_about_their_rate():
+    """Null coverage of the lab's intervals (benchmarks/lab.py --coverage measures it on bot
+    games): two independent samples of one world, 80 games a side, 60 times; every row's 95%
+    interval should cover the true change, 0, about 95% of the time, and no row be called
+    confident more than rarely. (Equal rulesets with the same seeds give exactly 0 and say
+    nothing about the rate.)"""
+    import random
+
+    covered, confident, rows_seen = [], 0, 0
+    for rep in range(60):
+        rng = random.Random(f"null/{rep}")
+        pairs = []
+        for i in range(80):
+            a, b = _null_game(rng, rng.randrange(2)), _null_game(rng, rng.randrange(2))
+            pairs.append({"i": i, "first": a["first"], "levels": [1, 1], "independent": True,
+                          "lineups": a["lineups"], "base": a, "candidate": b})  # fmt: skip
+        rows = predict(pairs, powers=True, levels=(1,), resamples=400, seed=rep)
+        for r in rows:
+            if r["lo"] is not None and r["n"] >= 30:
+                covered.append(r["lo"] <= 0 <= r["hi"])
+                confident += r["confident"]
+                rows_seen += 1
+    rate = sum(covered) / len(covered)
+    print(f"null coverage {rate:.3f} over {len(covered)} rows; {confident} confident")
+    assert len(covered) > 1000
+    assert 0.92 <= rate <= 0.98, rate
+    assert confident <= 0.05 * rows_seen
+
+
+SHORT_DASH = """name = "short-dash"
+game = "slow6"
+description = "Slower pieces, and Dash only one square further"
+[params]
+reach = 1
+dash_reach = 2
+"""
+
+
+@pytest.mark.slow
+def test_what_a_power_is_worth_by_restricted_play(tmp_path, app_factory):
+    """Dash is worth points to level-1 bots under standard (a side barred from it, taking its
+    next preferred power, scores less; the interval clear of 0); a ruleset whose Dash reaches
+    one square beyond a plain move on a slower board shows it worth less. Both runs stored and
+    drawn on the Powers page, beside the observed pick effect. 100 pairs a run."""
+    import csv
+    import io
+
+    db = tmp_path / "worth.duckdb"
+    weak = tmp_path / "short-dash.toml"
+    weak.write_text(SHORT_DASH)
+
+    def worth(rules: str) -> dict:
+        ran = balance("lab", "worth", "--power", "dash", "--rules", rules, "--games", "100",
+                      "--level", "1", "--jobs", "2", "--json", "--db", str(db))  # fmt: skip
+        assert ran.returncode == 0, ran.stderr
+        assert "stored: lab run worth-" in ran.stderr
+        (row,) = rows_of(ran.stdout)
+        assert row["power"] == "dash" and row["level"] == 1 and row["n"] == 100
+        assert row["lo"] <= row["worth"] <= row["hi"]
+        return row
+
+    strong = worth("standard")
+    assert strong["lo"] > 0, strong
+    weaker = worth(str(weak))
+    assert weaker["worth"] < strong["worth"], (weaker, strong)
+    runs = json.loads(balance("lab", "list", "--db", str(db), "--json").stdout)["runs"]
+    assert len(runs) == 2 and all(r["id"].startswith("worth-") for r in runs)
+    shown = balance("lab", "show", runs[0]["id"], "--db", str(db)).stdout
+    assert "what each power is worth to a level-1 bot under 'short-dash'" in shown
+    assert f"dash     {weaker['worth']:+.3f}" in shown
+    assert "worth of powers under standard, bots level 1" in balance(
+        "lab", "list", "--db", str(db)).stdout  # fmt: skip
+
+    app = app_factory(db=db)
+    page = app.get("/dashboard/p/powers").body.decode()
+    assert 'id="spec-power-lab-worth"' in page and "bots level" in page
+    got = list(csv.DictReader(io.StringIO(
+        app.get("/dashboard/chart/power-lab-worth.csv").body.decode())))  # fmt: skip
+    (dash,) = got  # each power's newest worth run: the short-dash one
+    assert dash["power"] == "dash" and dash["ruleset"] == "short-dash"
+    assert float(dash["worth"]) == pytest.approx(weaker["worth"])
+    # worth runs are the Powers page's, not comparisons of two rulesets
+    listed = app.get("/dashboard/chart/lab-runs.csv").body.decode()
+    assert listed.count("\n") <= 1 and "worth-" not in listed
+
+
+def test_lab_worth_refuses_a_power_it_cannot_measure(tmp_path):
+    db = str(tmp_path / "w.duckdb")
+    got = balance("lab", "worth", "--power", "lightning", "--db", db)
+    assert got.returncode == 2 and got.stdout == "" and "R8.2" in got.stderr, got
+    assert "no such power" in got.stderr and "double" in got.stderr
+    few = tmp_path / "few.toml"
+    few.write_text('name = "few"\ngame = "slow6"\n[params]\npowers = ["dash", "leap", "shield",'
+                   ' "freeze"]\n')  # fmt: skip
+    got = balance("lab", "worth", "--power", "double", "--rules", str(few), "--db", db)
+    assert got.returncode == 2 and "does not offer it" in got.stderr, got
+    assert balance("lab", "worth", "--db", db).returncode == 2  # --power or --all
+    assert not (tmp_path / "w.duckdb").exists()  # nothing written for a refused command
+
+
+@pytest.mark.slow
+def test_a_run_started_from_the_page_runs_beside_the_server_and_lands_in_lab_runs(tmp_path):
+    """Through a real server: without the token refused; with it started, in a process of its
+    own, its progress advancing; a second run at once refused (BALANCE_LAB_RUNS=1) and the
+    same run twice refused; a run cancelled keeps its pairs; the finished run is stored in
+    the server's store (lab_runs) and is the one `balance lab run` would have stored."""
+    from support import Server
+
+    db = tmp_path / "served.duckdb"
+    server = Server(tmp_path / "srv", db=db, env={"BALANCE_TOKEN": "s3cret"}).start()
+    auth = {"Authorization": "Bearer s3cret"}
+    body = {"candidate": FREEZE_1, "games": 40, "levels": "1", "seed": 3, "powers": True}
+
+    def post(path: str, obj=None, headers=None):
+        return server.post(path, json.dumps(obj or {}), "application/json", headers=headers)
+
+    try:
+        assert post("/dashboard/lab/runs", body).status == 401
+        assert post("/dashboard/lab/runs", body, {"Authorization": "Bearer nope"}).status == 401
+        bad = post("/dashboard/lab/runs", {**body, "candidate": "no-such"}, auth)
+        assert bad.status == 400 and "RS5.1" in bad.json()["message"]
+        started = post("/dashboard/lab/runs", body, auth)
+        assert started.status == 202, started.body
+        job = started.json()["id"]
+        again = post("/dashboard/lab/runs", {**body, "seed": 4}, auth)
+        assert again.status == 429 and "BALANCE_LAB_RUNS=1" in again.json()["message"]
+        seen: list[int] = []
+        deadline = time.monotonic() + 240
+        while True:
+            state = server.get(f"/dashboard/lab/runs/{job}").json()
+            if not seen or state["done"] != seen[-1]:
+                seen.append(state["done"])
+            if state["status"] not in ("running", "storing"):
+                break
+            assert time.monotonic() < deadline, state
+            time.sleep(0.1)
+        assert state["status"] == "done", state
+        assert len(seen) >= 3 and seen == sorted(seen) and seen[-1] == 40, seen
+        run_id = state["run_id"]
+
+        # a bigger run, cancelled: its pairs stay in the run file for the next start
+        big = post("/dashboard/lab/runs", {**body, "games": 5000, "seed": 5}, auth)
+        assert big.status == 202, big.body
+        same = post("/dashboard/lab/runs", {**body, "games": 5000, "seed": 5}, auth)
+        assert same.status in (409, 429)
+        while server.get(f"/dashboard/lab/runs/{big.json()['id']}").json()["done"] < 2:
+            time.sleep(0.1)
+        assert post(f"/dashboard/lab/runs/{big.json()['id']}/cancel").status == 401
+        cancelled = post(f"/dashboard/lab/runs/{big.json()['id']}/cancel", None, auth).json()
+        assert cancelled["status"] == "cancelled"
+        page = server.get("/dashboard/p/lab").body.decode()
+        assert 'id="lab-start-form"' in page
+    finally:
+        server.stop()
+    (kept,) = Path(str(db) + ".lab").glob("*.ndjson")
+    assert _pairs_in(kept) >= 2
+    con = duckdb.connect(str(db), read_only=True)
+    stored = lab_runs.run(con, run_id)
+    con.close()
+    assert (
+        stored is not None and stored["games"] == 40 and stored["candidate"]["name"] == "freeze-1"
+    )
+    cand = tmp_path / "freeze-1.toml"
+    cand.write_text(FREEZE_1)
+    cli = balance("lab", "run", "--candidate", str(cand), "--games", "40", "--levels", "1",
+                  "--seed", "3", "--powers", "--db", str(db))  # fmt: skip
+    assert cli.returncode == 0 and "(stored already)" in cli.stderr, cli.stderr
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_the_lab_pages_form_starts_a_run_and_shows_its_progress(tmp_path, browser):
+    """In Chromium, the Lab page's form: a wrong token is refused on the page; the right one
+    starts the run, whose progress line ends 'done' naming the stored run."""
+    from support import Server
+
+    server = Server(tmp_path / "srv", db=tmp_path / "form.duckdb",
+                    env={"BALANCE_TOKEN": "s3cret"}).start()  # fmt: skip
+    try:
+        browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
+        fill = (
+            "(() => { const f = document.getElementById('lab-start-form');"
+            "document.getElementById('lab-start').open = true;"
+            f"f.candidate.value = {json.dumps(FREEZE_1)}; f.games.value = 6;"
+            "f.levels.value = '1'; f.token.value = '%s'; f.requestSubmit(); })()"
+        )
+        browser.evaluate(fill % "wrong")
+        status = "document.getElementById('lab-job').dataset.status"
+        browser.wait_for(f"{status} === 'refused'")
+        assert "Not started" in browser.evaluate("document.getElementById('lab-job').textContent")
+        browser.evaluate(fill % "s3cret")
+        browser.wait_for(f"{status} === 'done'", timeout=120)
+        line = browser.evaluate("document.getElementById('lab-job').textContent")
+        assert "freeze-1 vs standard, 6 pairs: done, 6 of 6 pairs" in line and "lab run" in line
+        # (the wrong token's 401 is the browser's to log; nothing else)
+        assert [p for p in browser.problems() if "status of 401" not in p] == []
+    finally:
+        server.stop()

@@ -1,6 +1,8 @@
 """The Lab page: the balance lab's stored runs (`balance lab run`, docs/lab.md), each with what
 changed in the rules and its predicted changes as dots with their paired intervals, largest
-first. Read-only: runs are started from the command line."""
+first; then each released candidate's prediction against what players did (lab_check.py).
+Worth runs (`balance lab worth`) are on the Powers page. Runs are started from the command
+line, or from the page's form with the token (ingest/lab_routes.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import polars as pl
 from .. import charts
 from ..render import Chart, Ctx
 from .base import Page
+from .lab_check import check, record
 
 RUNS_SHOWN = 5  # the newest runs drawn (the table lists every run)
 
@@ -21,7 +24,8 @@ def _runs_sql(ctx: Ctx) -> str:
         "picks_differ, "
         "(SELECT count(*) FROM lab_rows x WHERE x.run_id = r.id AND x.confident) AS confident, "
         "(candidate->'params')::VARCHAR AS candidate_params, (base->'params')::VARCHAR "
-        "AS base_params FROM lab_runs r ORDER BY created_at DESC, id"
+        "AS base_params FROM lab_runs r WHERE NOT starts_with(id, 'worth-') "
+        "ORDER BY created_at DESC, id"
     )
 
 
@@ -58,7 +62,8 @@ runs = Chart(
 def _rows_sql(ctx: Ctx) -> str:
     return (
         "WITH newest AS (SELECT id, candidate->>'name' AS candidate, base->>'name' AS base "
-        f"FROM lab_runs ORDER BY created_at DESC, id LIMIT {RUNS_SHOWN}) "
+        "FROM lab_runs WHERE NOT starts_with(id, 'worth-') "
+        f"ORDER BY created_at DESC, id LIMIT {RUNS_SHOWN}) "
         "SELECT n.candidate || ' vs ' || n.base || ' (' || left(n.id, 8) || ')' AS run, "
         "x.family || ': ' || x.row AS label, x.family, x.row, x.unit, x.base AS base_value, "
         "x.candidate AS candidate_value, x.change AS rate, x.lo, x.hi, x.confident, x.n "
@@ -92,11 +97,13 @@ rows = Chart(
 
 PAGE = Page(
     "Lab",
-    [runs, rows],
+    [runs, rows, check, record],
     intro="What the balance lab predicted for candidate rulesets: bots play each candidate "
     "against the base, and every balance row's change is shown with its paired interval. "
-    "Bots stand in for players: people adapt to a new rule, bots do not. Runs are started "
-    "from the command line (`balance lab run`); this page only shows them.",
+    "Bots stand in for players: people adapt to a new rule, bots do not. Once a candidate is "
+    "registered and released, its predictions are checked against what players did, and the "
+    "lab's track record over its releases is kept. Runs are started from the command line "
+    "(`balance lab run`), or below with the server's token.",
     coverage_table="",
     selects=(),
     version_select=False,

@@ -8,6 +8,7 @@ from replays.vocabulary import POWERS
 
 from .. import charts
 from ..render import Chart, Ctx, frame_of
+from . import power_worth
 from .base import OUT, Page, analysis_views, board_label, draw_rate, label_expr, scored, sums
 
 POWER_SUMS = (
@@ -262,6 +263,7 @@ PAGE = Page(
     [
         pick_rate,
         pick_effect,
+        power_worth.worth,
         adjusted_effect,
         use_rate,
         use_effect,

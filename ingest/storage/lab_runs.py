@@ -24,33 +24,45 @@ ROW_COLUMNS = (
 )  # fmt: skip
 
 
-def save(con: duckdb.DuckDBPyConnection, run: dict[str, Any], rows: Sequence[dict]) -> bool:
-    """Store a run and its rows in one transaction; False when a run with its id is stored
-    already (the same games: nothing written)."""
+def save(
+    con: duckdb.DuckDBPyConnection,
+    run: dict[str, Any],
+    rows: Sequence[dict],
+    transaction: bool = True,
+) -> bool:
+    """Store a run and its rows in one transaction (`transaction=False`: in the caller's, as
+    a running server's writer gives one); False when a run with its id is stored already
+    (the same games: nothing written)."""
+    if not transaction:
+        return _insert(con, run, rows)
     con.execute("BEGIN")
     try:
-        if con.execute("SELECT 1 FROM lab_runs WHERE id = ?", [run["id"]]).fetchall():
-            con.execute("ROLLBACK")
-            return False
-        con.execute(
-            f"INSERT INTO lab_runs ({', '.join(RUN_COLUMNS)}) "
-            "VALUES (?, ?, ?, ?::JSON, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                run["id"], run.get("created_at") or datetime.now(UTC), run["game"],
-                json.dumps(run["base"]), json.dumps(run["candidate"]), run["board"],
-                run["powers"], list(run["levels"]), run["games"], run["seed"],
-                run["engine_version"], run["min_effect"], run["picks_differ"], run["seconds"],
-            ],
-        )  # fmt: skip
-        con.executemany(
-            f"INSERT INTO lab_rows (run_id, ord, {', '.join(ROW_COLUMNS)}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [[run["id"], k, *(r[c] for c in ROW_COLUMNS)] for k, r in enumerate(rows)],
-        )
-        con.execute("COMMIT")
+        new = _insert(con, run, rows)
+        con.execute("COMMIT" if new else "ROLLBACK")
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    return new
+
+
+def _insert(con: duckdb.DuckDBPyConnection, run: dict[str, Any], rows: Sequence[dict]) -> bool:
+    if con.execute("SELECT 1 FROM lab_runs WHERE id = ?", [run["id"]]).fetchall():
+        return False
+    con.execute(
+        f"INSERT INTO lab_runs ({', '.join(RUN_COLUMNS)}) "
+        "VALUES (?, ?, ?, ?::JSON, ?::JSON, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            run["id"], run.get("created_at") or datetime.now(UTC), run["game"],
+            json.dumps(run["base"]), json.dumps(run["candidate"]), run["board"],
+            run["powers"], list(run["levels"]), run["games"], run["seed"],
+            run["engine_version"], run["min_effect"], run["picks_differ"], run["seconds"],
+        ],
+    )  # fmt: skip
+    con.executemany(
+        f"INSERT INTO lab_rows (run_id, ord, {', '.join(ROW_COLUMNS)}) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [[run["id"], k, *(r[c] for c in ROW_COLUMNS)] for k, r in enumerate(rows)],
+    )
     return True
 
 
