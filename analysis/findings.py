@@ -340,7 +340,7 @@ def source_sql(s: Source, per_family: int = PER_FAMILY, policy: dc.Policy | None
 ), d AS (
   SELECT *, {alpha!r} / (max(family_no) OVER () * family_rows) AS alpha_row FROM c
 ), d2 AS (
-  SELECT *, {pol.tau_sql("alpha_row", minimum)} AS tau FROM d
+  SELECT *, ({pol.tau_sql("alpha_row", minimum)})::DOUBLE AS tau FROM d
 ), e AS (
   SELECT *, {hw} AS hw,
     min(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_best,
@@ -362,7 +362,7 @@ SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding
   (({show.format(x="est")}) - sign(est) * (({show.format(x=repr(minimum))}) + tol))::DOUBLE
     AS beyond,
   n, alpha_row, z_beyond, z_zero, found AS flagged, watch, est AS est_model, se AS se_model,
-  tau, {minimum!r} + tol AS minimum_model,
+  tau, ({minimum!r} + tol)::DOUBLE AS minimum_model,
   count(hw) OVER (PARTITION BY family_keys) AS family_tested,
   family_rows,
   sum(CASE WHEN found THEN 1 ELSE 0 END) OVER (PARTITION BY family_keys) AS family_flagged,
@@ -598,8 +598,9 @@ def games_to_confirm(r: dict) -> int | None:
     if not n or se is None or not se > 0:
         return None
     need = dc.games_needed(
-        se * math.sqrt(n), r["alpha_row"], r["tau"], r["minimum_model"], abs(r["est_model"])
-    )
+        float(se) * math.sqrt(n), float(r["alpha_row"]), float(r["tau"]),
+        float(r["minimum_model"]), abs(float(r["est_model"])),
+    )  # fmt: skip
     return None if need < 0 else max(need - int(n), 0)
 
 
