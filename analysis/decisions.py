@@ -29,7 +29,7 @@ finding is decided once for the whole report, not table by table:
 
 `half_width(se, alpha, tau)` is that interval's half-width for an estimate with standard error
 `se`; `tau` is the mixture's scale. `scale(alpha, minimum)` chooses it for the minimum effect
-(Howard et al. 2021, section 3.5: the mixture is tightest at one sample size): the sequence is
+(as Howard et al. 2021 tune a mixture: it is tightest at one sample size): the sequence is
 tightest where its half-width equals the minimum, the games at which an effect of the minimum's
 size starts to clear zero, and within a few percent of that over the sizes around it (a fixed
 scale chosen before the data, so the sequence stays valid). `detectable(se, alpha, tau,
