@@ -26,7 +26,7 @@ estimate beyond the minimum, not yet a finding); "either" is a row in one or the
    on either tier, with intervals, and the other entries of those reports.
 
 Measured on the shared two-core machine (docs/agg-tables.md "Findings" has the figures): 30
-null stores a size, 6 weekly histories, 10 planted stores a size, in about 20 minutes.
+null stores a size, 6 weekly histories, 10 planted stores a size, in about 45 minutes.
 """
 
 from __future__ import annotations
