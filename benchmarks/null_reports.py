@@ -23,7 +23,9 @@ estimate beyond the minimum, not yet a finding); "either" is a row in one or the
 3. Planted effects (`--planted` stores a size): the first mover +3 points, surge +4.3 points,
    lineup 21435 at 0.60, rank 5 on file c of 5×5 (+0.3 log-odds for the lineups holding it:
    +4.7 points for its double-centred cell). Printed: how often each is found as a finding and
-   on either tier, with intervals, and the other entries of those reports.
+   on either tier, with intervals, and the other entries of those reports; and how often the
+   planted lineup's rate on the Setups page (agg_lineup_model, one row a variant) holds 0.60
+   and is set apart from its cells.
 
 Measured on the shared two-core machine (docs/agg-tables.md "Findings" has the figures): 30
 null stores a size, 6 weekly histories, 10 planted stores a size, in about 45 minutes.
@@ -108,11 +110,18 @@ def entries(f: findings.Findings, tier: str) -> list[dict]:
     return rows if tier == "findings" else rows + f.watch.to_dicts()
 
 
-def one_store(p: sy.Plan) -> dict[str, findings.Findings]:
-    """The store's report under each policy (the jobs run once)."""
+LINEUP_SQL = f"""SELECT variant, rate_lo, rate_hi, set_apart FROM agg_lineup_model
+WHERE board = 5 AND lineup = '{PLANTED_LINEUP}' AND n > 0"""
+
+
+def one_store(p: sy.Plan, lineup: list | None = None) -> dict[str, findings.Findings]:
+    """The store's report under each policy (the jobs run once); `lineup` gets the planted
+    lineup's rows of agg_lineup_model (its rate on the Setups page, one row a variant)."""
     con, _ = sy.make_store(":memory:", p)
     try:
         jobs.run(con, lambda fn: fn(con))
+        if lineup is not None:
+            lineup.extend(con.sql(LINEUP_SQL).pl().to_dicts())
         return {name: report(con, pol()) for name, pol in POLICIES.items()}
     finally:
         con.close()
@@ -223,8 +232,13 @@ def planted(sizes: list[int], stores: int, seed: int) -> None:
         t = time.perf_counter()
         found: Counter[tuple[str, str, str]] = Counter()
         others: Counter[tuple[str, str]] = Counter()
+        held = apart = variants = 0
         for i in range(stores):
-            reports = one_store(plan(size, seed + 5000 + 1000 * size + i, planted=True))
+            lineup: list[dict] = []
+            reports = one_store(plan(size, seed + 5000 + 1000 * size + i, True), lineup)
+            variants += len(lineup)
+            held += sum(r["rate_lo"] < 0.60 < r["rate_hi"] for r in lineup)
+            apart += sum(r["set_apart"] > 0.5 for r in lineup)
             for name, f in reports.items():
                 for tier in TIERS:
                     rows = entries(f, tier)
@@ -242,6 +256,12 @@ def planted(sizes: list[int], stores: int, seed: int) -> None:
                     f"{others[name, tier] / stores:.2f}",
                     flush=True,
                 )
+        print(
+            f"  the Setups page's rate of lineup {PLANTED_LINEUP} (one a variant played): its "
+            f"interval holds 0.60 in {_rate(held, variants)}, set apart from its cells in "
+            f"{_rate(apart, variants)}",
+            flush=True,
+        )
 
 
 def main() -> None:
