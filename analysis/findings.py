@@ -9,9 +9,15 @@ cross-checks, not as findings. Symmetric pairs are tested once (a power against 
 lineup against another, the second seat of two-player Slide). A power is measured against the
 median power, not the average (a strong power would push every other below the average).
 
+The first-move edge, a rank on a file and a lineup's own strength are asked once a board, its
+variants pooled (`Source.rows`): one cause is one finding, not one a variant, and each row has
+all the board's games.
+
 A row is a finding when its always-valid interval lies wholly beyond its kind's minimum effect;
 the report's budget of false findings is split over the kinds, families and rows
-(analysis.decisions). Every family also states what it could have seen: the minimum detectable
+(analysis.decisions). A row whose interval is clear of zero and whose estimate is beyond the
+minimum, but not yet its interval, is on the watch list (`Findings.watch`), with the games that
+would confirm it. Every family also states what it could have seen: the minimum detectable
 effect of its typical and its best-informed row, or "too few games to tell".
 
 Outcomes of play (side events: a side that stunned a crown) and recording conventions (side 0)
