@@ -20,16 +20,27 @@ finding is decided once for the whole report, not table by table:
   does not raise the chance of a false finding above the allocated level. The price is width:
   about 1.4 times a one-look interval at the same level.
 
+- a second, separate tier, the *watch list*: a row whose interval (the same sequence, the same
+  share of the budget) is clear of zero and whose estimate is beyond the minimum, but whose
+  interval is not yet wholly beyond it. On data with no effect a row enters either tier only if
+  its sequence leaves zero, so the two tiers together hold at most REPORT_ALPHA false entries a
+  report too. A watch row is "not yet a finding": it says how many more games would confirm it
+  if the effect holds (`games_needed`).
+
 `half_width(se, alpha, tau)` is that interval's half-width for an estimate with standard error
-`se`; `tau` is the mixture's scale, the size of effect the sequence is tuned to (twice the
-minimum). `detectable(se, alpha, tau, minimum)` is the minimum detectable effect: the true effect
-found with 80% power at this look.
+`se`; `tau` is the mixture's scale. `scale(alpha, minimum)` chooses it for the minimum effect
+(as Howard et al. 2021 tune a mixture: it is tightest at one sample size): the sequence is
+tightest where its half-width equals the minimum, the games at which an effect of the minimum's
+size starts to clear zero, and within a few percent of that over the sizes around it (a fixed
+scale chosen before the data, so the sequence stays valid). `detectable(se, alpha, tau,
+minimum)` is the minimum detectable effect: the true effect found with 80% power at this look.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -52,9 +63,28 @@ MIN_EFFECTS: dict[str, float] = {
     "challenge": 0.10,  # a challenge's solve rate against its board's others
     "slide_seat": 0.03,  # a Slide seat's win rate against a fair share
 }
-# The report's budget split over the kinds (sums to 1): the questions a designer acts on most
-# (first move, powers, setups, computer levels, Slide seats) get the larger shares.
+# The report's budget split over the kinds (sums to 1). A share buys less and less width the
+# more rows it is split over (the interval grows with the log of the rows), so the budget goes
+# where a designer acts most and the rows are few: the first-move edge (one row a board) and
+# the ten powers take half of it, the rank-file cells (25 or 49 a family) most of the rest;
+# the kinds of hundreds or thousands of rows (lineups, matchups, challenges) keep small shares,
+# which cost them little width. WEIGHTS_BEFORE is the earlier even-handed split (benchmarks
+# compare the two).
 WEIGHTS: dict[str, float] = {
+    "first_move": 0.25,
+    "power": 0.25,
+    "lineup_cell": 0.15,
+    "lineup": 0.05,
+    "power_pair": 0.03,
+    "power_vs": 0.03,
+    "lineup_vs": 0.02,
+    "lane_distance": 0.04,
+    "ai_band": 0.08,
+    "ai_order": 0.03,
+    "challenge": 0.02,
+    "slide_seat": 0.05,
+}
+WEIGHTS_BEFORE: dict[str, float] = {
     "first_move": 0.15,
     "power": 0.15,
     "lineup_cell": 0.10,
@@ -72,6 +102,29 @@ POWER = 0.80  # the power the minimum detectable effect is stated at
 Z_POWER = 0.8416212335729143  # its normal quantile
 # a family whose typical row could not see an effect this many times its minimum "cannot tell"
 TOO_FEW_FACTOR = 4.0
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Everything a decision depends on: the minimums, the report's budget, its split, and how
+    the mixture scale is chosen ("tuned": `scale`; "twice": twice the minimum, the earlier
+    choice). `policy()` is the configured one; benchmarks compare others on the same store."""
+
+    minimums: dict[str, float]
+    alpha: float = REPORT_ALPHA
+    weights: dict[str, float] = field(default_factory=lambda: dict(WEIGHTS))
+    scale: str = "tuned"
+
+    def tau(self, alpha, minimum):
+        return scale(alpha, minimum) if self.scale == "tuned" else 2 * minimum
+
+    def tau_sql(self, alpha: str, minimum: float) -> str:
+        return scale_sql(alpha, minimum) if self.scale == "tuned" else repr(2 * minimum)
+
+
+def policy() -> Policy:
+    """The configured policy (BALANCE_MIN_EFFECTS, BALANCE_REPORT_ALPHA)."""
+    return Policy(min_effects(), report_alpha())
 
 
 def report_alpha(text: str | None = None) -> float:
@@ -119,6 +172,28 @@ def half_width(se, alpha, tau):
     with np.errstate(invalid="ignore", divide="ignore"):
         r = (se / tau) ** 2
         return np.where(se > 0, se * np.sqrt((1 + r) * np.log((1 + 1 / r) / alpha**2)), np.nan)
+
+
+def scale(alpha, minimum):
+    """The mixture scale tau for which the sequence at level `alpha` is tightest where its
+    half-width equals `minimum` (a function of the two only, fixed before any data)."""
+    a = np.asarray(alpha, dtype=float)
+    big = np.log(1 / a**2)
+    u = big
+    for _ in range(5):
+        u = big + np.log1p(u)
+    r = 1 / u
+    se_star = minimum / np.sqrt((1 + r) * (np.log1p(u) + big))
+    return se_star / np.sqrt(r)
+
+
+def scale_sql(alpha: str, minimum: float) -> str:
+    """scale as a SQL expression over the SQL expression `alpha`."""
+    big = f"ln(1 / (({alpha}) * ({alpha})))"
+    u = big
+    for _ in range(5):
+        u = f"({big} + ln(1 + {u}))"
+    return f"({minimum!r} / sqrt((1 + 1 / {u}) * (ln(1 + {u}) + {big})) * sqrt({u}))"
 
 
 def half_width_sql(se: str, alpha: str, tau: str) -> str:

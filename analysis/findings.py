@@ -9,9 +9,15 @@ cross-checks, not as findings. Symmetric pairs are tested once (a power against 
 lineup against another, the second seat of two-player Slide). A power is measured against the
 median power, not the average (a strong power would push every other below the average).
 
+The first-move edge, a rank on a file and a lineup's own strength are asked once a board, its
+variants pooled (`Source.rows`): one cause is one finding, not one a variant, and each row has
+all the board's games.
+
 A row is a finding when its always-valid interval lies wholly beyond its kind's minimum effect;
 the report's budget of false findings is split over the kinds, families and rows
-(analysis.decisions). Every family also states what it could have seen: the minimum detectable
+(analysis.decisions). A row whose interval is clear of zero and whose estimate is beyond the
+minimum, but not yet its interval, is on the watch list (`Findings.watch`), with the games that
+would confirm it. Every family also states what it could have seen: the minimum detectable
 effect of its typical and its best-informed row, or "too few games to tell".
 
 Outcomes of play (side events: a side that stunned a crown) and recording conventions (side 0)
@@ -30,6 +36,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
@@ -73,6 +80,7 @@ class Source:
     # a matchup is measured against what its two sides' own strengths predict: (the table
     # those come from, the columns read from it, the SQL joined after FROM)
     join: tuple[str, tuple[str, ...], str] | None = None
+    rows: str = ""  # a query over `table` whose rows are tested instead (a pooled question)
 
 
 @dataclass(frozen=True)
@@ -121,11 +129,16 @@ LEFT JOIN (SELECT board AS b, variant AS v, lineup AS l, predicted AS p
 
 SOURCES: tuple[Source, ...] = (
     Source(
-        "first_move", "agg_first_move_rates", ("board", "variant"), ("board", "variant"),
-        _pts("score_rate"), _se_rate("n"), "n", "first mover's score, always-valid z",
+        "first_move", "agg_first_move_rates", ("board",), ("board",),
+        _pts("score_rate"), _se_rate("n"), "n",
+        "first mover's score over every variant of the board, always-valid z",
         "an even game (0.5)", "overview#first-move", "the first mover",
-        drill="agg_adjusted's first_move term",
-        games=(("board", "board"), ("variant", "variant")),
+        drill="agg_first_move_rates per variant, agg_adjusted's first_move term",
+        games=(("board", "board"),),
+        # one question a board: its variants pooled (their rows are the drill-down), so the
+        # budget is split over two rows, not six, and each row has every game of its board
+        rows="(SELECT board, sum(n) AS n, sum(score_rate * n) / sum(n) AS score_rate "
+        "FROM agg_first_move_rates WHERE n > 0 GROUP BY board)",
     ),
     Source(
         "power", "agg_adjusted", ("family",), ("term",),
@@ -139,22 +152,36 @@ SOURCES: tuple[Source, ...] = (
         games=(("power", "power_name"),),
     ),
     Source(
-        "lineup_cell", "agg_lineup_model_terms", ("board", "variant"),
-        ("board", "variant", "rank", "file"), "estimate", "se", "n",
-        "lineup model term, always-valid z", "the same rank on an average file",
-        "setups#lineup-model-cells", "rank {rank} on file {file_letter}", logit=True,
-        drill="agg_setup_cell_rates (raw cell rates)",
-        games=(("board", "board"), ("variant", "variant")),
+        "lineup_cell", "agg_lineup_model_terms", ("board",), ("board", "rank", "file"),
+        "estimate", "se", "n",
+        "lineup model term, its variants pooled (inverse-variance), always-valid z",
+        "the same rank on an average file", "setups#lineup-model-cells",
+        "rank {rank} on file {file_letter}", logit=True,
+        drill="agg_lineup_model_terms per variant, agg_setup_cell_rates (raw cell rates)",
+        games=(("board", "board"),),
+        # one question a board: where a rank stands is the same lever in every variant, so
+        # the variants' fits are pooled (a fixed-effect mean, weights 1 / se^2)
+        rows="(SELECT board, rank, file, sum(n) AS n, "
+        "sum(estimate / (se * se)) / sum(1 / (se * se)) AS estimate, "
+        "sqrt(1 / sum(1 / (se * se))) AS se FROM agg_lineup_model_terms WHERE se > 0 "
+        "GROUP BY board, rank, file)",
     ),
     Source(
-        "lineup", "agg_lineup_model", ("board", "variant"), ("board", "variant", "lineup"),
+        "lineup", "agg_lineup_model", ("board",), ("board", "lineup"),
         "score_rate - predicted",
-        "CASE WHEN n > 0 THEN sqrt(predicted * (1 - predicted) / n + "
-        "power((predicted_hi - predicted_lo) / 3.92, 2)) END", "n",
-        "own score against its cells' projection, always-valid z",
+        "CASE WHEN n > 0 THEN sqrt(spread) END", "n",
+        "own score against its cells' projection, its variants pooled, always-valid z",
         "what its ranks' places predict", "setups#lineups", "lineup {lineup}",
-        drill="agg_lineup_rates (raw rate against 0.5)",
-        games=(("board", "board"), ("variant", "variant"), ("lineup", "lineup")),
+        drill="agg_lineup_model per variant, agg_lineup_rates (raw rate against 0.5)",
+        games=(("board", "board"), ("lineup", "lineup")),
+        # one question a board: the lineup's sides over every variant, against the
+        # projections of the variants they were played in (weighted by those sides)
+        rows="(SELECT board, lineup, sum(n) AS n, sum(score) / sum(n) AS score_rate, "
+        "sum(n * predicted) / sum(n) AS predicted, "
+        "(sum(n * predicted * (1 - predicted)) + sum(n * n * "
+        "power((predicted_hi - predicted_lo) / 3.92, 2))) / (sum(n) * sum(n)) AS spread "
+        "FROM agg_lineup_model GROUP BY board, lineup)",
+        needs=("score", "predicted_hi", "predicted_lo"),
     ),
     Source(
         "power_pair", "agg_power_pair_rates", ("board",), ("board", "power_a", "power_b"),
@@ -272,7 +299,8 @@ def available(s: Source | Described, columns: Collection[str]) -> bool:
     return bool(columns) and words <= set(columns)
 
 
-_JOINED = frozenset({"own", "opp", "beta", "p"})  # the joined tables' aliases and columns
+# the joined tables' aliases and columns, and the pooled rows' own columns
+_JOINED = frozenset({"own", "opp", "beta", "p", "spread"})
 
 
 def joinable(s: Source, columns: Callable[[str], Collection[str]]) -> bool:
@@ -286,42 +314,52 @@ def _q(name: str) -> str:
     return f'"{name}"'
 
 
-def source_sql(s: Source, per_family: int = PER_FAMILY) -> str:
-    """The source's findings (at most `per_family` a family) and one row a family, decided in
-    SQL (analysis.decisions has the same arithmetic in numpy)."""
-    minimum = dc.min_effects()[s.kind]
-    tau = 2 * minimum
+def source_sql(s: Source, per_family: int = PER_FAMILY, policy: dc.Policy | None = None) -> str:
+    """The source's findings and watch rows (at most `per_family` a family) and one row a
+    family, decided in SQL (analysis.decisions has the same arithmetic in numpy)."""
+    pol = policy or dc.policy()
+    minimum = pol.minimums[s.kind]
     if s.logit:
-        minimum, tau = dc.logit_points(minimum), dc.logit_points(tau)
-    alpha = dc.report_alpha() * dc.WEIGHTS[s.kind]
+        minimum = dc.logit_points(minimum)
+    alpha = pol.alpha * pol.weights[s.kind]
     keys = ", ".join(f"{k} := {_q(k)}" for k in s.keys)
     fam_keys = ", ".join(f"{k} := {_q(k)}" for k in s.family)
-    hw = dc.half_width_sql("se", "alpha_row", repr(tau))
-    hw_typ = dc.half_width_sql("se_typical", "alpha_row", repr(tau))
-    hw_best = dc.half_width_sql("se_best", "alpha_row", repr(tau))
+    hw = dc.half_width_sql("se", "alpha_row", "tau")
+    hw_typ = dc.half_width_sql("se_typical", "alpha_row", "tau")
+    hw_best = dc.half_width_sql("se_best", "alpha_row", "tau")
     lo, hi, m = "est - hw", "est + hw", f"({minimum!r} + tol)"
     show = "1 / (1 + exp(-({x}))) - 0.5" if s.logit else "{x}"
     z = dc.Z_POWER
+    size = "est" if s.upward else "abs(est)"
+    # the watch list: the same interval clear of zero (of the tolerance: a target band's
+    # edge), the estimate beyond the minimum, not a finding
+    clear = "lo_ > tol" if s.upward else "(lo_ > tol OR hi_ < -tol)"
     return f"""WITH r AS (
   SELECT to_json(struct_pack({fam_keys}))::VARCHAR AS family_keys,
     to_json(struct_pack({keys}))::VARCHAR AS keys,
     ({s.effect})::DOUBLE AS est, ({s.se})::DOUBLE AS se, ({s.n})::BIGINT AS n,
     ({s.tolerance})::DOUBLE AS tol
-  FROM {s.table} {s.join[2] if s.join else ""} WHERE {s.filter}
+  FROM {s.rows or s.table} {s.join[2] if s.join else ""} WHERE {s.filter}
 ), c AS (
   SELECT *, count(*) OVER (PARTITION BY family_keys) AS family_rows,
     dense_rank() OVER (ORDER BY family_keys) AS family_no FROM r
 ), d AS (
   SELECT *, {alpha!r} / (max(family_no) OVER () * family_rows) AS alpha_row FROM c
+), d2 AS (
+  SELECT *, ({pol.tau_sql("alpha_row", minimum)})::DOUBLE AS tau FROM d
 ), e AS (
   SELECT *, {hw} AS hw,
     min(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_best,
     median(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_typical,
     median(tol) OVER (PARTITION BY family_keys) AS tol_typical
-  FROM d
+  FROM d2
+), e2 AS (
+  SELECT *, {lo} AS lo_, {hi} AS hi_ FROM e
 ), f AS (
   SELECT *, coalesce({lo} > {m}{"" if s.upward else f" OR {hi} < -{m}"}, false) AS found,
-    ({"est" if s.upward else "abs(est)"} - {m}) / se AS z_beyond FROM e
+    ({size} - {m}) / se AS z_beyond, ({size} - tol) / se AS z_zero FROM e2
+), g AS (
+  SELECT *, coalesce(NOT found AND {clear} AND {size} > {m}, false) AS watch FROM f
 )
 SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding' AS role,
   family_keys, keys,
@@ -329,20 +367,22 @@ SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding
   ({show.format(x=hi)})::DOUBLE AS hi,
   (({show.format(x="est")}) - sign(est) * (({show.format(x=repr(minimum))}) + tol))::DOUBLE
     AS beyond,
-  n, alpha_row, z_beyond, found AS flagged,
+  n, alpha_row, z_beyond, z_zero, found AS flagged, watch, est AS est_model, se AS se_model,
+  tau, ({minimum!r} + tol)::DOUBLE AS minimum_model,
   count(hw) OVER (PARTITION BY family_keys) AS family_tested,
   family_rows,
   sum(CASE WHEN found THEN 1 ELSE 0 END) OVER (PARTITION BY family_keys) AS family_flagged,
+  sum(CASE WHEN watch THEN 1 ELSE 0 END) OVER (PARTITION BY family_keys) AS family_watched,
   max(n) OVER (PARTITION BY family_keys) AS family_n,
   ({show.format(x=f"{minimum!r} + tol_typical + {hw_typ} + {z!r} * se_typical")})::DOUBLE
     AS mde_typical,
   ({show.format(x=f"{minimum!r} + tol_typical + {hw_best} + {z!r} * se_best")})::DOUBLE
     AS mde_best,
   ({show.format(x=repr(minimum))})::DOUBLE AS minimum,
-  row_number() OVER (PARTITION BY family_keys ORDER BY found DESC, z_beyond DESC NULLS LAST,
-    keys) AS family_rank
-FROM f
-QUALIFY family_rank = 1 OR (found AND family_rank <= {int(per_family)})"""
+  row_number() OVER (PARTITION BY family_keys ORDER BY found DESC, watch DESC,
+    z_beyond DESC NULLS LAST, keys) AS family_rank
+FROM g
+QUALIFY family_rank = 1 OR ((found OR watch) AND family_rank <= {int(per_family)})"""
 
 
 def described_sql(d: Described) -> str:
@@ -355,9 +395,13 @@ def described_sql(d: Described) -> str:
 FROM {d.table} WHERE {d.filter}"""
 
 
-def sql(columns: Callable[[str], Collection[str]], per_family: int = PER_FAMILY) -> str:
+def sql(
+    columns: Callable[[str], Collection[str]],
+    per_family: int = PER_FAMILY,
+    policy: dc.Policy | None = None,
+) -> str:
     """One query over every source the store has: what the Findings page runs."""
-    parts = [source_sql(s, per_family) for s in SOURCES if joinable(s, columns)]
+    parts = [source_sql(s, per_family, policy) for s in SOURCES if joinable(s, columns)]
     parts += [described_sql(d) for d in DESCRIBED if available(d, columns(d.table))]
     if not parts:
         return "SELECT NULL::VARCHAR AS kind WHERE false"
@@ -375,6 +419,9 @@ class Findings:
     families: pl.DataFrame  # one row a family: tested, flagged, shown, what it could see
     missing: list[str] = field(default_factory=list)  # tables the store lacks
     descriptive: pl.DataFrame = field(default_factory=pl.DataFrame)  # outcomes, conventions
+    # not yet findings: clear of zero, the estimate beyond the minimum, the interval not yet
+    # wholly beyond it (strongest evidence against zero first)
+    watch: pl.DataFrame = field(default_factory=lambda: _finish_watch([]))
 
     @property
     def tested(self) -> int:
@@ -398,6 +445,13 @@ class Findings:
             new = int((self.table["since"] == "new this week").sum()) if n else 0
             if n:
                 head += f" New this week: {new}."
+            w = self.watch.height
+            if w:
+                head += (
+                    f" Watch, not yet findings: {w} effect{'s' if w != 1 else ''} clear of "
+                    "zero and beyond the minimum by its estimate, its interval not yet wholly "
+                    "beyond it (the same error budget, against zero)."
+                )
             cut = f.filter(pl.col("flagged") > pl.col("shown"))
             if cut.height:
                 head += (
@@ -423,11 +477,12 @@ def collect(
     fetch: Callable[[str], pl.DataFrame],
     columns: Callable[[str], Collection[str]] | None = None,
     per_family: int = PER_FAMILY,
+    policy: dc.Policy | None = None,
 ) -> Findings:
     """Every finding of the store's balance tables, strongest evidence first."""
     if columns is None:
         columns = store_columns(fetch)
-    frame = fetch(sql(columns, per_family))
+    frame = fetch(sql(columns, per_family, policy))
     return from_rows(frame, missing_tables(columns))
 
 
@@ -456,7 +511,8 @@ def store_columns(fetch: Callable[[str], pl.DataFrame]) -> Callable[[str], Colle
 
 FAMILY_SCHEMA = {
     "kind": pl.String, "family": pl.String, "rows": pl.Int64, "tested": pl.Int64,
-    "flagged": pl.Int64, "shown": pl.Int64, "games": pl.Int64, "minimum": pl.Float64,
+    "flagged": pl.Int64, "shown": pl.Int64, "watched": pl.Int64, "games": pl.Int64,
+    "minimum": pl.Float64,
     "detectable_typical": pl.Float64, "detectable_best": pl.Float64, "verdict": pl.String,
 }  # fmt: skip
 DESCRIPTIVE_SCHEMA = {
@@ -485,6 +541,7 @@ def _date(v) -> dt.date:
 def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings:
     """The rows of `sql` as findings, families and the descriptive section."""
     found: list[dict] = []
+    watch: list[dict] = []
     families: dict[tuple[str, str], dict] = {}
     described: list[dict] = []
     rows = frame.to_dicts() if frame.height and "keys" in frame.columns else []
@@ -504,6 +561,9 @@ def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings
         s = KINDS[r["kind"]]
         fam_label = _family_label(s, json.loads(r["family_keys"]))
         fam = families.setdefault((s.kind, fam_label), _family(s, fam_label, r))
+        if r.get("watch"):
+            watch.append(_watch_row(s, keys, r, fam_label))
+            continue
         if not r["flagged"]:
             continue
         fam["shown"] += 1
@@ -534,23 +594,82 @@ def from_rows(frame: pl.DataFrame, missing: list[str] | None = None) -> Findings
         )  # fmt: skip
     fams = pl.DataFrame(list(families.values()), schema=FAMILY_SCHEMA).sort("kind", "family")
     desc = pl.DataFrame(described, schema=DESCRIPTIVE_SCHEMA)
-    return Findings(_finish(found), fams, missing or [], desc)
+    return Findings(_finish(found), fams, missing or [], desc, _finish_watch(watch))
+
+
+def games_to_confirm(r: dict) -> int | None:
+    """More games (sides, attempts) the row needs for its interval to clear the minimum with
+    80% power if its effect is what it is estimated now; None where it never would."""
+    n, se = r.get("n"), r.get("se_model")
+    if not n or se is None or not se > 0:
+        return None
+    need = dc.games_needed(
+        float(se) * math.sqrt(n), float(r["alpha_row"]), float(r["tau"]),
+        float(r["minimum_model"]), abs(float(r["est_model"])),
+    )  # fmt: skip
+    return None if need < 0 else max(need - int(n), 0)
+
+
+def _confirm_words(more: int | None, n: int | None) -> str:
+    if more is None or (n and more > 100 * n):
+        return "more than a hundred times its games"
+    return f"about {float(f'{more:.2g}'):,.0f} more"
+
+
+def _watch_row(s: Source, keys: dict, r: dict, fam_label: str) -> dict:
+    words = _words(s.kind, keys)
+    more = games_to_confirm(r)
+    return {
+        "statement": statement(s, keys, r, watch=True),
+        "item": s.subject.format(**words).rstrip(","),
+        "family": fam_label, "kind": s.kind, "effect": r["effect"], "lo": r["lo"],
+        "hi": r["hi"], "beyond": r["beyond"], "minimum": r["minimum"], "n": r["n"],
+        "to_confirm": more, "confirm": _confirm_words(more, r["n"]), "test": s.test,
+        "z_zero": r["z_zero"], "alpha": r["alpha_row"], "chart": _chart(s, keys),
+        "games": games_link(s, keys, words), "sql": row_sql(s, keys),
+        "key": finding_key(s.kind, r["keys"]),
+    }  # fmt: skip
+
+
+WATCH_COLUMNS = [
+    "rank", "statement", "item", "family", "kind", "effect", "lo", "hi", "beyond", "minimum",
+    "n", "to_confirm", "confirm", "test", "z_zero", "alpha", "chart", "games", "sql", "key",
+]  # fmt: skip
+
+
+def _finish_watch(rows: list[dict]) -> pl.DataFrame:
+    schema = {
+        "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
+        "effect": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "beyond": pl.Float64,
+        "minimum": pl.Float64, "n": pl.Int64, "to_confirm": pl.Int64, "confirm": pl.String,
+        "test": pl.String, "z_zero": pl.Float64, "alpha": pl.Float64, "chart": pl.String,
+        "games": pl.String, "sql": pl.String, "key": pl.String,
+    }  # fmt: skip
+    out = pl.DataFrame(rows, schema=schema)
+    out = out.sort(pl.col("z_zero"), "statement", descending=[True, False], nulls_last=True)
+    return out.with_columns(rank=pl.int_range(1, out.height + 1, dtype=pl.Int64)).select(
+        WATCH_COLUMNS
+    )
 
 
 def _family(s: Source, label: str, r: dict) -> dict:
     tested = int(r["family_tested"] or 0)
     flagged = int(r["family_flagged"] or 0)
+    watched = int(r.get("family_watched") or 0)
     minimum = r["minimum"]
     best, typical = r["mde_best"], r["mde_typical"]
     if flagged:
-        verdict = f"{flagged} found"
+        verdict = f"{flagged} found" + (f", {watched} to watch" if watched else "")
+    elif watched:
+        verdict = f"none found yet; {watched} to watch"
     elif tested == 0 or best is None or best > dc.TOO_FEW_FACTOR * minimum:
         verdict = TOO_FEW
     else:
         verdict = f"none found; it could see {typical:.3f} or more (typical row)"
     return {
         "kind": s.kind, "family": label, "rows": int(r["family_rows"] or 0), "tested": tested,
-        "flagged": flagged, "shown": 0, "games": int(r["family_n"] or 0), "minimum": minimum,
+        "flagged": flagged, "shown": 0, "watched": watched, "games": int(r["family_n"] or 0),
+        "minimum": minimum,
         "detectable_typical": typical, "detectable_best": best, "verdict": verdict,
     }  # fmt: skip
 
@@ -648,7 +767,7 @@ def _words(kind: str, keys: dict) -> dict:
     return w
 
 
-def statement(s: Source, keys: dict, r: dict) -> str:
+def statement(s: Source, keys: dict, r: dict, watch: bool = False) -> str:
     """One line: "surge scores 0.043 [0.027, 0.060] above the median power in the adjusted
     model (0.023 beyond the minimum of 0.020; n = 4,012)"."""
     w = _words(s.kind, keys)
@@ -661,6 +780,11 @@ def statement(s: Source, keys: dict, r: dict) -> str:
     n = f"n = {int(r['n']):,}" if r.get("n") is not None else "n unknown"
     beyond = abs(r["beyond"]) if r.get("beyond") is not None else None
     past = f"{beyond:.3f} beyond the minimum of {r['minimum']:.3f}; " if beyond is not None else ""
+    if watch and beyond is not None:
+        past = (
+            f"estimate {beyond:.3f} beyond the minimum of {r['minimum']:.3f}, its interval "
+            "clear of zero but not yet of the minimum; "
+        )
     return (
         f"{subject} {s.verb} {size:.3f} [{_num(a)}, {_num(b)}] {'above' if up else 'below'} "
         f"{against} {where} ({past}{n})"

@@ -49,7 +49,10 @@ from .sql import sql_literal
 # 2.4: every table has a `ruleset` dimension (rulesets.md RS6.1); the default cut is the live
 #      version and its ruleset; the rate tables and agg_adjusted say which ruleset they cover
 # 2.5: agg_ingest_status counts verified Slide games too (the quarantined share's denominator)
-JOB_VERSION = "2.5"
+# 2.6: agg_lineup_model has each lineup's own effect (own_effect, set_apart) and its rate
+#      (rate, rate_lo, rate_hi); strength_rank ranks the rate; the cells are fitted without
+#      the lineups set apart
+JOB_VERSION = "2.6"
 
 
 def _now() -> dt.datetime:

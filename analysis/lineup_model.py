@@ -22,9 +22,11 @@ orthonormal basis of the vectors orthogonal to 1), each with a Gaussian prior of
 deviation PRIOR_SD log-odds (ridge: a family of a few games stays finite and is pulled to 0);
 the intercept is free. Intervals come from the posterior covariance (the penalised information's
 inverse, binomial: conservative with draws, as the Wilson intervals are); theta's and each
-lineup's prediction's by the linear map from the basis. The model has no term for a single
-lineup beyond its cells: a lineup whose strength is not its ranks' places is pulled towards what
-its cells say (agg_lineup_rates still holds its own rate).
+lineup's prediction's by the linear map from the basis. `predicted` is that projection alone
+(what the cells say); a lineup's own effect beyond its cells is a random effect per lineup with
+a two-group prior whose spread and share are estimated from the family (analysis.lineup_effect),
+and `rate` (with `rate_lo`, `rate_hi`) is the projection plus it: the lineup's own strength, a
+lone lineup's quirk included once its games can tell it.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from . import logit, setups
+from . import lineup_effect, logit, setups
 from . import stats as st
 from .cuts import Cut
 
@@ -56,6 +58,11 @@ LINEUP_SCHEMA = {
     "q_value": pl.Float64,
     "flagged": pl.Boolean,
     "strength_rank": pl.Int64,
+    "own_effect": pl.Float64,
+    "set_apart": pl.Float64,
+    "rate": pl.Float64,
+    "rate_lo": pl.Float64,
+    "rate_hi": pl.Float64,
     "lineup_source": pl.String,
 }
 TERM_SCHEMA = {
@@ -105,14 +112,22 @@ def design(size: int) -> tuple[np.ndarray, np.ndarray]:
     return x, m
 
 
-def fit_family(size: int, n: np.ndarray, score: np.ndarray, prior_sd: float = PRIOR_SD):
-    """Fit one family: n and score per lineup in lineups(size) order. Returns the LogitFit."""
+def fit_family(size: int, n: np.ndarray, score: np.ndarray, prior_sd: float = PRIOR_SD, keep=None):
+    """Fit one family: n and score per lineup in lineups(size) order; `keep` (0..1 a lineup)
+    scales each lineup's weight. Returns the LogitFit."""
     x, _ = design(size)
-    seen = n > 0
+    w = n.astype(np.float64) * (1.0 if keep is None else keep)
+    seen = w > 0
     ridge = np.full(x.shape[1], 1.0 / prior_sd**2)
     ridge[0] = 0.0
-    y = np.where(seen, score / np.where(seen, n, 1), 0.5)
-    return logit.fit(x[seen], y[seen], n[seen].astype(np.float64), ridge=ridge)
+    y = np.where(seen, score / np.where(n > 0, n, 1), 0.5)
+    return logit.fit(x[seen], y[seen], w[seen], ridge=ridge)
+
+
+# the cells are fitted again without the lineups the first pass set apart: a lineup's own
+# quirk is its own, not its cells' (else its cells, and every lineup holding them, take a
+# share of it)
+REFITS = 1
 
 
 def family_tables(size: int, counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
@@ -121,14 +136,25 @@ def family_tables(size: int, counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
     full = pl.DataFrame({"lineup": names}).join(counts, on="lineup", how="left")
     n = full["n"].fill_null(0).to_numpy().astype(np.int64)
     score = full["score"].fill_null(0.0).to_numpy().astype(np.float64)
-    f = fit_family(size, n, score, prior_sd)
     x, m = design(size)
-    cov = f.cov_model
-    eta = x @ f.coef
-    eta_se = np.sqrt(np.maximum(((x @ cov) * x).sum(axis=1), 0.0))
+    keep = None
+    for _ in range(REFITS + 1):
+        f = fit_family(size, n, score, prior_sd, keep)
+        cov = f.cov_model
+        eta = x @ f.coef
+        eta_se = np.sqrt(np.maximum(((x @ cov) * x).sum(axis=1), 0.0))
+        # each lineup's own effect beyond its cells (analysis.lineup_effect): its rate is the
+        # projection plus that effect, its interval the projection's and the effect's together
+        d, v, _ = lineup_effect.one_step(n, score, eta, eta_se)
+        s2, pi = lineup_effect.fit_prior(d, v)
+        u, u_lo, u_hi, apart = lineup_effect.posterior(d, v, s2, pi)
+        keep = 1 - np.maximum(apart - pi, 0.0) / (1 - pi)
     p_line = st.normal_p(eta, eta_se)
     q_line, flag_line = st.bh(p_line)
-    order = np.argsort(-eta, kind="stable")
+    own = eta + u
+    rate_lo = own - np.sqrt((u - u_lo) ** 2 + (st.Z95 * eta_se) ** 2)
+    rate_hi = own + np.sqrt((u_hi - u) ** 2 + (st.Z95 * eta_se) ** 2)
+    order = np.argsort(-own, kind="stable")
     strength = np.empty(len(eta), dtype=np.int64)
     strength[order] = np.arange(1, len(eta) + 1)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -146,6 +172,11 @@ def family_tables(size: int, counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
             "q_value": q_line,
             "flagged": flag_line,
             "strength_rank": strength,
+            "own_effect": u,
+            "set_apart": apart,
+            "rate": expit(own),
+            "rate_lo": expit(rate_lo),
+            "rate_hi": expit(rate_hi),
         }
     )
     theta = m @ f.coef

@@ -126,6 +126,32 @@ def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> st
             f"<td>{e(r['family'])}</td><td>{chart} {games} "
             f'<a href="{e(console_url(link_base, r["sql"]))}">SQL</a></td></tr>'
         )
+    watch = "".join(
+        "<tr>"
+        f'<td class="num">{r["rank"]}</td><td class="watch">{e(r["statement"])}</td>'
+        f'<td class="num">{_n(r["effect"])}</td><td class="num">[{_n(r["lo"])}, '
+        f"{_n(r['hi'])}]</td>"
+        f'<td class="num">{_count(r["n"])}</td>'
+        f'<td class="confirm">{e(r["confirm"])}</td><td>{e(r["family"])}</td><td>'
+        + (f'<a href="{e(chart_url(link_base, r["chart"]))}">chart</a> ' if r["chart"] else "")
+        + (
+            f'<a href="{e(link_base + "/dashboard/" + r["games"])}">games</a> '
+            if r["games"]
+            else ""
+        )
+        + f'<a href="{e(console_url(link_base, r["sql"]))}">SQL</a></td></tr>'
+        for r in f.watch.iter_rows(named=True)
+    )
+    watch_head = (
+        "<tr><th>#</th><th>not yet a finding</th><th>effect</th><th>interval (always valid)"
+        "</th><th>n</th><th>games to confirm</th><th>family</th><th>links</th></tr>"
+    )
+    watch_body = (
+        f"<table id='watch'>{watch_head}{watch}</table>"
+        if watch
+        else "<p id='watch'>Nothing to watch: no other effect is clear of zero with its "
+        "estimate beyond the minimum.</p>"
+    )
     fams = "".join(
         f"<tr><td>{e(r['family'])}</td><td class='num'>{r['tested']:,} of {r['rows']:,}</td>"
         f"<td class='num'>{r['flagged']:,}</td><td class='num'>{_n(r['minimum'])}</td>"
@@ -162,6 +188,14 @@ def render(f: fi.Findings, *, link_base: str, source: str, generated: str) -> st
 names, with an interval that stays valid however often the report is read; a finding's whole
 interval lies beyond its kind's minimum effect. Strongest evidence first (the standard errors
 by which it clears the minimum).</p>
+<h2>Watch: not yet findings</h2>
+<p class="meta">Effects whose interval (the same always-valid interval, the same share of the
+error budget) is clear of zero and whose estimate is beyond the minimum, but whose interval is
+not yet wholly beyond it: worth watching, not yet worth acting on. On data with no effect the
+findings and this list together show on average at most {fi.dc.report_alpha():g} false
+entries. Games to confirm: how many more games (sides, attempts) would put the interval wholly
+beyond the minimum with 80% power, if the effect is what it is estimated now.</p>
+{watch_body}
 <h2>What each family could have seen</h2>
 <table id="families"><tr><th>family</th><th>rows tested</th><th>findings</th><th>minimum</th>
 <th>detectable (80% power)</th><th>verdict</th></tr>
@@ -205,6 +239,10 @@ def write_report(out: Path, text: str) -> None:
         if tmp is not None:
             tmp.unlink(missing_ok=True)
         raise ReportError(f"cannot write {out}: {exc.strerror or exc}; nothing written") from None
+
+
+def _count(v) -> str:
+    return "" if v is None else f"{v:,}"
 
 
 def _v(v) -> str:
@@ -251,7 +289,7 @@ def run(args: argparse.Namespace) -> int:
     with_flag = int((fams["flagged"] > 0).sum()) if fams.height else 0
     print(
         f"wrote {args.out}: {found.table.height} findings in {with_flag} of "
-        f"{found.tested} families (report-level control: at most "
-        f"{fi.dc.report_alpha():g} false findings expected)"
+        f"{found.tested} families, {found.watch.height} to watch (report-level control: at "
+        f"most {fi.dc.report_alpha():g} false entries expected)"
     )
     return 0

@@ -173,7 +173,7 @@ class Comparison:
             r = t.sort("se").row(t.height // 2, named=True)
             spread = r["se"] / np.sqrt(1 / max(r["a_n"], 1) + 1 / max(r["b_n"], 1))
             m = r["minimum"]
-            n = dc.games_needed(spread * np.sqrt(2), r["alpha"], 2 * m, m, 2 * m)
+            n = dc.games_needed(spread * np.sqrt(2), r["alpha"], dc.scale(r["alpha"], m), m, 2 * m)
             if n > 0:
                 rounded = int(float(f"{n:.2g}"))
                 unit = (
@@ -277,7 +277,7 @@ def decide(df: pl.DataFrame, families: int) -> pl.DataFrame:
     se = ((df["hi"] - df["lo"]).to_numpy().astype(float)) / (2 * st.Z95)
     m = np.array([MINIMUM[x] for x in df["measure"]], dtype=float)
     alpha = dc.report_alpha() / families / df.height
-    hw = dc.half_width(se, alpha, 2 * m)
+    hw = dc.half_width(se, alpha, dc.scale(alpha, m))
     with np.errstate(invalid="ignore"):
         changed = ((d - hw) > m) | ((d + hw) < -m)
     return df.with_columns(

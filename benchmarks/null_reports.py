@@ -4,21 +4,31 @@ the report read as a designer reads it (analysis.findings.collect).
     python benchmarks/null_reports.py [--stores 20] [--sizes 2000,5000,20000]
         [--histories 10] [--weeks 52] [--weekly-size 20000] [--planted 10] [--seed 0]
 
+Every store is read under two decision policies side by side (analysis.decisions.Policy):
+"chosen" (the configured budget split, WEIGHTS, and the mixture scale tuned to the minimum) and
+"even" (the earlier split, WEIGHTS_BEFORE, and the scale at twice the minimum). Each prints both
+tiers: findings (the interval wholly beyond the minimum) and the watch list (clear of zero, the
+estimate beyond the minimum, not yet a finding); "either" is a row in one or the other.
+
 1. Null stores: every lineup, power and first mover even, every computer level in the middle of
    its target band (analysis.synthetic); `--stores` stores at each size (human games in the
-   default cut). Printed: the mean false findings per report and the share of reports with any,
-   each with its 95% interval (exact Poisson / Clopper-Pearson). Targets: <= 0.1 and <= 10%.
+   default cut). Printed per tier: the mean false entries per report and the share of reports
+   with any, each with its 95% interval (exact Poisson / Clopper-Pearson). Targets: <= 0.1 and
+   <= 10% (a null row enters either tier only when its interval leaves zero).
 2. Weekly looks: `--histories` null histories, the store growing by a 52nd of `--weekly-size`
    human games each week, the jobs run incrementally and the report read every week. Printed:
    per family (kind and board / variant / ...) the share of histories in which it was ever
-   flagged, the largest of them with its interval. Target: <= 5% per family.
+   flagged (and ever on either tier), the largest of them with its interval. Target: <= 5% per
+   family.
 3. Planted effects (`--planted` stores a size): the first mover +3 points, surge +4.3 points,
    lineup 21435 at 0.60, rank 5 on file c of 5×5 (+0.3 log-odds for the lineups holding it:
-   +4.7 points for its double-centred cell). Printed: how often each is found, and the other
-   findings of those reports.
+   +4.7 points for its double-centred cell). Printed: how often each is found as a finding and
+   on either tier, with intervals, and the other entries of those reports; and how often the
+   planted lineup's rate on the Setups page (agg_lineup_model, one row a variant) holds 0.60
+   and is set apart from its cells.
 
 Measured on the shared two-core machine (docs/agg-tables.md "Findings" has the figures): 30
-null stores a size, 6 weekly histories, 10 planted stores a size, in about 20 minutes.
+null stores a size, 6 weekly histories, 10 planted stores a size, in about 45 minutes.
 """
 
 from __future__ import annotations
@@ -28,11 +38,13 @@ import itertools
 import math
 import time
 from collections import Counter
+from dataclasses import replace
 
 import duckdb
 import numpy as np
 from scipy import stats
 
+from analysis import decisions as dc
 from analysis import findings, jobs
 from analysis import synthetic as sy
 
@@ -82,15 +94,35 @@ def plan(human: int, seed: int, planted: bool) -> sy.Plan:
     )  # fmt: skip
 
 
-def report(con) -> findings.Findings:
-    return findings.collect(lambda q: con.sql(q).pl())
+POLICIES = {
+    "chosen": lambda: dc.policy(),
+    "even": lambda: replace(dc.policy(), weights=dict(dc.WEIGHTS_BEFORE), scale="twice"),
+}
+TIERS = ("findings", "either")
 
 
-def one_store(p: sy.Plan) -> findings.Findings:
+def report(con, policy: dc.Policy | None = None) -> findings.Findings:
+    return findings.collect(lambda q: con.sql(q).pl(), policy=policy)
+
+
+def entries(f: findings.Findings, tier: str) -> list[dict]:
+    rows = f.table.to_dicts()
+    return rows if tier == "findings" else rows + f.watch.to_dicts()
+
+
+LINEUP_SQL = f"""SELECT variant, rate_lo, rate_hi, set_apart FROM agg_lineup_model
+WHERE board = 5 AND lineup = '{PLANTED_LINEUP}' AND n > 0"""
+
+
+def one_store(p: sy.Plan, lineup: list | None = None) -> dict[str, findings.Findings]:
+    """The store's report under each policy (the jobs run once); `lineup` gets the planted
+    lineup's rows of agg_lineup_model (its rate on the Setups page, one row a variant)."""
     con, _ = sy.make_store(":memory:", p)
     try:
         jobs.run(con, lambda fn: fn(con))
-        return report(con)
+        if lineup is not None:
+            lineup.extend(con.sql(LINEUP_SQL).pl().to_dicts())
+        return {name: report(con, pol()) for name, pol in POLICIES.items()}
     finally:
         con.close()
 
@@ -107,43 +139,53 @@ def share_ci(k: int, n: int) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+def _rate(k: int, n: int) -> str:
+    lo, hi = share_ci(k, n)
+    return f"{k}/{n} [{lo:.0%}, {hi:.0%}]"
+
+
 def null_reports(sizes: list[int], stores: int, seed: int) -> None:
     print(f"== null stores: {stores} a size ==")
     for size in sizes:
         t = time.perf_counter()
-        counts, blind, fams = [], 0, 0
+        counts: dict[tuple[str, str], list[int]] = {}
+        blind = fams = 0
         for i in range(stores):
-            f = one_store(plan(size, seed + 1000 * size + i, planted=False))
-            counts.append(f.table.height)
-            fams += f.tested
-            blind += int((f.families["verdict"] == findings.TOO_FEW).sum())
-        total, anyf = sum(counts), sum(c > 0 for c in counts)
-        m_lo, m_hi = poisson_ci(total, stores)
-        s_lo, s_hi = share_ci(anyf, stores)
+            reports = one_store(plan(size, seed + 1000 * size + i, planted=False))
+            for name, f in reports.items():
+                for tier in TIERS:
+                    counts.setdefault((name, tier), []).append(len(entries(f, tier)))
+            fams += reports["chosen"].tested
+            blind += int((reports["chosen"].families["verdict"] == findings.TOO_FEW).sum())
         print(
-            f"{size:>6,} human games: false findings per report {total / stores:.3f} "
-            f"[{m_lo:.3f}, {m_hi:.3f}]; reports with any {anyf}/{stores} = "
-            f"{anyf / stores:.1%} [{s_lo:.1%}, {s_hi:.1%}]; families a report "
-            f"{fams / stores:.0f} ({blind / stores:.0f} too few games to tell); "
-            f"{time.perf_counter() - t:.0f} s"
+            f"{size:>6,} human games: families a report {fams / stores:.0f} "
+            f"({blind / stores:.0f} too few games to tell); {time.perf_counter() - t:.0f} s"
         )
+        for (name, tier), c in counts.items():
+            total, anyf = sum(c), sum(x > 0 for x in c)
+            m_lo, m_hi = poisson_ci(total, stores)
+            s_lo, s_hi = share_ci(anyf, stores)
+            print(
+                f"  {name:<6} {tier:<8} false entries per report {total / stores:.3f} "
+                f"[{m_lo:.3f}, {m_hi:.3f}]; reports with any {anyf}/{stores} = "
+                f"{anyf / stores:.1%} [{s_lo:.1%}, {s_hi:.1%}]",
+                flush=True,
+            )
 
 
 def weekly(histories: int, weeks: int, size: int, seed: int) -> None:
     print(f"== weekly looks: {histories} null histories, {weeks} weeks, {size:,} human games ==")
     t = time.perf_counter()
-    ever: Counter[str] = Counter()
-    ever_kind: Counter[str] = Counter()
+    ever: dict[str, Counter[str]] = {tier: Counter() for tier in TIERS}
     families: set[str] = set()
-    any_history = 0
+    any_history = dict.fromkeys(TIERS, 0)
     for h in range(histories):
         data = sy.generate(plan(size, seed + 7 + h, planted=False))
         n = data["games"].height
         cuts = np.linspace(0, n, weeks + 1).astype(int)
         con = duckdb.connect(":memory:")
         con.execute(sy.schema_sql())
-        flagged: set[str] = set()
-        kinds: set[str] = set()
+        flagged: dict[str, set[str]] = {tier: set() for tier in TIERS}
         try:
             for w in range(weeks):
                 part = _rows(data, cuts[w], cuts[w + 1])
@@ -152,25 +194,27 @@ def weekly(histories: int, weeks: int, size: int, seed: int) -> None:
                 jobs.run(con, lambda fn, c=con: fn(c))
                 f = report(con)
                 families.update(f.families["family"].to_list())
-                flagged.update(f.table["family"].to_list())
-                kinds.update(f.table["kind"].to_list())
+                for tier in TIERS:
+                    flagged[tier].update(r["family"] for r in entries(f, tier))
         finally:
             con.close()
-        ever.update(flagged)
-        ever_kind.update(kinds)
-        any_history += bool(flagged)
-        print(f"  history {h + 1}: {len(flagged)} families ever flagged", flush=True)
-    worst = max(ever.values(), default=0)
-    lo, hi = share_ci(worst, histories)
-    print(
-        f"families looked at: {len(families)}; the most often ever flagged: {worst}/{histories} "
-        f"= {worst / histories:.1%} [{lo:.1%}, {hi:.1%}] ({ever.most_common(1) or 'none'})"
-    )
-    print(
-        f"histories with any finding in {weeks} weeks: {any_history}/{histories}; per kind: "
-        + (", ".join(f"{k} {v}" for k, v in sorted(ever_kind.items())) or "none")
-        + f"; {time.perf_counter() - t:.0f} s"
-    )
+        for tier in TIERS:
+            ever[tier].update(flagged[tier])
+            any_history[tier] += bool(flagged[tier])
+        print(
+            f"  history {h + 1}: families ever flagged {len(flagged['findings'])}, ever on "
+            f"either tier {len(flagged['either'])}",
+            flush=True,
+        )
+    print(f"families looked at: {len(families)}; {time.perf_counter() - t:.0f} s")
+    for tier in TIERS:
+        worst = max(ever[tier].values(), default=0)
+        lo, hi = share_ci(worst, histories)
+        print(
+            f"  {tier:<8} the family most often ever flagged: {worst}/{histories} = "
+            f"{worst / histories:.1%} [{lo:.1%}, {hi:.1%}] ({ever[tier].most_common(1) or 'none'}"
+            f"); histories with any in {weeks} weeks: {any_history[tier]}/{histories}"
+        )
 
 
 def _rows(data: dict, a: int, b: int) -> dict:
@@ -183,21 +227,39 @@ def _rows(data: dict, a: int, b: int) -> dict:
 
 
 def planted(sizes: list[int], stores: int, seed: int) -> None:
-    print(f"== planted effects: {stores} stores a size ==")
+    print(f"== planted effects: {stores} stores a size (found / as a finding or on watch) ==")
     for size in sizes:
         t = time.perf_counter()
-        found: Counter[str] = Counter()
-        others = 0
+        found: Counter[tuple[str, str, str]] = Counter()
+        others: Counter[tuple[str, str]] = Counter()
+        held = apart = variants = 0
         for i in range(stores):
-            f = one_store(plan(size, seed + 5000 + 1000 * size + i, planted=True))
-            rows = f.table.to_dicts()
-            for name, hit in PLANTS.items():
-                found[name] += any(hit(r) for r in rows)
-            others += sum(not any(hit(r) for hit in PLANTS.values()) for r in rows)
-        rates = "; ".join(f"{k} {found[k]}/{stores}" for k in PLANTS)
+            lineup: list[dict] = []
+            reports = one_store(plan(size, seed + 5000 + 1000 * size + i, True), lineup)
+            variants += len(lineup)
+            held += sum(r["rate_lo"] < 0.60 < r["rate_hi"] for r in lineup)
+            apart += sum(r["set_apart"] > 0.5 for r in lineup)
+            for name, f in reports.items():
+                for tier in TIERS:
+                    rows = entries(f, tier)
+                    for plant, hit in PLANTS.items():
+                        found[name, tier, plant] += any(hit(r) for r in rows)
+                    others[name, tier] += sum(
+                        not any(hit(r) for hit in PLANTS.values()) for r in rows
+                    )
+        print(f"{size:>6,} human games: {time.perf_counter() - t:.0f} s")
+        for name in POLICIES:
+            for tier in TIERS:
+                rates = "; ".join(f"{k} {_rate(found[name, tier, k], stores)}" for k in PLANTS)
+                print(
+                    f"  {name:<6} {tier:<8} found {rates}; other entries per report "
+                    f"{others[name, tier] / stores:.2f}",
+                    flush=True,
+                )
         print(
-            f"{size:>6,} human games: found {rates}; other findings per report "
-            f"{others / stores:.2f}; {time.perf_counter() - t:.0f} s",
+            f"  the Setups page's rate of lineup {PLANTED_LINEUP} (one a variant played): its "
+            f"interval holds 0.60 in {_rate(held, variants)}, set apart from its cells in "
+            f"{_rate(apart, variants)}",
             flush=True,
         )
 

@@ -38,7 +38,7 @@ DRAWN = frozenset(
     "panel difficulty mean_turns_to_solve draw_rate loss_rate "  # the Challenges page
     "band_lo band_hi off_target step step_lo step_hi order previous_level "  # AI calibration
     # the models' rows (agg_adjusted's powers, agg_lineup_model*): the panel, the effect
-    "kind family end strength_rank estimate score_effect "
+    "kind family end strength_rank estimate score_effect predicted set_apart "
     # Slide
     "players players_label seat_from_first seats shared_wins win_credit fair_share mean_score "
     "mean_cards_left value share win_share size groups groups_per_seat "

@@ -99,3 +99,33 @@ def test_without_effects_the_model_flags_no_more_than_the_fdr(seed):
     assert lines["predicted"].is_not_null().all()
     assert (lines["predicted_lo"] <= lines["predicted"]).all()
     assert (lines["predicted"] <= lines["predicted_hi"]).all()
+
+
+def _lone_lineup(sides: int, seed: int, true: float = 0.60) -> pl.DataFrame:
+    """One 5×5 family: every lineup even but 21435, which scores `true`; `sides` a lineup."""
+    names, _ = lm.lineups(5)
+    p = np.where(np.array(names) == "21435", true, 0.5)
+    n = np.full(len(names), sides)
+    score = np.random.default_rng(seed).binomial(n, p).astype(float)
+    lines, _ = lm.family_tables(5, pl.DataFrame({"lineup": names, "n": n, "score": score}))
+    return lines
+
+
+def test_a_lone_lineups_own_strength_shows_in_its_rate_once_its_games_can_tell():
+    # the cells cannot see one lineup's quirk: its projection excludes 0.60, its rate does not
+    covered = projected = 0
+    for seed in range(10):
+        lines = _lone_lineup(1000, seed)
+        lone = lines.filter(pl.col("lineup") == "21435").row(0, named=True)
+        covered += lone["rate_lo"] < 0.60 < lone["rate_hi"]
+        projected += lone["predicted_lo"] < 0.60 < lone["predicted_hi"]
+        assert lone["set_apart"] > 0.5 and lone["strength_rank"] == 1
+        # the even lineups stay at their cells: their rates cover 0.5 (95% intervals)
+        rest = lines.filter(pl.col("lineup") != "21435")
+        assert ((rest["rate_lo"] < 0.5) & (0.5 < rest["rate_hi"])).mean() >= 0.85
+        assert (rest["set_apart"] < 0.5).mean() >= 0.95
+    assert covered >= 9 and projected == 0
+    # with few games it stays near its cells, its interval wide enough to say so
+    lone = _lone_lineup(60, 0).filter(pl.col("lineup") == "21435").row(0, named=True)
+    assert lone["rate_lo"] <= lone["rate"] <= lone["rate_hi"]
+    assert abs(lone["rate"] - lone["predicted"]) < 0.05

@@ -74,7 +74,11 @@ def test_the_page_lists_the_flags_with_their_chart_and_sql(app):
     assert "families" in summary and "at most 0.1 false findings" in summary
     games_links = re.findall(r'class="games-link" href="(/dashboard/games\?[^"]+)"', page)
     assert "/dashboard/games?mode=human&amp;power=surge" in games_links
-    assert 'id="chart-findings-families"' in page and 'id="chart-findings-descriptive"' in page
+    # the findings lead, then the watch list, then what each family could see
+    order = [page.index(f'id="chart-findings{x}"') for x in ("", "-watch", "-families")]
+    assert order == sorted(order) and 'id="chart-findings-descriptive"' in page
+    watch = app.get("/dashboard/chart/findings-watch.csv")
+    assert watch.status == 200 and "to_confirm" in watch.body.decode().splitlines()[0]
     assert 'data-spec="spec-findings-effects"' in page  # the effects drawn with intervals
     assert "/dashboard/p/findings" in page  # in the navigation bar
 
@@ -85,7 +89,7 @@ def test_the_report_from_the_stopped_store_has_the_pages_rows(app, store, tmp_pa
     out = tmp_path / "report.html"
     ran = balance("report", "--db", str(db), "--out", str(out))
     assert ran.returncode == 0, ran.stderr
-    assert str(out) in ran.stdout and "false findings expected" in ran.stdout
+    assert str(out) in ran.stdout and "false entries expected" in ran.stdout
     text = out.read_text(encoding="utf-8")
     assert report_statements(text) == [row["statement"] for row in page_csv(app)]
     # self-contained: nothing to fetch, no script
@@ -94,6 +98,12 @@ def test_the_report_from_the_stopped_store_has_the_pages_rows(app, store, tmp_pa
     assert "http://127.0.0.1:8000/sql?q=SELECT" in text
     assert "http://127.0.0.1:8000/dashboard/games?mode=human&amp;power=surge" in text
     assert 'id="descriptive"' in text and "side 0 against side 1" in text
+    # the findings lead, then the watch list (its rows as the page's), then the families
+    assert text.index("id='findings'") < text.index("id='watch'") < text.index('id="families"')
+    watched = [html.unescape(x) for x in re.findall(r'<td class="watch">(.*?)</td>', text)]
+    page_watch = list(csv.DictReader(io.StringIO(
+        app.get("/dashboard/chart/findings-watch.csv").body.decode())))  # fmt: skip
+    assert watched == [row["statement"] for row in page_watch]
 
 
 def test_the_report_through_a_running_server_is_the_same(app, tmp_path):

@@ -100,8 +100,9 @@ def test_the_lineup_model_draws_the_strongest_and_weakest_lineups_and_its_cells(
         played = whole.filter(pl.col("n") > 0)  # a lineup never played ranks nowhere
         assert fam.height == min(2 * setups.MODEL_SHOWN, played.height)
         assert (fam["n"] > 0).all()
-        best = played.sort("predicted", descending=True)["lineup"].head(setups.MODEL_SHOWN)
-        worst = played.sort("predicted")["lineup"].head(setups.MODEL_SHOWN)
+        # ranked by the lineup's rate (its cells plus its own effect), not the projection
+        best = played.sort("rate", descending=True)["lineup"].head(setups.MODEL_SHOWN)
+        worst = played.sort("rate")["lineup"].head(setups.MODEL_SHOWN)
         assert set(fam.filter(pl.col("end") == "highest")["lineup"]) == set(best)
         assert set(fam.filter(pl.col("end") == "lowest")["lineup"]) <= set(worst)
         assert (fam["lo"] <= fam["rate"]).all() and (fam["rate"] <= fam["hi"]).all()

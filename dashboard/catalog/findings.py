@@ -97,6 +97,27 @@ listing = Chart(
     ),  # fmt: skip
 )
 
+WATCH_EMPTY = (
+    "Nothing to watch: no other effect is clear of zero with its estimate beyond the minimum."
+)
+
+watch = Chart(
+    "findings-watch",
+    "Watch: not yet findings (clear of zero, the estimate beyond the minimum)",
+    "agg_runs",
+    _sql,
+    post=lambda df, ctx: _collected(df, ctx).watch,
+    table_rows=200,
+    note="A row here has its always-valid interval (the same share of the report's error "
+    "budget as a finding) clear of zero and its estimate beyond its kind's minimum, but its "
+    "interval is not yet wholly beyond the minimum: worth watching, not yet worth acting on. "
+    "On data with no effect the findings and this list together show on average at most 0.1 "
+    "false entries a report. to_confirm / confirm: how many more games (sides, attempts) "
+    "would put its interval wholly beyond the minimum with 80% power if the effect is what it "
+    "is estimated now. Sorted by z_zero, the standard errors by which it clears zero.",
+    empty=WATCH_EMPTY,
+)
+
 families = Chart(
     "findings-families",
     "What each family could have seen",
@@ -106,7 +127,8 @@ families = Chart(
     table_rows=500,
     note="rows: the questions the family asks (every lineup, cell, power ...); tested: those "
     "with games; flagged: findings; shown: how many the list above shows (the strongest ten "
-    "of a family); minimum: the kind's minimum effect that matters (BALANCE_MIN_EFFECTS); "
+    "of a family); watched: on the watch list; minimum: the kind's minimum effect that "
+    "matters (BALANCE_MIN_EFFECTS); "
     "detectable_typical / _best: the effect its typical / best-informed row would find with "
     "80% power now; verdict: 'too few games to tell' where even the best-informed row could "
     "not see four times the minimum.",
@@ -129,12 +151,13 @@ descriptive = Chart(
 
 PAGE = Page(
     "Findings",
-    [listing, effects, families, descriptive],
+    [listing, effects, watch, families, descriptive],
     intro="What a designer can act on, for Monday morning: the few effects that clear the "
     "minimum that matters, strongest evidence first, each with its size, interval, games, "
-    "how long it has persisted, the chart it comes from, its games and the SQL behind it. On "
-    "data with no effect the whole page shows on average at most 0.1 false findings, "
-    "however many weeks it is read (docs/agg-tables.md, Findings). "
+    "how long it has persisted, the chart it comes from, its games and the SQL behind it; "
+    "then the watch list, effects clear of zero but not yet of the minimum, with the games "
+    "that would confirm them. On data with no effect the whole page shows on average at "
+    "most 0.1 false entries, however many weeks it is read (docs/agg-tables.md, Findings). "
     "The tables are computed on the default balance cut (computer levels: every client "
     "version), so the filters below do not change this page. `balance report` writes the "
     "same list as one HTML file.",

@@ -105,8 +105,8 @@ def _family_label() -> pl.Expr:
 # holds every lineup; one never played has no games of its own to be "strongest" on)
 MODEL_SQL = f"""WITH played AS (
   SELECT *,
-    row_number() OVER (PARTITION BY board, variant ORDER BY predicted DESC, lineup) AS from_top,
-    row_number() OVER (PARTITION BY board, variant ORDER BY predicted, lineup) AS from_bottom
+    row_number() OVER (PARTITION BY board, variant ORDER BY rate DESC, lineup) AS from_top,
+    row_number() OVER (PARTITION BY board, variant ORDER BY rate, lineup) AS from_bottom
   FROM agg_lineup_model WHERE n > 0
 )
 SELECT * EXCLUDE (from_bottom) FROM played
@@ -115,7 +115,7 @@ ORDER BY board, variant, from_top"""
 
 
 def _model_lineups(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
-    out = df.rename({"predicted": "rate", "predicted_lo": "lo", "predicted_hi": "hi"})
+    out = df.rename({"rate_lo": "lo", "rate_hi": "hi"})
     out = out.with_columns(
         family=_family_label(),
         end=pl.when(pl.col("from_top") <= MODEL_SHOWN)
@@ -133,8 +133,8 @@ def _model_lineups(df: pl.DataFrame, ctx: Ctx) -> pl.DataFrame:
 
 model_lineups = Chart(
     "lineup-model",
-    f"What the rank × file cells project for the lineups played: the {MODEL_SHOWN} highest "
-    "and lowest of each board and variant",
+    f"Lineup strength from the model (its cells plus its own effect): the {MODEL_SHOWN} "
+    "highest and lowest lineups played of each board and variant",
     "agg_lineup_model",
     lambda ctx: MODEL_SQL,
     post=_model_lineups,
@@ -143,13 +143,15 @@ model_lineups = Chart(
         facet="family",
         domain=None,
         width=300,
-        x_title="cell projection of the score rate against the field, 95% interval",
+        x_title="score rate against the field: cells + own effect, 95% interval",
     ),  # fmt: skip
-    note="A lineup's projection is the sum of its ranks' places (the heat map below), fitted on "
-    "all the games of its board and variant: it is what the cells say, not the lineup's own "
-    "rate (score_rate, its own n sides), and it cannot see a lineup's own quirk. Only lineups "
-    "with games are ranked. The Findings page tests each lineup's own score against this "
-    "projection (a lineup stronger than its cells). " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
+    note="rate: what the lineup's ranks' places project (predicted: the heat map below, fitted "
+    "on all the games of its board and variant) plus the lineup's own effect beyond its cells "
+    "(own_effect, a random effect read from its own n sides with a two-group prior: a lineup "
+    "its games set apart keeps its own strength, set_apart is how sure the model is of that; "
+    "one with few games stays near its cells, its interval saying how little it knows). Only "
+    "lineups with games are ranked. The Findings page tests each lineup's own score against "
+    "its projection. " + DEFAULT_CUT_NOTE + " " + HIDDEN_NOTE,
 )
 
 
