@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,9 @@ MIN_TURNS = 0.5  # turns a game-length change must clear to matter
 # A bootstrap interval of a handful of games is too narrow (a group of three sides that all
 # lost resamples to "always lost"): no row is confident on fewer games or sides than this.
 MIN_SUPPORT = 30
+# The run's list of confident changes together: at most this chance that it names any row
+# whose true change is within the minimum effect (Bonferroni over the rows it could name).
+CONFIDENT_ALPHA = 0.05
 
 
 @dataclass(frozen=True)
@@ -192,10 +196,26 @@ def predict(
             if len(draws):
                 lo, hi = np.percentile(draws, [2.5, 97.5])
                 row["lo"], row["hi"] = float(lo), float(hi)
-                need = min_turns if spec.unit == "turns" else min_effect
-                row["confident"] = support >= MIN_SUPPORT and bool(lo > need or hi < -need)
+                row["_sd"] = float(draws.std())
+                row["_need"] = min_turns if spec.unit == "turns" else min_effect
         out.append(row)
-    return out
+    return _decide(out)
+
+
+def _decide(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark the confident rows: the row's 95% interval and its interval at 1 - CONFIDENT_ALPHA/k
+    (normal, the bootstrap's spread; k, the rows on at least MIN_SUPPORT games or sides) both
+    wholly beyond the minimum effect, either way. A run reads dozens of rows at once; with the
+    95% intervals alone, a run with no change behind it would name a confident change or two
+    by chance. Removes the working keys `_sd` and `_need`."""
+    able = {id(r) for r in rows if "_sd" in r and r["n"] >= MIN_SUPPORT}
+    z = NormalDist().inv_cdf(1 - CONFIDENT_ALPHA / (2 * max(len(able), 1)))
+    for r in rows:
+        sd, need = r.pop("_sd", None), r.pop("_need", None)
+        if id(r) in able and sd is not None and need is not None:
+            lo, hi = min(r["lo"], r["change"] - z * sd), max(r["hi"], r["change"] + z * sd)
+            r["confident"] = bool(lo > need or hi < -need)
+    return rows
 
 
 def _num(x: float) -> float | None:
@@ -377,10 +397,10 @@ def worth(
         if n:
             diff = barred - free
             weights = rng.multinomial(n, np.full(n, 1.0 / n), size=resamples) / n
-            lo, hi = np.percentile(weights @ diff, [2.5, 97.5])
-            sure = n >= MIN_SUPPORT and bool(lo > min_effect or hi < -min_effect)
+            draws = weights @ diff
+            lo, hi = np.percentile(draws, [2.5, 97.5])
             row.update(base=float(free.mean()), candidate=float(barred.mean()),
                        change=float(diff.mean()), lo=float(lo), hi=float(hi),
-                       confident=sure)  # fmt: skip
+                       _sd=float(draws.std()), _need=min_effect)  # fmt: skip
         out.append(row)
-    return out
+    return _decide(out)

@@ -445,7 +445,7 @@ def test_with_no_change_the_paired_intervals_cover_0_at_about_their_rate():
     nothing about the rate.)"""
     import random
 
-    covered, confident, rows_seen = [], 0, 0
+    covered, confident, rows_seen, runs_naming_any = [], 0, 0, 0
     for rep in range(60):
         rng = random.Random(f"null/{rep}")
         pairs = []
@@ -454,16 +454,22 @@ def test_with_no_change_the_paired_intervals_cover_0_at_about_their_rate():
             pairs.append({"i": i, "first": a["first"], "levels": [1, 1], "independent": True,
                           "lineups": a["lineups"], "base": a, "candidate": b})  # fmt: skip
         rows = predict(pairs, powers=True, levels=(1,), resamples=400, seed=rep)
+        runs_naming_any += any(r["confident"] for r in rows)
         for r in rows:
             if r["lo"] is not None and r["n"] >= 30:
                 covered.append(r["lo"] <= 0 <= r["hi"])
                 confident += r["confident"]
                 rows_seen += 1
     rate = sum(covered) / len(covered)
-    print(f"null coverage {rate:.3f} over {len(covered)} rows; {confident} confident")
+    print(
+        f"null coverage {rate:.3f} over {len(covered)} rows; {confident} confident rows, "
+        f"{runs_naming_any} of 60 runs naming any"
+    )
     assert len(covered) > 1000
     assert 0.92 <= rate <= 0.98, rate
-    assert confident <= 0.05 * rows_seen
+    # the confident list is one claim per run, held at 5%: of 60 runs with no change, a few
+    # at most may name one (13% or more would be 1 in 100 under a true 5%)
+    assert runs_naming_any <= 0.13 * 60, runs_naming_any
 
 
 SHORT_DASH = """name = "short-dash"
