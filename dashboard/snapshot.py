@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 from analysis.sql import sql_identifier, sql_literal
 from ingest.storage import livefile
-from ingest.storage.lake import LakeStore, latest_snapshot
 
 from . import export
 from .slots import Shares, client_key
@@ -53,6 +52,8 @@ from .sqlsafe import (
 )
 
 if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
+    from ingest.storage.interface import GameStore
+
     from .sqlpool import Pool
 
 DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
@@ -154,19 +155,6 @@ class Snapshot:
         return self.label or Path(self.path).name
 
 
-def signature(cur) -> tuple:
-    """Cheap fingerprint of the store's contents: table identities, sizes and the raw row count."""
-    tables = cur.execute(
-        "SELECT table_name, table_oid, estimated_size FROM duckdb_tables() "
-        "WHERE database_name = current_database() ORDER BY table_name"
-    ).fetchall()
-    try:
-        raw = cur.execute("SELECT count(*), max(received_at) FROM raw_records").fetchone()
-    except Exception:  # a store without raw_records yet: the table list alone will do
-        raw = None
-    return (tuple(tables), raw)
-
-
 class Snapshots:
     """The current snapshot of one store, refreshed when the store changed, and its engines.
 
@@ -187,7 +175,7 @@ class Snapshots:
         workers: int | None = None,
         kill_margin: float | None = None,
     ):
-        self.store = store
+        self.store: GameStore = store
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
@@ -247,8 +235,13 @@ class Snapshots:
         with self._lock:
             pool = self._ensure_pool()  # workers start while the file is written
             sig = self._store_signature()
-            if isinstance(self.store, LakeStore):
-                current = self._lake_snapshot(self.store)
+            pinned = self.store.pinned()
+            if pinned is not None:  # a lake's version, attached read-only: nothing copied
+                current = Snapshot(
+                    lake_source(pinned.catalog, pinned.version),
+                    pinned.at,
+                    f"lake snapshot {pinned.version}",
+                )
             else:
                 stamp = datetime.now(UTC)
                 path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
@@ -281,27 +274,8 @@ class Snapshots:
         log.info("snapshot %s taken", current.name)
         return current
 
-    @staticmethod
-    def _lake_snapshot(store: LakeStore) -> Snapshot:
-        """A lake's snapshot is its latest version, pinned: nothing is copied, the engines
-        attach the lake read-only at that version (every query sees the same data)."""
-        cur = store.reader()
-        try:
-            version, at = latest_snapshot(cur)
-        finally:
-            cur.close()
-        return Snapshot(lake_source(store.catalog, version), at, f"lake snapshot {version}")
-
     def _store_signature(self):
-        cur = self.store.reader()
-        try:
-            if isinstance(self.store, LakeStore):
-                return latest_snapshot(cur)[0]
-            return signature(cur)
-        finally:
-            close = getattr(cur, "close", None)
-            if close:
-                close()
+        return self.store.change_stamp()
 
     def maybe_refresh(self) -> None:
         """Refresh in the background when the store changed and max_age has passed. The

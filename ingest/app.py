@@ -23,8 +23,8 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .rejections import RejectionTally
 from .responses import register_error_handlers
-from .storage import Store
-from .storage.lake import LakeStore
+from .storage.interface import GameStore, Target
+from .storage.interface import open_store as open_target
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")
@@ -35,7 +35,7 @@ class IngestState:
     """What the request handlers share; app.extensions["ingest"]."""
 
     config: dict
-    store: Store | LakeStore
+    store: GameStore
     judge: Judge
     pool: JudgePool
     limiter: RateLimiter
@@ -90,41 +90,39 @@ def create_app(config: dict | None = None) -> Flask:
     slots = app.extensions[dashboard.EXT_SLOTS]
     slots.on_refused = lambda why: metrics.count_event("balance_dashboard_refused_total", why)
     metrics.sources.append(slots.gauges)
-    if isinstance(store, LakeStore):
-        metrics.sources.append(store.gauges)
+    metrics.sources.append(store.gauges)
     state.jobs = JobScheduler(store, conf["BALANCE_JOBS_INTERVAL"]).start()
     state.rejections = RejectionTally(store)
     return app
 
 
-def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> Store | LakeStore:
+def open_store(conf: dict, judge: Judge | None = None, on_commit=None) -> GameStore:
     """The server's store, as the settings (config.load) make it: the DuckDB file, or the
     lake when BALANCE_LAKE names its catalog (docs/lake.md)."""
     if conf["BALANCE_LAKE"]:
-        return LakeStore(
-            conf["BALANCE_LAKE"],
-            conf["BALANCE_LAKE_DATA"] or None,
-            commit_max=conf["BALANCE_COMMIT_MAX"],
-            on_commit=on_commit,
-            judge=judge,
-            threads=conf["BALANCE_DB_THREADS"],
-            work_dir=conf["BALANCE_LAKE_WORKDIR"] or None,
-            lease=conf["BALANCE_LAKE_LEASE"],
-            commit_token=bool(conf["BALANCE_LAKE_COMMIT_TOKEN"]),
-            stall_after=conf["BALANCE_LAKE_STALL"],
-            staging=bool(conf["BALANCE_LAKE_STAGING"]),
-            loader=bool(conf["BALANCE_LAKE_LOADER"]),
-            staging_max=conf["BALANCE_LAKE_STAGING_MAX"],
-            load_every=conf["BALANCE_LAKE_LOAD_EVERY"],
-        )
-    return Store(
-        conf["BALANCE_DB"],
+        target = Target(lake=conf["BALANCE_LAKE"], data_path=conf["BALANCE_LAKE_DATA"] or None)
+    else:
+        target = Target(db=conf["BALANCE_DB"])
+    return open_target(
+        target,
         commit_max=conf["BALANCE_COMMIT_MAX"],
         on_commit=on_commit,
-        checkpoint_threshold=conf["BALANCE_CHECKPOINT"],
-        defer_rows=bool(conf["BALANCE_DEFER_ROWS"]),
         judge=judge,
         threads=conf["BALANCE_DB_THREADS"],
+        file_options={
+            "checkpoint_threshold": conf["BALANCE_CHECKPOINT"],
+            "defer_rows": bool(conf["BALANCE_DEFER_ROWS"]),
+        },
+        lake_options={
+            "work_dir": conf["BALANCE_LAKE_WORKDIR"] or None,
+            "lease": conf["BALANCE_LAKE_LEASE"],
+            "commit_token": bool(conf["BALANCE_LAKE_COMMIT_TOKEN"]),
+            "stall_after": conf["BALANCE_LAKE_STALL"],
+            "staging": bool(conf["BALANCE_LAKE_STAGING"]),
+            "loader": bool(conf["BALANCE_LAKE_LOADER"]),
+            "staging_max": conf["BALANCE_LAKE_STAGING_MAX"],
+            "load_every": conf["BALANCE_LAKE_LOAD_EVERY"],
+        },
     )
 
 

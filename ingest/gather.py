@@ -24,10 +24,9 @@ from typing import TYPE_CHECKING
 
 from . import workers
 from .pipeline import Judge, Judged, recheck_unknown
-from .storage import Store
 
 if TYPE_CHECKING:
-    from .storage.lake import LakeStore
+    from .storage.interface import GameStore
 
 log = logging.getLogger("ingest.gather")
 
@@ -94,7 +93,7 @@ class Gatherer:
 
     def __init__(
         self,
-        store: Store | LakeStore,
+        store: GameStore,
         judge: Judge,
         commit_timeout: float = 60.0,
         judge_timeout: float = 10.0,

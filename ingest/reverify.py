@@ -18,9 +18,11 @@ import orjson
 import pyarrow as pa
 
 from .pipeline import Judge
-from .storage import QUARANTINED, VERIFIED, Store, codec, insert_tables, registry, rows
-from .storage.lake import PG, LakeStore, commits_paused, staged_loaded
+from .storage import QUARANTINED, VERIFIED, codec, insert_tables, registry, rows
+from .storage.interface import GameStore
+from .storage.lake import PG, commits_paused, staged_loaded
 from .storage.lake_claims import Claims
+from .storage.shared import rollback
 
 _CHUNK = 2000
 
@@ -82,13 +84,13 @@ def reverify_lake(
     return reverify(con, judge, rebuild=rebuild, echo=echo, apply=gated)
 
 
-def reverify_running(store: Store | LakeStore, judge: Judge, *, rebuild: bool = False) -> dict:
+def reverify_running(store: GameStore, judge: Judge, *, rebuild: bool = False) -> dict:
     """A running server's reverify (POST /v1/admin/reverify). The file store: on its calls
     thread, in one transaction (this server's uploads wait meanwhile). A lake: on a
     connection of its own (`reverify_lake`), so that every server, this one included, keeps
     storing games between its batches."""
     store.registry.reload()  # a lake: what other servers registered (RS5.1 records)
-    if isinstance(store, LakeStore):
+    if store.shared_writers:
         con = store.reader()
         try:
             return reverify_lake(con, judge, rebuild=rebuild)
@@ -243,17 +245,10 @@ def apply_retrying(
                 con.commit()
                 return
             except duckdb.TransactionException as exc:
-                _rollback(con)
+                rollback(con)
                 if "conflict" not in str(exc).lower() or attempt == tries - 1:
                     raise
             except BaseException:
-                _rollback(con)
+                rollback(con)
                 raise
         time.sleep(min(0.05 * 2**attempt, 2.0) * random.uniform(0.5, 1.0))
-
-
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.rollback()
-    except duckdb.TransactionException:
-        pass  # DuckDB rolled back already (a failed commit)

@@ -21,8 +21,9 @@ import duckdb
 
 from replays import rulesets as R
 
-from .storage import Store, registry
-from .storage.lake import LakeStore, connect, conninfo
+from .storage import registry
+from .storage.interface import GameStore
+from .storage.lake import connect, conninfo
 from .storage.registry import Refused
 
 Files = list[tuple[str, str | bytes]]  # (source: a file name, its TOML text)
@@ -43,24 +44,9 @@ def listing(rulesets: list[R.Ruleset], times: dict | None = None) -> list[dict]:
     return builtin + [describe(r, times.get((r.game, r.name))) for r in rulesets]
 
 
-def register_running(store: Store | LakeStore, files: Files) -> list[dict]:
+def register_running(store: GameStore, files: Files) -> list[dict]:
     """Register `files` in a running server's store; raises Refused (nothing registered)."""
-    if isinstance(store, LakeStore):
-        with registry.lake_lock(conninfo(store.catalog)):
-            store.registry.reload()  # bases registered by another server
-            parsed = registry.parse_files(files, store.registry.lookup)
-            con = store.reader()
-            try:
-                out = registry.register_in_transaction(con, parsed)
-            finally:
-                con.close()
-        store.registry.reload()
-        return out
-    parsed = registry.parse_files(files, store.registry.lookup)
-    try:
-        return store.submit(lambda con: registry.register(con, parsed)).result()
-    finally:
-        store.registry.reload()
+    return store.register_rulesets(files)
 
 
 # -- a store of one's own (server stopped, or a lake) ---------------------------------------

@@ -44,7 +44,7 @@ from .lake import (
     sweep_stale,
 )
 from .lake_claims import STORED, Claims
-from .store import missing_columns
+from .shared import missing_columns
 
 log = logging.getLogger("ingest.lake")
 
