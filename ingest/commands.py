@@ -5,12 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import urllib.error
-import urllib.request
 
-import orjson
-
-from . import config as settings
 from . import lab_commands, lake_commands, rules_commands
 
 DEMO_SET = -1  # `--demo` without N: the shipped dataset
@@ -79,23 +74,32 @@ def register(sub) -> None:
     lab_commands.register(sub)
 
 
-def _db(args) -> str:
-    return args.db or os.environ.get("BALANCE_DB") or str(settings.SETTINGS["BALANCE_DB"][0])
+def where(command: str, args):
+    """Where `command` acts (storage/where.py: the argument, else the environment, else the
+    default), or exit code 2 after one line on stderr when the arguments are mistaken."""
+    from .storage.where import WhereError, of_args
+
+    try:
+        return of_args(command, args)
+    except WhereError as exc:
+        print(f"balance {command}: {exc}", file=sys.stderr)
+        return 2
 
 
 def run_serve(args) -> int:
     from .serve import configure_logging, run
 
-    # --db wins over $BALANCE_LAKE, as in every other command (only --lake or the variable
-    # alone serve the lake)
-    catalog = lake_commands.catalog_of(args) if not args.db else None
-    if catalog:  # on a lake, not the file (docs/lake.md)
+    chosen = where("serve", args)
+    if isinstance(chosen, int):
+        return chosen
+    if chosen.lake:  # on a lake, not the file (docs/lake.md)
+        catalog = chosen.lake
         if args.demo:  # into the lake first, through the upload path; servers may share it
             code = _demo_on_lake(catalog, args.data_path, lambda store: _serve_demo(store, args))
             if code:
                 return code
-        return lake_commands.serve_lake(args)
-    db = _db(args)
+        return lake_commands.serve_lake(args, catalog)
+    db = str(chosen.db)
     problem = _cannot_serve(db, args.host, args.port)
     if problem:
         print(f"balance serve: {problem}", file=sys.stderr)
@@ -183,11 +187,13 @@ def run_load_demo(args) -> int:
         else:
             _load_demo(store, args.games, slide, args.seed, args.level)
 
-    catalog = lake_commands.catalog_of(args) if not args.db else None
-    if catalog:
-        return _demo_on_lake(catalog, None, load)
+    chosen = where("load-demo", args)
+    if isinstance(chosen, int):
+        return chosen
+    if chosen.lake:
+        return _demo_on_lake(chosen.lake, None, load)
     try:
-        store = Store(_db(args))
+        store = Store(str(chosen.db))
     except Exception as exc:
         return _locked(exc)
     with store:
@@ -246,17 +252,20 @@ def _run_jobs(store) -> None:
 
 
 def run_reverify(args) -> int:
-    if args.server:
-        return _reverify_remote(args)
-    catalog = lake_commands.catalog_of(args) if not args.db else None
-    if catalog:
-        return _reverify_lake(catalog, args)
+    chosen = where("reverify", args)
+    if isinstance(chosen, int):
+        return chosen
+    if chosen.server:
+        return _reverify_remote(chosen.server, args)
+    if chosen.lake:
+        return _reverify_lake(chosen.lake, args)
     from .reverify import reverify
     from .storage import Store, open_db
 
+    db = str(chosen.db)
     try:
-        Store(_db(args)).close()  # first store the games a crash left in the upload journal
-        con = open_db(_db(args))
+        Store(db).close()  # first store the games a crash left in the upload journal
+        con = open_db(db)
     except Exception as exc:
         return _locked(exc)
     try:
@@ -299,23 +308,19 @@ def _reverify_lake(catalog: str, args) -> int:
     return 0
 
 
-def _reverify_remote(args) -> int:
-    token = os.environ.get("BALANCE_TOKEN", "")
-    url = args.server.rstrip("/") + "/v1/admin/reverify" + ("?rebuild=1" if args.rebuild else "")
-    req = urllib.request.Request(
-        url, method="POST", data=b"", headers={"Authorization": f"Bearer {token}"}
-    )
+def _reverify_remote(server: str, args) -> int:
+    from .storage.remote import Api, RemoteError
+
+    path = "/v1/admin/reverify" + ("?rebuild=1" if args.rebuild else "")
     try:
-        with urllib.request.urlopen(req, timeout=3600) as resp:
-            summary = orjson.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        print(
-            f"reverify refused: {exc.code} {exc.read().decode(errors='replace')}", file=sys.stderr
-        )
-        return 1
-    except urllib.error.URLError as exc:
-        print(f"cannot reach {args.server}: {exc.reason}", file=sys.stderr)
-        return 1
+        answer = Api(server, timeout=3600).request("POST", path)
+        if not answer.ok:
+            print(f"reverify refused: {answer.status} {answer.problem()}", file=sys.stderr)
+            return 1
+        summary = answer.json()
+    except RemoteError as exc:
+        print(f"balance reverify: {exc}", file=sys.stderr)
+        return exc.code
     for c in summary["changes"]:
         line = f"{c['game_id']} {c['from']} -> {c['to']}"
         if c["to"] == "quarantined":

@@ -84,14 +84,13 @@ def serve_arguments(p) -> None:
     )
 
 
-def serve_lake(args) -> int:
+def serve_lake(args, catalog: str) -> int:
     """`balance serve --lake`: the same server, its store on the lake. The analysis schedule
     is off unless BALANCE_JOBS_INTERVAL is set (one jobs runner for the lake, not one per
     server); --demo has been loaded into the lake already (commands.run_serve)."""
     from .serve import configure_logging, port_in_use, run
     from .storage.lake import LakeError, LakeUnavailable, connect
 
-    catalog = _needs_catalog(args)  # (run_serve comes here with one)
     if port_in_use(args.host, args.port):
         print(f"balance serve: {args.host}:{args.port} is in use: pick another --port",
               file=sys.stderr)  # fmt: skip
@@ -123,16 +122,17 @@ def _catalog(p) -> None:
     )
 
 
-def catalog_of(args) -> str | None:
-    return args.lake or os.environ.get("BALANCE_LAKE") or None
-
-
 def _needs_catalog(args) -> str:
-    catalog = catalog_of(args)
-    if not catalog:
-        print("balance lake: give --lake CATALOG (or set BALANCE_LAKE)", file=sys.stderr)
-        raise SystemExit(2)
-    return catalog
+    """The lake: --lake, else $BALANCE_LAKE (storage/where.py); exit 2 with neither. (--db of
+    `lake import` is the file it reads, not a choice of store.)"""
+    from .storage.where import WhereError, resolve
+
+    try:
+        where = resolve("lake", lake=args.lake)
+    except WhereError as exc:
+        print(f"balance lake: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    return str(where.lake)
 
 
 def _fails(exc: Exception) -> int:

@@ -15,12 +15,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.error
-import urllib.parse
-import urllib.request
-
-from . import config as settings
-from . import lake_commands
 
 REFUSED, INVALID = 1, 2
 
@@ -53,8 +47,12 @@ def _where(p) -> None:
     p.add_argument("--server", metavar="URL", help="a running server (adding needs $BALANCE_TOKEN)")
 
 
-def _db(args) -> str:
-    return args.db or os.environ.get("BALANCE_DB") or str(settings.SETTINGS["BALANCE_DB"][0])
+def _chosen(args):
+    """Where the command acts (storage/where.py), or INVALID after one line on stderr."""
+    from .commands import where
+
+    chosen = where("rules", args)
+    return INVALID if isinstance(chosen, int) else chosen
 
 
 # -- add --------------------------------------------------------------------------------------
@@ -69,12 +67,15 @@ def run_add(args) -> int:
         except OSError as exc:
             print(f"balance rules add: cannot read {path}: {exc.strerror}", file=sys.stderr)
             return INVALID
-    if args.server:
-        return _add_remote(args.server, files)
+    chosen = _chosen(args)
+    if isinstance(chosen, int):
+        return chosen
+    if chosen.server:
+        return _add_remote(chosen.server, files)
     from .storage.registry import Refused
 
     try:
-        out = _stored(args, lambda r, con: r.register_file(con, files), lake_add=files)
+        out = _stored(chosen, lambda r, con: r.register_file(con, files), lake_add=files)
     except Refused as exc:
         return _refused(exc.status, exc.message)
     if isinstance(out, int):
@@ -96,17 +97,10 @@ def _refused(status: int, message: str) -> int:
 
 
 def _add_remote(server: str, files: list) -> int:
-    body = json.dumps(
-        {"files": [{"name": name, "toml": text.decode("utf-8", "replace")} for name, text in files]}
-    ).encode()
-    token = os.environ.get("BALANCE_TOKEN", "")
-    req = urllib.request.Request(
-        server.rstrip("/") + "/v1/admin/rulesets",
-        method="POST",
-        data=body,
-        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-    )
-    got = _call(server, req)
+    body = {
+        "files": [{"name": name, "toml": text.decode("utf-8", "replace")} for name, text in files]
+    }
+    got = _call(server, "POST", "/v1/admin/rulesets", body)
     if isinstance(got, int):
         return got
     status, payload = got
@@ -119,26 +113,32 @@ def _add_remote(server: str, files: list) -> int:
     return 0
 
 
-def _call(server: str, req) -> tuple[int, dict] | int:
+def _call(server: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict] | int:
+    """(status, JSON body) of the server's answer ({} when it is not JSON), or REFUSED after
+    one line on stderr when the server cannot be reached."""
+    from .storage.remote import Api, RemoteError
+
     try:
-        with urllib.request.urlopen(req, timeout=120) as resp:
-            return resp.status, json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            return exc.code, json.loads(exc.read())
-        except ValueError:
-            return exc.code, {}
-    except urllib.error.URLError as exc:
-        print(f"balance rules: cannot reach {server}: {exc.reason}", file=sys.stderr)
+        answer = Api(server, timeout=120).request(method, path, json_body=body)
+    except RemoteError as exc:
+        print(f"balance rules: {exc}", file=sys.stderr)
         return REFUSED
+    try:
+        payload = json.loads(answer.body)
+    except ValueError:
+        payload = {}
+    return answer.status, payload if isinstance(payload, dict) else {}
 
 
 # -- list and show ----------------------------------------------------------------------------
 
 
 def _listing(args) -> list[dict] | int:
-    if args.server:
-        got = _call(args.server, urllib.request.Request(args.server.rstrip("/") + "/v1/rulesets"))
+    chosen = _chosen(args)
+    if isinstance(chosen, int):
+        return chosen
+    if chosen.server:
+        got = _call(chosen.server, "GET", "/v1/rulesets")
         if isinstance(got, int):
             return got
         status, payload = got
@@ -146,7 +146,7 @@ def _listing(args) -> list[dict] | int:
             print(f"balance rules: the server answered {status} {payload}", file=sys.stderr)
             return REFUSED
         return payload["rulesets"]
-    return _stored(args, lambda r, con: r.stored_listing(con))
+    return _stored(chosen, lambda r, con: r.stored_listing(con))
 
 
 def run_list(args) -> int:
@@ -208,12 +208,12 @@ def _value(value) -> str:
 # -- a store of one's own ---------------------------------------------------------------------
 
 
-def _stored(args, action, lake_add: list | None = None):
-    """action(ingest.rulesets, con) on the lake (`--lake`) or the stopped store file; an exit
-    code when the store cannot be opened."""
+def _stored(chosen, action, lake_add: list | None = None):
+    """action(ingest.rulesets, con) on the lake or the stopped store file `chosen` names; an
+    exit code when the store cannot be opened."""
     from . import rulesets as r
 
-    catalog = lake_commands.catalog_of(args) if not args.db else None
+    catalog = chosen.lake
     if catalog:
         from .storage.lake import LakeError, LakeUnavailable
 
@@ -226,7 +226,7 @@ def _stored(args, action, lake_add: list | None = None):
             return INVALID
     import duckdb
 
-    db = _db(args)
+    db = str(chosen.db)
     if lake_add is None and not os.path.exists(db):  # list / show: nothing to create
         print(f"balance rules: no store at {db} (give --db, --lake or --server)", file=sys.stderr)
         return INVALID
