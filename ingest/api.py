@@ -18,7 +18,8 @@ bp = Blueprint("games", __name__)
 
 @bp.post("/v1/games")
 def upload():
-    """Reached only without `UploadRoute` in front (e.g. Flask's test client): same answers."""
+    """Reached only without guard.GuardedUploadRoute in front (the app mounted bare): the same
+    `handle`, the same answers."""
     if not canonical(request.environ):  # werkzeug folds "//v1/games" onto this rule
         return error(404, "not found: uploads go to /v1/games exactly")
     state = current_app.extensions["ingest"]

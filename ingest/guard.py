@@ -50,7 +50,7 @@ from .encodings import coding
 from .metrics import OTHER, method_label
 from .pipeline import MAX_RECORD
 from .responses import error_payload
-from .upload import JSON, NDJSON, ROUTE, Answer, UploadRoute, handle
+from .upload import JSON, NDJSON, ROUTE, Answer, handle
 
 log = logging.getLogger("ingest.upload")
 access_log = logging.getLogger("ingest.access")
@@ -371,14 +371,16 @@ def head_size(environ) -> int:
 BODY_METHODS = frozenset(("POST", "PUT", "PATCH", "DELETE"))
 
 
-class GuardedUploadRoute(UploadRoute):
-    """UploadRoute (upload.py) with the body deadline and minimum rate, the upload slots and
-    their per-client share, and the canonical path. Every other request goes to `app` (Flask)
-    as it does there, but one with a body has it read first under the same limits (a slow
-    `POST /sql/api` body held a dashboard slot for minutes)."""
+class GuardedUploadRoute:
+    """WSGI middleware: POST /v1/games answered here (upload.handle, without Flask), with the
+    body deadline and minimum rate, the upload slots and their per-client share, and the
+    canonical path. Every other request goes to `app` (Flask), but one with a body has it read
+    first under the same limits (a slow `POST /sql/api` body held a dashboard slot for
+    minutes)."""
 
     def __init__(self, app, state, uploads: Uploads | None = None):
-        super().__init__(app, state)
+        self.app = app
+        self.state = state
         conf = state.config
         self.uploads = uploads or Uploads(
             conf["BALANCE_MAX_UPLOADS"], conf["BALANCE_UPLOAD_BYTES"], conf["BALANCE_UPLOAD_SHARE"]

@@ -2,20 +2,16 @@
 framework in the way.
 
 The upload is the one route clients hit thousands of times a second, and Flask's request
-and response objects, routing and hooks cost about as much CPU as judging a record. So
-`UploadRoute` answers it straight from the WSGI environ (the Flask view in api.py calls the
-same `handle`), and passes every other request to the Flask app.
+and response objects, routing and hooks cost about as much CPU as judging a record. So the
+server's WSGI middleware (guard.GuardedUploadRoute, with the upload limits) answers it straight
+from the WSGI environ with `handle`, and passes every other request to the Flask app (the
+Flask view in api.py calls the same `handle`, for the app mounted without the middleware).
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from concurrent.futures import TimeoutError as FutureTimeout
-from http import HTTPStatus
-
-import orjson
-from werkzeug.wsgi import get_input_stream
 
 from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
 from .encodings import ACCEPTED, BadEncoding, Inflating, coding
@@ -152,50 +148,3 @@ def _too_large(kind: str, limit: int) -> Answer:
     if kind == JSON:
         return error(413, f"a record is at most {MAX_RECORD} bytes of JSON", limit=MAX_RECORD)
     return error(413, f"a batch is at most {limit} bytes", limit=limit)
-
-
-class UploadRoute:
-    """WSGI middleware: POST /v1/games answered here, everything else by `app`."""
-
-    def __init__(self, app, state):
-        self.app = app
-        self.state = state
-
-    def __call__(self, environ, start_response):
-        if environ.get("PATH_INFO") != ROUTE or environ.get("REQUEST_METHOD") != "POST":
-            return self.app(environ, start_response)
-        started = time.perf_counter()
-        try:
-            status, payload, headers = handle(
-                self.state,
-                environ.get("REMOTE_ADDR") or "",
-                environ.get("CONTENT_TYPE", "").partition(";")[0].strip().lower(),
-                environ.get("HTTP_CONTENT_ENCODING", "identity"),
-                _length(environ),
-                get_input_stream(environ),
-            )
-        except Exception as exc:
-            # the type only: a message or traceback could quote request data
-            log.error("unhandled %s in an upload", type(exc).__name__)
-            status, payload, headers = error(500, "internal error; the request may be retried")
-        body = orjson.dumps(payload)
-        start_response(
-            f"{status} {HTTPStatus(status).phrase}",
-            [
-                ("Content-Type", "application/json"),
-                ("Content-Length", str(len(body))),
-                *headers.items(),
-            ],
-        )
-        seconds = time.perf_counter() - started
-        self.state.metrics.observe_request(ROUTE, "POST", status, seconds)
-        access_log.info("POST %s %d %.1fms", ROUTE, status, seconds * 1000)
-        return [body]
-
-
-def _length(environ) -> int | None:
-    try:
-        length = int(environ.get("CONTENT_LENGTH") or "")
-    except ValueError:
-        return None
-    return length if length >= 0 else None

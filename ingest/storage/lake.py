@@ -127,7 +127,7 @@ LEASE = 10.0
 IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
 RETRY_AFTER_IN_FLIGHT = 1
 # DuckLake retries a commit that lost the race for the next snapshot id itself; with several
-# writers its default (10 tries, 100 ms, x1.5) ran out (issue 19): more, shorter waits.
+# writers its default (10 tries, 100 ms, x1.5) ran out: more, shorter waits.
 DUCKLAKE_RETRIES, DUCKLAKE_RETRY_MS, DUCKLAKE_BACKOFF = 60, 20, 1.2
 COMMIT_RETRIES = 5  # and the application's retries of a commit that still failed on a conflict
 # A reverify batch pauses every server's new claims while it applies (`commits_paused`): the
