@@ -124,14 +124,14 @@ def limits() -> tuple[int, float]:
 
 
 def max_bytes() -> int:
-    from .sqlpool import parse_size
+    from ingest.storage.sizes import parse_size
 
     return parse_size(setting(current_app, "SQL_MAX_BYTES", DEFAULT_MAX_BYTES))
 
 
 def download_limits() -> tuple[int, float]:
     """(bytes, seconds) a download may take."""
-    from .sqlpool import parse_size
+    from ingest.storage.sizes import parse_size
 
     size = parse_size(setting(current_app, "SQL_DOWNLOAD_MAX_BYTES", DEFAULT_DOWNLOAD_MAX_BYTES))
     return size, float(setting(current_app, "SQL_DOWNLOAD_TIMEOUT", DEFAULT_DOWNLOAD_TIMEOUT))
@@ -167,7 +167,7 @@ def run_encoded(sql: str, fmt: str, limit: int | None = None, params=None):
 def saved_limits() -> Limits:
     """The saved queries' bounds: settings SAVED_MAX, SAVED_MAX_BYTES, SAVED_TOTAL_BYTES,
     SAVED_RATE (dashboard/saved.py)."""
-    from .sqlpool import parse_size
+    from ingest.storage.sizes import parse_size
 
     d = Limits()
     return Limits(

@@ -34,12 +34,13 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import re
 import signal
 import threading
 import time
 
 import orjson
+
+from ingest.storage.sizes import MiB, parse_size
 
 from .sqlsafe import (
     Busy,
@@ -55,22 +56,8 @@ from .sqlsafe import (
 
 log = logging.getLogger("dashboard.sql")
 
-MiB = 1024 * 1024
 DUCKDB_SHARE = 0.75  # of the worker's OS memory limit, for DuckDB's memory_limit
 HEADER_MAX = 1 * MiB  # a reply header (JSON: columns, types, a message)
-
-
-def parse_size(text) -> int:
-    """Bytes in '1GB', '512 MiB', '2g', '1000000' (GB/MB are powers of 1000, GiB/MiB of 1024)."""
-    if isinstance(text, (int, float)):
-        return int(text)
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([kmgt]?)(i?)b?\s*", str(text).lower())
-    if not m:
-        raise ValueError(f"not a size: {text!r}")
-    number, unit, binary = float(m.group(1)), m.group(2), m.group(3)
-    base = 1024 if binary else 1000
-    power = " kmgt".index(unit) if unit else 0
-    return int(number * base**power)
 
 
 def stopped_message(memory_limit: str) -> str:

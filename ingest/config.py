@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
-MiB = 1024 * 1024
+from .storage.sizes import MiB, parse_size
 
 # name -> (default, parser); the name is both the environment variable and the app.config key
-SETTINGS: dict[str, tuple[object, type]] = {
+SETTINGS: dict[str, tuple[object, Callable[[Any], Any]]] = {
     "BALANCE_DB": ("balance.duckdb", str),  # the DuckDB file (created on first start)
     # a lake instead of the file (docs/lake.md): its catalog's PostgreSQL connection string,
     # its data path (optional: the lake knows it), this server's local directory, the lease
@@ -26,7 +27,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_LAKE_STALL": (20.0, float),  # seconds a lake call may hang before uploads 503
     "BALANCE_RATE_LIMIT": (20.0, float),  # requests a second per client address; 0 = off
     "BALANCE_RATE_BURST": (0.0, float),  # bucket size; 0 = twice the rate
-    "BALANCE_MAX_BODY": (8 * MiB, int),  # bytes in one request body
+    "BALANCE_MAX_BODY": (8 * MiB, parse_size),  # bytes in one request body
     "BALANCE_MAX_LINES": (1000, int),  # records in one NDJSON batch
     "BALANCE_JOBS_INTERVAL": (300.0, float),  # seconds between analysis runs; 0 = never
     "BALANCE_TOKEN": ("", str),  # bearer token for admin endpoints (and the dashboard)
@@ -43,7 +44,7 @@ SETTINGS: dict[str, tuple[object, type]] = {
     "BALANCE_BODY_GRACE": (10.0, float),
     "BALANCE_BODY_MIN_RATE": (500.0, float),  # 0 = no minimum rate
     "BALANCE_MAX_UPLOADS": (64, int),  # uploads in flight; more: 503 + Retry-After
-    "BALANCE_UPLOAD_BYTES": (64 * MiB, int),  # their declared body bytes together; more: 503
+    "BALANCE_UPLOAD_BYTES": (64 * MiB, parse_size),  # their declared body bytes together; more: 503
     # the slots one client address (an IPv6 /64) may hold while they are scarce; 0 = an
     # eighth of BALANCE_MAX_UPLOADS, at least 2; more: 429 (dashboard/slots.py)
     "BALANCE_UPLOAD_SHARE": (0, int),
