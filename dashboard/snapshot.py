@@ -99,18 +99,13 @@ def _udfs(con) -> None:
     register(con)
 
 
-def _setting(name: str, default):
-    """A dashboard setting of the app this is created in (dashboard.setting), else BALANCE_*."""
-    try:
-        from flask import current_app, has_app_context
-    except ImportError:  # pragma: no cover - Flask is a dependency
-        pass
-    else:
-        if has_app_context():
-            from . import setting
+def _setting(name: str):
+    """A setting of the app this is created in, else of the environment (settings.py)."""
+    from flask import current_app, has_app_context
 
-            return setting(current_app, name, default)
-    return os.environ.get(f"BALANCE_{name}") or default
+    from . import setting
+
+    return setting(current_app if has_app_context() else None, name)
 
 
 class Download:
@@ -180,10 +175,10 @@ class Snapshots:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
         self.check_every = check_every
-        self.workers = int(workers if workers is not None else _setting("SQL_WORKERS", 2))
-        self.memory_limit = str(memory_limit or _setting("SQL_MEMORY_LIMIT", "1GB"))
-        self.threads = int(threads or _setting("SQL_THREADS", 2))
-        margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN", 0.5)
+        self.workers = int(workers if workers is not None else _setting("SQL_WORKERS"))
+        self.memory_limit = str(memory_limit or _setting("SQL_MEMORY_LIMIT"))
+        self.threads = int(threads or _setting("SQL_THREADS"))
+        margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN")
         self.kill_margin = float(margin)
         self._pool: Pool | None = None  # started with the first snapshot (workers > 0)
         self._current: Snapshot | None = None
@@ -200,10 +195,10 @@ class Snapshots:
         self.downloads_dir.mkdir(exist_ok=True)
         for old in self.downloads_dir.glob("download-*"):
             old.unlink(missing_ok=True)
-        self.max_downloads = int(_setting("SQL_DOWNLOADS", 4))
+        self.max_downloads = int(_setting("SQL_DOWNLOADS"))
         # each client address has its share of them (slots.py): one address's downloads
         # that never finish leave the others to everyone else
-        self._downloads = Shares(max(1, self.max_downloads), int(_setting("SQL_DOWNLOAD_SHARE", 0)))
+        self._downloads = Shares(max(1, self.max_downloads), int(_setting("SQL_DOWNLOAD_SHARE")))
         self._download_seq = itertools.count(1)
 
     @property
