@@ -1,6 +1,6 @@
 """The judge side of a batch upload, in-process: CPU per game of what a judge worker does.
 
-A batch's lines go to the judge workers in chunks of 50 (`ingest/workers.py::_judge_chunk`):
+A batch's lines go to the judge workers in chunks of 50 (`ingest/server/workers.py::_judge_chunk`):
 each line is judged (parse, proof, replay, the game's rows, compression), the chunk's rows
 become one `rows.Block` (`share_block`), and the process pool pickles the list of `Judged`.
 This runs the same steps on the HTTP benchmark's corpus (`ingest_pool`: the same pool of
@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402  (puts ROOT on sys.path)
 
-CHUNK = 50  # ingest/workers.py::_CHUNK
+CHUNK = 50  # ingest/server/workers.py::_CHUNK
 STAGES = (
     "judge", "of which rows", "block", "pickle", "total", "server: unpickle", "server: tables",
 )  # fmt: skip
@@ -48,9 +48,9 @@ def load(root: Path) -> SimpleNamespace:
         del sys.modules[name]
     sys.path.insert(0, str(root))
     try:
-        import ingest.pipeline
+        import ingest.server.pipeline
+        import ingest.server.workers
         import ingest.storage.rows
-        import ingest.workers
         import replays.slide.verify
         import replays.slow6.verify  # noqa: F401  (the verifier imports them on first use)
     finally:

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from analysis.lab import predict
-from ingest.lab_runner import LabRun, play
+from ingest.cli.lab_runner import LabRun, play
 from replays import lab
 from replays.rulesets import STANDARD, parse_toml
 

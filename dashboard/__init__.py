@@ -69,10 +69,10 @@ def snapshots(app):
 
 def init_app(app) -> None:
     from .assets import Bundle
+    from .console.sql_routes import bp as sql_bp
     from .pages import bp as pages_bp
     from .slots import DEFAULT as DEFAULT_SLOTS
     from .slots import Slots
-    from .sql_routes import bp as sql_bp
 
     bundle = Bundle(setting(app, "CACHE_DIR"))
     app.extensions[EXT_BUNDLE] = bundle

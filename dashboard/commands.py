@@ -112,8 +112,8 @@ def _via_file(
     """The query on a store file (--db) or a lake (--lake), opened read-only here under the
     console's locked engine."""
     from . import export
-    from .sqlparams import prepare
-    from .sqlsafe import DEFAULT_LIMIT, QueryError
+    from .console.sqlparams import prepare
+    from .console.sqlsafe import DEFAULT_LIMIT, QueryError
 
     if args.saved:
         return _fail("--saved asks a server (its saved queries); leave out --db / --lake", 2)
@@ -135,8 +135,8 @@ def _via_file(
 def _engine(where: Where):
     """The locked engine on the store file or the lake; an exit code when it cannot be
     opened."""
-    from .sqlfuncs import register
-    from .sqlsafe import Engine, lake_attach
+    from .console.sqlfuncs import register
+    from .console.sqlsafe import Engine, lake_attach
 
     # `setup=register`: the same trusted `raw_json(record, codec)` as the server's console, so a
     # query saved there runs here too (docs/dashboard.md promises it)

@@ -5,7 +5,7 @@ A setting comes from the app's config (`NAME`, `name` or `BALANCE_<NAME>`: tests
 else the environment variable `BALANCE_<NAME>`, else the table's default, and is parsed by the
 table's parser (sizes by ingest/storage/sizes.py). docs/settings.md is held equal to this table
 by tests/test_settings_docs.py (each row there is `render(setting)`). HOST and TOKEN are the
-server's settings (ingest/config.py), which the dashboard reads too.
+server's settings (ingest/server/config.py), which the dashboard reads too.
 """
 
 from __future__ import annotations

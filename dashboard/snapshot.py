@@ -36,8 +36,7 @@ from analysis.sql import sql_identifier, sql_literal
 from ingest.storage import livefile
 
 from . import export
-from .slots import Shares, client_key
-from .sqlsafe import (
+from .console.sqlsafe import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
@@ -50,11 +49,12 @@ from .sqlsafe import (
     is_file_source,
     lake_source,
 )
+from .slots import Shares, client_key
 
 if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
     from ingest.storage.interface import GameStore
 
-    from .sqlpool import Pool
+    from .console.sqlpool import Pool
 
 DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
 
@@ -94,7 +94,7 @@ def write_snapshot(con, path: str) -> None:
 def _udfs(con) -> None:
     """Trusted Python functions analysts may call: raw_json(record, codec) decodes raw records
     (bounded: see sqlfuncs.py)."""
-    from .sqlfuncs import register
+    from .console.sqlfuncs import register
 
     register(con)
 
@@ -214,7 +214,7 @@ class Snapshots:
 
     def _ensure_pool(self) -> Pool | None:
         if self._pool is None and self.workers > 0:
-            from .sqlpool import Pool
+            from .console.sqlpool import Pool
 
             self._pool = Pool(
                 self.workers,

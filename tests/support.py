@@ -392,7 +392,7 @@ class AppClient(_Client):
         return f"http://{self.host}:{self.port}"
 
     def config(self) -> dict:
-        from ingest.config import SETTINGS
+        from ingest.server.config import SETTINGS
 
         conf = {name: default for name, (default, _) in SETTINGS.items()}
         conf.update(BALANCE_DB=str(self.db), BALANCE_RATE_LIMIT=0, BALANCE_JOBS_INTERVAL=0)
@@ -402,7 +402,7 @@ class AppClient(_Client):
 
     def start(self) -> AppClient:
         assert self.app is None, "already running"
-        from ingest.app import create_app
+        from ingest.server.app import create_app
 
         self.starts += 1
         self._capture_log()
@@ -427,7 +427,7 @@ class AppClient(_Client):
         if self.app is None:
             return 0
         from dashboard import EXT_SNAPSHOTS
-        from ingest.app import close_app
+        from ingest.server.app import close_app
 
         app, self.app, self.client = self.app, None, None
         try:
@@ -762,7 +762,7 @@ def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     import duckdb
 
     from analysis import jobs
-    from ingest.demo import load_records, simulated_records
+    from ingest.server.demo import load_records, simulated_records
     from ingest.storage import Store
 
     store = Store(path)

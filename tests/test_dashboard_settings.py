@@ -20,8 +20,9 @@ def test_docs_hold_every_row_of_the_table():
 
 
 def test_the_table_defaults_are_the_codes():
-    from dashboard import slots, sqlsafe
-    from dashboard.saved import Limits
+    from dashboard import slots
+    from dashboard.console import sqlsafe
+    from dashboard.console.saved import Limits
 
     d = Limits()
     expect = {

@@ -1,4 +1,4 @@
-"""The demo `balance serve --demo` shows: the shipped dataset (ingest/demo_data, made by
+"""The demo `balance serve --demo` shows: the shipped dataset (ingest/server/demo_data, made by
 `balance simulate --demo-set --seed 2026`), what it holds, and the quick start end to end."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import orjson
 import pytest
 from support import Server
 
-from ingest import demo
+from ingest.server import demo
 from replays import demoset
 from replays.verifier import check_text
 
-SEED = 2026  # the seed the shipped files were made with (replays/demoset.py, ingest/demo.py)
+SEED = 2026  # the seed the shipped files were made with (replays/demoset.py, ingest/server/demo.py)
 
 
 def records(name: str) -> list[dict]:
@@ -120,7 +120,7 @@ def test_the_demo_ships_a_balance_patch_and_uploads_of_an_unknown_ruleset():
 
 
 def test_demo_loader_logs_each_stage_without_raw_floats(tmp_path, capsys):
-    from ingest.commands import _load_demo
+    from ingest.cli.commands import _load_demo
     from ingest.storage import Store
 
     with Store(tmp_path / "store.duckdb") as store:

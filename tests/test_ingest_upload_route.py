@@ -1,4 +1,4 @@
-"""The upload route answered straight from WSGI (ingest/upload.py) and the Flask view behind
+"""The upload route answered straight from WSGI (ingest/server/upload.py) and the Flask view behind
 it give the same answers: the view is what a Flask test client or a mounted app reaches."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from support import JSON, NDJSON, SLOW6, dumps, fresh
 from werkzeug.test import Client
 
-from ingest.app import close_app, create_app
+from ingest.server.app import close_app, create_app
 
 
 @pytest.fixture

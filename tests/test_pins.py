@@ -1,4 +1,4 @@
-"""The version pins and what they hold in place (ingest/pins.py): an upgrade of granian or
+"""The version pins and what they hold in place (ingest/server/pins.py): an upgrade of granian or
 DuckDB trips here, listing what to re-check, before anything subtler breaks."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest.pins import DUCKDB, GRANIAN, PINS
+from ingest.server.pins import DUCKDB, GRANIAN, PINS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,7 +24,7 @@ def check_installed(pin) -> None:
     installed = version(pin.distribution)
     assert installed == pin.version, (
         f"{pin.distribution} {installed} is installed, the code was checked against "
-        f"{pin.version}; re-check, then move the pin in ingest/pins.py and pyproject.toml:\n"
+        f"{pin.version}; re-check, then move the pin in ingest/server/pins.py and pyproject.toml:\n"
         + _checklist(pin)
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ingest.config import load
+from ingest.server.config import load
 from ingest.storage.failures import min_free
 from ingest.storage.sizes import MiB, parse_size
 

@@ -225,7 +225,7 @@ _transaction = transaction  # (the parameter `transaction` of submit shadows it 
 
 
 def test_the_whole_app_runs_on_a_third_backend_written_against_the_protocol(tmp_path):
-    from ingest.app import close_app, create_app
+    from ingest.server.app import close_app, create_app
 
     store = MemoryStore()
     assert isinstance(store, GameStore)

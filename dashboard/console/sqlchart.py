@@ -14,7 +14,7 @@ import re
 import altair as alt
 import pyarrow as pa
 
-from . import charts
+from .. import charts
 from .sqlsafe import Refused
 
 MARKS = {"bar": "Bars", "line": "Line", "point": "Points", "heatmap": "Heat map"}
@@ -163,6 +163,6 @@ def spec(chart: dict, columns: list[str], types: list[str], rows: list[dict]) ->
 
 def table_rows(table: pa.Table) -> list[dict]:
     """A result's rows for Vega (dates as ISO text, decimals as numbers, NaN as null)."""
-    from .render import frame_of, jsonable_rows
+    from ..render import frame_of, jsonable_rows
 
     return jsonable_rows(frame_of(table))

@@ -131,7 +131,8 @@ def worker_main(conn, options: dict) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us, not a terminal's Ctrl-C
     _name_process()
     threading.Thread(target=_exit_with, args=(options["parent"],), daemon=True).start()
-    from . import export, sqlfuncs  # noqa: F401  (everything imported before the limit is set)
+    from .. import export  # noqa: F401  (everything imported before the limit is set)
+    from . import sqlfuncs  # noqa: F401
     from .sqlsafe import Engine, is_file_source
 
     extra = int(options["memory_bytes"])

@@ -27,7 +27,7 @@ import re
 import threading
 from collections import Counter
 
-from .storage.failures import without_passwords
+from ..storage.failures import without_passwords
 
 log = logging.getLogger("ingest.rejections")
 

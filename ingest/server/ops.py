@@ -7,9 +7,9 @@ import time
 
 from flask import Blueprint, Response, current_app, redirect
 
+from ..storage import RETRY_AFTER, StorageUnavailable
 from .openapi import document
 from .responses import error, json_response, storage_unavailable, wants_html
-from .storage import RETRY_AFTER, StorageUnavailable
 
 bp = Blueprint("ops", __name__)
 

@@ -77,7 +77,7 @@ def register(sub) -> None:
 def where(command: str, args):
     """Where `command` acts (storage/where.py: the argument, else the environment, else the
     default), or exit code 2 after one line on stderr when the arguments are mistaken."""
-    from .storage.where import WhereError, of_args
+    from ..storage.where import WhereError, of_args
 
     try:
         return of_args(command, args)
@@ -87,7 +87,7 @@ def where(command: str, args):
 
 
 def run_serve(args) -> int:
-    from .serve import configure_logging, run
+    from ..server.serve import configure_logging, run
 
     chosen = where("serve", args)
     if isinstance(chosen, int):
@@ -109,11 +109,11 @@ def run_serve(args) -> int:
         print(f"balance serve: {short}", file=sys.stderr, flush=True)
     configure_logging(access_log=not args.quiet)
     if args.demo:  # before the server opens the file (one process at a time may)
-        from .storage import Store
+        from ..storage import Store
 
         with Store(db) as store:
             _serve_demo(store, args)
-    # BALANCE_LAKE emptied: the worker (ingest/app.py) would open the lake the variable names
+    # BALANCE_LAKE emptied: the worker (ingest/server/app.py) would open the lake the variable names
     settings = {"BALANCE_DB": db, "BALANCE_HOST": args.host, "BALANCE_LAKE": ""}
     settings["BALANCE_ACCESS_LOG"] = "0" if args.quiet else "1"
     return run(settings, args.host, args.port, threads=args.threads)
@@ -122,7 +122,7 @@ def run_serve(args) -> int:
 def _short_of_space(db: str) -> str | None:
     """Why uploads will be refused from the start for want of space (BALANCE_MIN_FREE), or
     None: said on the terminal, not only in the log, since /healthz would merely turn 503."""
-    from .storage.failures import min_free, space_reason
+    from ..storage.failures import min_free, space_reason
 
     reserve = min_free()
     try:
@@ -140,7 +140,7 @@ def _cannot_serve(db: str, host: str, port: int) -> str | None:
     """Why a server could not start (checked before its worker would fail on it), or None."""
     import duckdb
 
-    from .serve import port_in_use
+    from ..server.serve import port_in_use
 
     if port_in_use(host, port):
         return f"{host}:{port} is in use (another balance serve?): pick another --port"
@@ -162,7 +162,7 @@ def _serve_demo(store, args) -> None:
 
 def _demo_on_lake(catalog: str, data_path: str | None, load) -> int:
     """`load(store)` on a LakeStore of the lake (other servers may be writing it too)."""
-    from .storage.lake import LakeError, LakeStore, LakeUnavailable
+    from ..storage.lake import LakeError, LakeStore, LakeUnavailable
 
     try:
         store = LakeStore(catalog, data_path)
@@ -177,7 +177,7 @@ def _demo_on_lake(catalog: str, data_path: str | None, load) -> int:
 
 
 def run_load_demo(args) -> int:
-    from .storage import Store
+    from ..storage import Store
 
     slide = args.games // 2 if args.slide is None else args.slide
 
@@ -202,7 +202,7 @@ def run_load_demo(args) -> int:
 
 
 def _load_demo(store, slow6: int, slide: int, seed: int, level: int) -> None:
-    from .demo import labelled, load_records, simulated_records
+    from ..server.demo import labelled, load_records, simulated_records
 
     def echo(line: str) -> None:
         print(line, flush=True)
@@ -218,7 +218,7 @@ def _load_demo(store, slow6: int, slide: int, seed: int, level: int) -> None:
 
 
 def _load_demo_set(store) -> None:
-    from .demo import load_demo_set
+    from ..server.demo import load_demo_set
 
     def echo(line: str) -> None:
         print(line, flush=True)
@@ -232,7 +232,7 @@ def _load_demo_set(store) -> None:
 def _run_jobs(store) -> None:
     import time
 
-    from . import jobs
+    from ..server import jobs
 
     print("Analysis jobs: computing the balance tables", flush=True)
     started = time.perf_counter()
@@ -259,8 +259,8 @@ def run_reverify(args) -> int:
         return _reverify_remote(chosen.server, args)
     if chosen.lake:
         return _reverify_lake(chosen.lake, args)
-    from .reverify import reverify
-    from .storage import Store, open_db
+    from ..server.reverify import reverify
+    from ..storage import Store, open_db
 
     db = str(chosen.db)
     try:
@@ -284,8 +284,8 @@ def _reverify_lake(catalog: str, args) -> int:
     deletes and then with their commits paused (reverify.reverify_lake); one at a time."""
     import duckdb
 
-    from .reverify import reverify_lake
-    from .storage.lake import LakeError, LakeUnavailable, connect
+    from ..server.reverify import reverify_lake
+    from ..storage.lake import LakeError, LakeUnavailable, connect
 
     try:
         con = connect(catalog)
@@ -309,7 +309,7 @@ def _reverify_lake(catalog: str, args) -> int:
 
 
 def _reverify_remote(server: str, args) -> int:
-    from .storage.remote import Api, RemoteError
+    from ..storage.remote import Api, RemoteError
 
     path = "/v1/admin/reverify" + ("?rebuild=1" if args.rebuild else "")
     try:

@@ -12,11 +12,11 @@ from flask import Blueprint, current_app, request
 
 from replays import rulesets as R
 
+from ..storage import StorageUnavailable
+from ..storage.registry import Refused
 from . import rulesets
 from .admin import refused
 from .responses import error, json_response
-from .storage import StorageUnavailable
-from .storage.registry import Refused
 
 bp = Blueprint("rulesets", __name__)
 log = logging.getLogger("ingest.rulesets")

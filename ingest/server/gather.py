@@ -26,7 +26,7 @@ from . import workers
 from .pipeline import Judge, Judged, recheck_unknown
 
 if TYPE_CHECKING:
-    from .storage.interface import GameStore
+    from ..storage.interface import GameStore
 
 log = logging.getLogger("ingest.gather")
 

@@ -31,7 +31,7 @@ GRANIAN = Pin(
     "2.8.9",
     (
         Recheck(
-            "ingest/wsgi.py",
+            "ingest/server/wsgi.py",
             "def stop_on_first_signal",
             "the private `granian._signals.set_sync_signals` and `granian._granian.WorkerSignal` "
             "still exist and are still picked up when the worker starts serving; a second set() "
@@ -39,14 +39,14 @@ GRANIAN = Pin(
             "tests/test_ingest_serve.py's signal tests",
         ),
         Recheck(
-            "ingest/guard.py",
+            "ingest/server/guard.py",
             "calls the app as soon as a request's headers are in",
             "granian still has no body timeout and `wsgi.input.read(n)` still blocks its thread "
             "until n bytes arrive; it still closes a connection whose body was left unread: "
             "tests/test_ingest_hostile_clients.py",
         ),
         Recheck(
-            "ingest/reaper.py",
+            "ingest/server/reaper.py",
             "Closing the connections granian",
             "a connection that never completes its request still holds a slot of "
             "`backpressure` forever, and granian still gives no client port (the reaper finds "
@@ -54,7 +54,7 @@ GRANIAN = Pin(
             "tests/test_ingest_hostile_clients.py, tests/test_server_hardening.py",
         ),
         Recheck(
-            "ingest/serve.py",
+            "ingest/server/serve.py",
             "granian warns at every start",
             "the warning on threads above 2 x cores + 1 (filtered) and `backpressure` as the "
             "bound on connections served at once (BALANCE_MAX_CONNECTIONS)",
@@ -81,14 +81,14 @@ DUCKDB = Pin(
             "in docs/ingest.md",
         ),
         Recheck(
-            "dashboard/sqlsafe.py",
+            "dashboard/console/sqlsafe.py",
             "seen with duckdb",
             "an allocation refused under a SQL worker's memory limit still surfaces as an "
             "OSError from the Arrow batch reader (a download answered 413): "
             "tests/test_sql_hostile.py",
         ),
         Recheck(
-            "dashboard/sqlpool.py",
+            "dashboard/console/sqlpool.py",
             "Memory DuckDB's allocator keeps",
             "memory the allocator keeps after a big query still counts against the limit (a "
             "worker past half of it is recycled): tests/test_sql_hostile.py",

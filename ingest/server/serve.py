@@ -58,7 +58,7 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     # leaves through multiprocessing's exit, whose finalizer closes the store (wsgi.py)
     multiprocessing.set_start_method("spawn", force=True)
     server = Granian(
-        "ingest.wsgi:create",
+        "ingest.server.wsgi:create",
         factory=True,
         address=host,
         port=port,

@@ -1,9 +1,9 @@
 """`balance lab run | list | show`: the balance lab (docs/lab.md), a candidate ruleset tried
 on bots against a base ruleset before it ships.
 
-`lab run` plays the pairs in worker processes (ingest/lab_runner.py: resumable, cancellable),
+`lab run` plays the pairs in worker processes (ingest/cli/lab_runner.py: resumable, cancellable),
 predicts each balance row's change (analysis/lab.py) and stores the run in the store file
-(`lab_runs`, `lab_rows`). Standard library only at module level (see ingest/cli.py).
+(`lab_runs`, `lab_rows`). Standard library only at module level (see ingest/cli/__init__.py).
 
 Exit codes: 0 done; 1 cancelled (Ctrl-C: the finished pairs are kept, the same command goes
 on from them) or no such stored run; 2 a wrong argument (an unknown or invalid ruleset,
@@ -17,7 +17,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import config as settings
+from ..server import config as settings
 
 INVALID, CANCELLED = 2, 1
 MAX_GAMES = 1_000_000  # (days of bot play; the pairs to play are listed up front)
@@ -118,7 +118,7 @@ def _reader(args, table: str):
     store yet, or one made before the table). Raises when it cannot be opened."""
     catalog = _catalog(args)
     if catalog:
-        from .storage.lake import connect
+        from ..storage.lake import connect
 
         con = connect(catalog, claims=False)
     else:
@@ -143,7 +143,7 @@ def _registered(args):
     a running server holds the file)."""
     from replays import rulesets as R
 
-    from .storage import registry
+    from ..storage import registry
 
     found: dict[tuple[str, str], R.Ruleset] = {}
     try:
@@ -287,16 +287,16 @@ def _progress():
 
 
 def _store(args, run: dict, rows: list) -> str:
-    from .storage.lab_runs import save
+    from ..storage.lab_runs import save
 
     catalog, where = _catalog(args), _where(args)
     try:
         if catalog:
-            from .storage.lake import connect
+            from ..storage.lake import connect
 
             con = connect(catalog, claims=False)
         else:
-            from .storage.store import open_db
+            from ..storage.store import open_db
 
             con = open_db(_db(args))
     except Exception as exc:  # (a file a server holds; a lake that cannot be reached)
@@ -362,7 +362,7 @@ def _v(value) -> str:
 
 
 def run_list(args) -> int:
-    from .storage.lab_runs import runs
+    from ..storage.lab_runs import runs
 
     db = _where(args)
     try:
@@ -386,7 +386,7 @@ def run_list(args) -> int:
 
 
 def run_show(args) -> int:
-    from .storage.lab_runs import run as stored_run
+    from ..storage.lab_runs import run as stored_run
 
     db = _where(args)
     try:
@@ -412,7 +412,7 @@ def run_check(args) -> int:
     are compared, each with the observed change between the two rulesets' human games."""
     from analysis import lab as predictions
 
-    from .storage.lab_runs import run as stored_run
+    from ..storage.lab_runs import run as stored_run
 
     where = _where(args)
     try:

@@ -17,7 +17,7 @@ from replays import verdict as V
 from replays.slide.facts import SlideFacts
 from replays.slow6.facts import Slow6Facts
 
-from .storage import VERIFIED, Pending, Rejudge, codec, rows
+from ..storage import VERIFIED, Pending, Rejudge, codec, rows
 
 log = logging.getLogger("ingest.pipeline")
 

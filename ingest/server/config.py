@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .storage.sizes import MiB, parse_size
+from ..storage.sizes import MiB, parse_size
 
 # name -> (default, parser); the name is both the environment variable and the app.config key
 SETTINGS: dict[str, tuple[object, Callable[[Any], Any]]] = {

@@ -21,9 +21,9 @@ from itertools import repeat
 from operator import attrgetter
 from typing import cast
 
+from ..storage import Pending
+from ..storage.rows import Block, Part, share_block
 from .pipeline import Judge, Judged, TooLong
-from .storage import Pending
-from .storage.rows import Block, Part, share_block
 
 log = logging.getLogger("ingest.workers")
 

@@ -1,9 +1,9 @@
 """`balance lake init | upgrade | import | maintain | check`: operating a lake (docs/lake.md).
 
-`balance serve --lake CATALOG` (ingest/commands.py) runs a server on it. CATALOG is the
+`balance serve --lake CATALOG` (ingest/cli/commands.py) runs a server on it. CATALOG is the
 catalog's PostgreSQL connection string ('host=db port=5432 dbname=lake user=balance' or
 'postgresql://balance@db/lake'); $BALANCE_LAKE when not given. Standard library only at
-module level (see ingest/cli.py).
+module level (see ingest/cli/__init__.py).
 """
 
 from __future__ import annotations
@@ -88,8 +88,8 @@ def serve_lake(args, catalog: str) -> int:
     """`balance serve --lake`: the same server, its store on the lake. The analysis schedule
     is off unless BALANCE_JOBS_INTERVAL is set (one jobs runner for the lake, not one per
     server); --demo has been loaded into the lake already (commands.run_serve)."""
-    from .serve import configure_logging, port_in_use, run
-    from .storage.lake import LakeError, LakeUnavailable, connect
+    from ..server.serve import configure_logging, port_in_use, run
+    from ..storage.lake import LakeError, LakeUnavailable, connect
 
     if port_in_use(args.host, args.port):
         print(f"balance serve: {args.host}:{args.port} is in use: pick another --port",
@@ -125,7 +125,7 @@ def _catalog(p) -> None:
 def _needs_catalog(args) -> str:
     """The lake: --lake, else $BALANCE_LAKE (storage/where.py); exit 2 with neither. (--db of
     `lake import` is the file it reads, not a choice of store.)"""
-    from .storage.where import WhereError, resolve
+    from ..storage.where import WhereError, resolve
 
     try:
         where = resolve("lake", lake=args.lake)
@@ -141,7 +141,7 @@ def _fails(exc: Exception) -> int:
 
 
 def run_init(args) -> int:
-    from .storage.lake_admin import init_lake
+    from ..storage.lake_admin import init_lake
 
     try:
         out = init_lake(_needs_catalog(args), args.data_path, args.inline_rows)
@@ -152,7 +152,7 @@ def run_init(args) -> int:
 
 
 def run_upgrade(args) -> int:
-    from .storage.lake_admin import upgrade_lake
+    from ..storage.lake_admin import upgrade_lake
 
     try:
         out = upgrade_lake(_needs_catalog(args))
@@ -167,7 +167,7 @@ def run_upgrade(args) -> int:
 
 
 def run_import(args) -> int:
-    from .storage.lake_admin import import_store
+    from ..storage.lake_admin import import_store
 
     try:
         out = import_store(_needs_catalog(args), args.db, chunk=args.chunk)
@@ -183,7 +183,7 @@ def run_import(args) -> int:
 
 
 def run_maintain(args) -> int:
-    from .storage.lake_admin import maintain
+    from ..storage.lake_admin import maintain
 
     try:
         out = maintain(
@@ -198,7 +198,7 @@ def run_maintain(args) -> int:
 
 
 def run_check(args) -> int:
-    from .storage.lake_admin import check
+    from ..storage.lake_admin import check
 
     try:
         out = check(_needs_catalog(args))

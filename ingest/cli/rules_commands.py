@@ -2,7 +2,8 @@
 
 Where it acts: a stopped store file (`--db`, default $BALANCE_DB), a lake (`--lake`, servers
 running or not), or a running server (`--server URL`: the admin API with $BALANCE_TOKEN to
-add; list and show need no token). Standard library only at module level (see ingest/cli.py).
+add; list and show need no token). Standard library only at module level (see
+ingest/cli/__init__.py).
 
 Exit codes: 0 done (added, or registered already with the same parameters); 1 refused (a
 name registered with other parameters, RS1.3, or `standard`) or a server that cannot be
@@ -72,7 +73,7 @@ def run_add(args) -> int:
         return chosen
     if chosen.server:
         return _add_remote(chosen.server, files)
-    from .storage.registry import Refused
+    from ..storage.registry import Refused
 
     try:
         out = _stored(chosen, lambda r, con: r.register_file(con, files), lake_add=files)
@@ -116,7 +117,7 @@ def _add_remote(server: str, files: list) -> int:
 def _call(server: str, method: str, path: str, body: dict | None = None) -> tuple[int, dict] | int:
     """(status, JSON body) of the server's answer ({} when it is not JSON), or REFUSED after
     one line on stderr when the server cannot be reached."""
-    from .storage.remote import Api, RemoteError
+    from ..storage.remote import Api, RemoteError
 
     try:
         answer = Api(server, timeout=120).request(method, path, json_body=body)
@@ -211,11 +212,11 @@ def _value(value) -> str:
 def _stored(chosen, action, lake_add: list | None = None):
     """action(ingest.rulesets, con) on the lake or the stopped store file `chosen` names; an
     exit code when the store cannot be opened."""
-    from . import rulesets as r
+    from ..server import rulesets as r
 
     catalog = chosen.lake
     if catalog:
-        from .storage.lake import LakeError, LakeUnavailable
+        from ..storage.lake import LakeError, LakeUnavailable
 
         try:
             if lake_add is not None:

@@ -455,7 +455,7 @@ def _values(fields: dict) -> list:
 
 
 def _filter_params(page) -> list[Param]:
-    from .filters import LABELS
+    from ..filters import LABELS
 
     own = ["client_version"] if page.version_select else list(page.params)
     keys = [*page.selects, *own, "date_from", "date_to"]
@@ -465,7 +465,7 @@ def _filter_params(page) -> list[Param]:
 
 
 def builtins() -> list[Saved]:
-    from . import catalog
+    from .. import catalog
 
     out = []
     for key, page in catalog.PAGES.items():
@@ -495,9 +495,9 @@ def builtin(slug: str) -> Saved | None:
 def builtin_sql(saved: Saved, args, snapshots) -> tuple[str, dict[str, str], list[str]]:
     """(the chart's SQL for the filters in `args`, the filter values applied, the filters'
     complaints) the way its page makes them; with no filter in `args`, the page's defaults."""
-    from . import catalog
-    from .filters import KEYS, Filters
-    from .render import Ctx
+    from .. import catalog
+    from ..filters import KEYS, Filters
+    from ..render import Ctx
 
     if saved.page is None or saved.chart_id is None:
         raise ValueError(f"{saved.slug} is not a dashboard chart: it has no page's SQL")

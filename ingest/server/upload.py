@@ -13,12 +13,12 @@ from __future__ import annotations
 import logging
 from concurrent.futures import TimeoutError as FutureTimeout
 
+from ..storage import StorageUnavailable
 from .bodies import BodyTooLarge, drain, ndjson_lines, whole_body
 from .encodings import ACCEPTED, BadEncoding, Inflating, coding
 from .pipeline import MAX_RECORD, TooLong, recheck_unknown, settle, utcnow
 from .ratelimit import retry_after
 from .responses import error_payload
-from .storage import StorageUnavailable
 
 log = logging.getLogger("ingest.upload")
 access_log = logging.getLogger("ingest.access")

@@ -31,10 +31,11 @@ from flask import Blueprint, Response, current_app, render_template, request, se
 
 from analysis.sql import sql_identifier
 
-from . import export, schema_docs, setting, snapshots, sqlchart
-from . import facets as facets_mod
-from .auth import require_token
-from .guard import cross_site_reason, same_origin
+from .. import export, schema_docs, setting, snapshots
+from .. import facets as facets_mod
+from ..auth import require_token
+from ..guard import cross_site_reason, same_origin
+from . import sqlchart
 from .saved import (
     LIST_MAX_PAGE,
     LIST_PAGE,
@@ -166,7 +167,7 @@ def run_encoded(sql: str, fmt: str, limit: int | None = None, params=None):
 
 def saved_limits() -> Limits:
     """The saved queries' bounds: settings SAVED_MAX, SAVED_MAX_BYTES, SAVED_TOTAL_BYTES,
-    SAVED_RATE (dashboard/saved.py)."""
+    SAVED_RATE (dashboard/console/saved.py)."""
     from ingest.storage.sizes import parse_size
 
     d = Limits()
@@ -375,8 +376,8 @@ def _file_name(text: str) -> str:
 
 
 def _finished():
-    from . import finished
-    from .snapshot import DOWNLOAD_RESERVE
+    from .. import finished
+    from ..snapshot import DOWNLOAD_RESERVE
 
     ext = current_app.extensions
     if "balance.finished" not in ext:
@@ -390,7 +391,7 @@ def whole_download(run: Run, fmt: str, name: str) -> Response:
     """The whole result as a file, from the file the SQL worker wrote. It is kept a while
     (dashboard/finished.py), so that a request for a byte range of it (`Range`, as a notebook
     reading the URL sends) gets the bytes of that same file: 206, or 416 past its end."""
-    from . import finished as finished_mod
+    from .. import finished as finished_mod
 
     kept_files = _finished()
     key = finished_mod.key_of(fmt, run.text, run.params)

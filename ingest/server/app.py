@@ -12,6 +12,8 @@ from flask import Flask, g, request
 
 import dashboard
 
+from ..storage.interface import GameStore, Target
+from ..storage.interface import open_store as open_target
 from . import accesslog, admin, api, ops, rulesets_api
 from . import config as settings
 from .gather import Gatherer
@@ -23,8 +25,6 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .rejections import RejectionTally
 from .responses import register_error_handlers
-from .storage.interface import GameStore, Target
-from .storage.interface import open_store as open_target
 from .workers import JudgePool
 
 access_log = logging.getLogger("ingest.access")

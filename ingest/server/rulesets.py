@@ -21,10 +21,10 @@ import duckdb
 
 from replays import rulesets as R
 
-from .storage import registry
-from .storage.interface import GameStore
-from .storage.lake import connect, conninfo
-from .storage.registry import Refused
+from ..storage import registry
+from ..storage.interface import GameStore
+from ..storage.lake import connect, conninfo
+from ..storage.registry import Refused
 
 Files = list[tuple[str, str | bytes]]  # (source: a file name, its TOML text)
 
@@ -54,7 +54,7 @@ def register_running(store: GameStore, files: Files) -> list[dict]:
 
 def on_file(db: str, action: Callable[[duckdb.DuckDBPyConnection], object]) -> object:
     """`action(con)` on the stopped store file `db` (created with its schema if new)."""
-    from .storage import open_db
+    from ..storage import open_db
 
     con = open_db(db)
     try:

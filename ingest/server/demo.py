@@ -1,7 +1,7 @@
 """Quick-start data: simulated games loaded through the very path uploads take.
 
 `balance serve --demo` loads the dataset shipped in `demo_data/` (made once, seeded, by
-`balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/demo_data`; see
+`balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/server/demo_data`; see
 replays/demoset.py): 20,400 Slow6 and 5,200 Slide games over 13 weeks and five client
 versions, the uploads of a client build with a bug (some quarantined, a few rejected), and a
 few of a play-test build naming a ruleset nobody registered (quarantined RS5.1). Release
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import orjson
 
+from ..storage import Store
 from .pipeline import Judge, settle, utcnow
 from .rejections import RejectionTally
-from .storage import Store
 
 BATCH = 500
 DATA_DIR = Path(__file__).resolve().parent / "demo_data"
@@ -145,7 +145,7 @@ def load_demo_set(store: Store, echo: Callable[[str], None] = print) -> Counter:
     if not files:
         raise FileNotFoundError(
             f"the demo dataset is not in {DATA_DIR} (make it: balance simulate --demo-set "
-            "--seed 2026 --jobs 2 --out ingest/demo_data)"
+            "--seed 2026 --jobs 2 --out ingest/server/demo_data)"
         )
     register_demo_rulesets(store, echo)
     total: Counter = Counter()

@@ -727,7 +727,7 @@ class Engine:
         """The whole result written to `path` as csv / json / jsonl / parquet, batch by batch
         (never the whole result in memory), refused (the file deleted) past `max_bytes` or
         `timeout` (execute, fetch and encode). Returns the facts: columns, types, rows, bytes."""
-        from . import export
+        from .. import export
 
         values = check_params(params)
         with self._slot(timeout):
@@ -830,7 +830,7 @@ class Engine:
         params: dict | None = None,
     ) -> Payload:
         """The result as the bytes to send (see export.encode), refused over `max_bytes`."""
-        from . import export
+        from .. import export
 
         result = self.run(sql, limit=limit, timeout=timeout, max_bytes=max_bytes, params=params)
         try:

@@ -81,7 +81,7 @@ def register_error_handlers(app: Flask) -> None:
     def unexpected(exc: Exception):
         if isinstance(exc, HTTPException):
             return http_error(exc)
-        from .storage import StorageUnavailable  # store imports nothing of Flask
+        from ..storage import StorageUnavailable  # store imports nothing of Flask
 
         if isinstance(exc, StorageUnavailable):  # a full disk is no bug: retry later
             return storage_unavailable(exc.reason, exc.retry_after)
