@@ -1,6 +1,6 @@
 """Designer dashboard (/dashboard) and analyst SQL console (/sql), mounted on the ingest app.
 
-`ingest.app.create_app` calls `init_app(app)`. Settings (one table: settings.py, with their
+`ingest.server.app.create_app` calls `init_app(app)`. Settings (one table: settings.py, with their
 defaults and parsers; `setting(app, NAME)` reads one) from `app.config` (all optional):
 each also as a BALANCE_<NAME> key or environment variable: BALANCE_HOST (the address
 `balance serve` listens on: anything but loopback requires the token), BALANCE_TOKEN,

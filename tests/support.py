@@ -358,7 +358,7 @@ class Server(_Client):
 
 
 class AppClient(_Client):
-    """The app `balance serve` runs (ingest.app.create_app), in this process, reached through
+    """The app `balance serve` runs (ingest.server.app.create_app), in this process, reached through
     Flask's test client: no process to start, no socket. start/stop/restart keep the same file.
 
     `env` holds the same BALANCE_* settings a Server takes (they go to create_app as its
@@ -483,7 +483,7 @@ class AppClient(_Client):
         finally:
             resp.close()
 
-    # -- the log, as the server's worker sets it up (ingest.serve.configure_logging) -----------
+    # -- the log, as the server's worker sets it up (ingest.server.serve.configure_logging) ------
 
     def _capture_log(self) -> None:
         handler = logging.StreamHandler(self._log)
@@ -758,7 +758,7 @@ PAGES = [
 
 def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     """Simulated games and the spec's quarantined examples through the ingest path
-    (`ingest.demo.load_records`), then the analysis jobs write the agg_* tables."""
+    (`ingest.server.demo.load_records`), then the analysis jobs write the agg_* tables."""
     import duckdb
 
     from analysis import jobs

@@ -210,7 +210,7 @@ def _value(value) -> str:
 
 
 def _stored(chosen, action, lake_add: list | None = None):
-    """action(ingest.rulesets, con) on the lake or the stopped store file `chosen` names; an
+    """action(ingest.server.rulesets, con) on the lake or the stopped store file `chosen` names; an
     exit code when the store cannot be opened."""
     from ..server import rulesets as r
 
