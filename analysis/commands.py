@@ -28,11 +28,11 @@ def register(subparsers) -> None:
         "servers: the tables go into the lake, where every server's dashboard reads them. "
         "Run one jobs runner per lake.",
     )
-    where = run.add_mutually_exclusive_group()
-    where.add_argument(
+    # one of --db / --lake (two are refused in one line: ingest/storage/where.py)
+    run.add_argument(
         "--db", help=f"store file (default: $BALANCE_DB or {DEFAULT_DB}, unless $BALANCE_LAKE)"
     )
-    where.add_argument(
+    run.add_argument(
         "--lake",
         metavar="CATALOG",
         help="a lake's catalog, a PostgreSQL connection string (default: $BALANCE_LAKE)",
@@ -83,9 +83,8 @@ def register_report(subparsers) -> None:
         "Reads a stopped store (--db, read-only) or a running server (--server, through its "
         "SQL console, with $BALANCE_TOKEN). Prints where it wrote the file.",
     )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
-    where.add_argument("--server", metavar="URL", help="a running server instead")
+    p.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
+    p.add_argument("--server", metavar="URL", help="a running server instead")
     p.add_argument("--out", default="report.html", help="file to write (default %(default)s)")
     p.add_argument(
         "--link-base",
@@ -117,14 +116,13 @@ def register_export(subparsers) -> None:
     p.add_argument("--from", dest="date_from", metavar="DATE", help="first day of ended_at (UTC)")
     p.add_argument("--to", dest="date_to", metavar="DATE", help="last day of ended_at (UTC)")
     p.add_argument("--format", choices=("parquet", "csv"), default="parquet")
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
-    where.add_argument("--server", metavar="URL", help="a running server instead")
-    where.add_argument(
+    p.add_argument("--db", help="store file, server stopped (default $BALANCE_DB)")
+    p.add_argument("--server", metavar="URL", help="a running server instead")
+    p.add_argument(
         "--lake",
         metavar="CATALOG",
         help="a lake instead: its catalog's PostgreSQL connection string (read-only access "
-        "is enough; $BALANCE_LAKE is not read here)",
+        "is enough; default $BALANCE_LAKE)",
     )
     p.add_argument(
         "--data-path",
@@ -159,14 +157,12 @@ def _say(line: str) -> None:
 
 
 def _target(args: argparse.Namespace) -> tuple[str | None, str | None]:
-    """(store file, lake catalog): an explicit --db or --lake wins over the environment."""
-    if args.db:
-        return args.db, None
-    if args.lake:
-        return None, args.lake
-    if os.environ.get("BALANCE_LAKE"):
-        return None, os.environ["BALANCE_LAKE"]
-    return os.environ.get("BALANCE_DB", DEFAULT_DB), None
+    """(store file, lake catalog) by ingest/storage/where.py's precedence; WhereError when the
+    arguments are mistaken."""
+    from ingest.storage.where import of_args
+
+    chosen = of_args("jobs run", args)
+    return chosen.db, chosen.lake
 
 
 def _connect(db: str | None, catalog: str | None):
@@ -225,7 +221,13 @@ def _wait_loaded(catalog: str, timeout: float = 120.0) -> None:
 
 
 def run_jobs(args: argparse.Namespace) -> int:
-    db, catalog = _target(args)
+    from ingest.storage.where import WhereError
+
+    try:
+        db, catalog = _target(args)
+    except WhereError as exc:
+        print(f"balance jobs run: {exc}", file=sys.stderr)
+        return 2
     if not args.every:
         from ingest.storage.lake import LakeError, LakeUnavailable
 

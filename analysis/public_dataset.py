@@ -29,13 +29,10 @@ snapshot, whose id and time the manifest records).
 from __future__ import annotations
 
 import hashlib
-import http.client
 import io
 import os
-import random
 import re
 import sys
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -319,81 +316,31 @@ class LakeSource(_DuckDBConnection):
         self.snapshot_at = datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-RETRIES = 6  # a busy server's answer is retried this many times (waits from 1 s to 30 s)
-RESETS = (
-    ConnectionResetError,
-    ConnectionAbortedError,
-    http.client.RemoteDisconnected,
-    http.client.IncompleteRead,  # a download cut off mid-way (the server's send deadline)
-)
-
-
-class _Reset(Exception):
-    """The server closed the connection mid-answer (retried)."""
-
-
-def _backoff(attempt: int, retry_after: str | None) -> float:
-    """Seconds before retry `attempt` (from 0): the server's Retry-After where it gives
-    whole seconds, else doubling from one second, with jitter (clients retrying together
-    would meet again); never more than 30 s."""
-    try:
-        wait = float(retry_after) if retry_after is not None else 2.0**attempt
-    except ValueError:
-        wait = 2.0**attempt
-    return min(30.0, max(0.5, wait)) * random.uniform(1.0, 1.25)
-
-
 class ServerSource(Source):
     """A running server: each part is a whole download of its SQL console, in Parquet."""
 
     kind = "server"
 
     def __init__(self, url: str, token: str | None = None, timeout: float = 300.0):
-        self.base = url.rstrip("/")
-        self.token = token
-        self.timeout = timeout
+        from ingest.storage.remote import Api
+
+        self.api = Api(url, token, timeout)
+        self.base = self.api.base
         self.snapshot_at = None
 
     def _get(self, sql: str) -> tuple[int, dict, bytes]:
         """One download, retried while the server is busy (503 or 429: after its Retry-After)
-        or the connection is reset, with growing waits, RETRIES times at most: a server under
-        load (its download slots taken) answers busy for a while, and an export is long."""
-        for attempt in range(RETRIES + 1):
-            try:
-                status, headers, body = self._get_once(sql)
-            except _Reset as exc:
-                if attempt == RETRIES:
-                    raise ExportError(f"{self.base} closed the connection: {exc}", 2) from None
-                wait = _backoff(attempt, None)
-            else:
-                if status not in (429, 503) or attempt == RETRIES:
-                    return status, headers, body
-                retry_after = {k.lower(): v for k, v in headers.items()}.get("retry-after")
-                wait = _backoff(attempt, retry_after)
-            time.sleep(wait)
-        raise AssertionError("unreachable")
+        or the connection is reset, with growing waits (the client's RETRIES times at most):
+        a server under load (its download slots taken) answers busy for a while, and an
+        export is long."""
+        from ingest.storage.remote import RemoteError
 
-    def _get_once(self, sql: str) -> tuple[int, dict, bytes]:
         query = urllib.parse.urlencode({"q": sql, "name": "export"})
-        req = urllib.request.Request(f"{self.base}/sql/download.parquet?{query}")
-        req.add_header("Accept", "application/json")
-        if self.token:
-            req.add_header("Authorization", f"Bearer {self.token}")
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                return resp.status, dict(resp.headers.items()), resp.read()
-        except urllib.error.HTTPError as exc:
-            return exc.code, dict(exc.headers.items()), exc.read()
-        except RESETS as exc:  # (a refused connection is no busy server: not retried)
-            raise _Reset(type(exc).__name__) from None
-        except urllib.error.URLError as exc:
-            if isinstance(exc.reason, RESETS):
-                raise _Reset(type(exc.reason).__name__) from None
-            raise ExportError(f"cannot reach {self.base}: {exc.reason}", 2) from None
-        except OSError as exc:
-            raise ExportError(
-                f"cannot reach {self.base}: {getattr(exc, 'reason', exc)}", 2
-            ) from None
+            got = self.api.request("GET", f"/sql/download.parquet?{query}", retry_busy=True)
+        except RemoteError as exc:
+            raise ExportError(str(exc), exc.code) from None
+        return got.status, got.headers, got.body
 
     def tables(self, sql: str, lo: date, hi: date | None) -> Iterator[pa.Table]:
         status, headers, body = self._get(sql.format(lo=_ts(lo), hi=_ts(hi)))
@@ -788,21 +735,29 @@ def _date(text: str | None, flag: str) -> date | None:
         raise ExportError(f"{flag} is a date, YYYY-MM-DD, not {text!r}", 2) from None
 
 
+def _where(args):
+    """Where to read (ingest/storage/where.py); ExportError (exit 2) when mistaken."""
+    from ingest.storage.where import WhereError, of_args
+
+    try:
+        return of_args("export", args)
+    except WhereError as exc:
+        raise ExportError(str(exc), 2) from None
+
+
 def run_export(args) -> int:
     """`balance export` (registered by analysis/commands.py)."""
     try:
         date_from, date_to = _date(args.date_from, "--from"), _date(args.date_to, "--to")
-        lake = getattr(args, "lake", None)
-        data_path = getattr(args, "data_path", None)
-        if data_path and not lake:
+        chosen = _where(args)
+        if chosen.data_path is None and getattr(args, "data_path", None):
             raise ExportError("--data-path goes with --lake (the lake's data path)", 2)
-        if args.server:
-            source: Source = ServerSource(args.server, os.environ.get("BALANCE_TOKEN") or None)
-        elif lake:
-            source = LakeSource(lake, data_path)
+        if chosen.server:
+            source: Source = ServerSource(chosen.server, os.environ.get("BALANCE_TOKEN") or None)
+        elif chosen.lake:
+            source = LakeSource(chosen.lake, chosen.data_path)
         else:
-            db = args.db or os.environ.get("BALANCE_DB") or "balance.duckdb"
-            source = DuckDBSource(db)
+            source = DuckDBSource(str(chosen.db))
         try:
             manifest = export(
                 source,

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 import argparse
 import html
-import json
 import os
 import stat
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,29 +40,18 @@ class ReportError(Exception):
 
 def server_fetch(url: str, token: str | None = None) -> Callable[[str], pl.DataFrame]:
     """fetch(sql) through a server's /sql/api (its row limit: a truncated answer fails)."""
-    base = url.rstrip("/")
+    from ingest.storage.remote import Api, RemoteError
+
+    api = Api(url, token, timeout=60)
 
     def fetch(sql: str) -> pl.DataFrame:
-        req = urllib.request.Request(
-            base + "/sql/api",
-            data=json.dumps({"sql": sql}).encode(),
-            headers={"Content-Type": "application/json", "Accept": "application/json"},
-            method="POST",
-        )
-        if token:
-            req.add_header("Authorization", f"Bearer {token}")
         try:
-            with urllib.request.urlopen(req, timeout=60) as resp:
-                answer = json.loads(resp.read())
-        except urllib.error.HTTPError as exc:
-            try:
-                detail = json.loads(exc.read())
-                message = f"{detail.get('error', exc.code)}: {detail.get('message', '')}"
-            except (ValueError, AttributeError):
-                message = f"HTTP {exc.code}"
-            raise ReportError(f"the server refused the query: {message}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ReportError(f"cannot reach {base}: {getattr(exc, 'reason', exc)}", 2) from None
+            got = api.request("POST", "/sql/api", json_body={"sql": sql})
+            if not got.ok:
+                raise ReportError(f"the server refused the query: {got.problem()}")
+            answer = got.json()
+        except RemoteError as exc:
+            raise ReportError(str(exc), exc.code) from None
         if answer.get("truncated"):
             raise ReportError("the server's row limit cut the answer short")
         cols = answer["columns"]
@@ -258,13 +244,20 @@ def _p(v) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ingest.storage.where import WhereError, of_args
+
+    try:
+        chosen = of_args("report", args)
+    except WhereError as exc:
+        print(f"balance report: {exc}", file=sys.stderr)
+        return 2
     try:
         close = None
-        if args.server:
-            fetch = server_fetch(args.server, os.environ.get("BALANCE_TOKEN") or None)
-            source = f"the server at {args.server}"
+        if chosen.server:
+            fetch = server_fetch(chosen.server, os.environ.get("BALANCE_TOKEN") or None)
+            source = f"the server at {chosen.server}"
         else:
-            db = args.db or os.environ.get("BALANCE_DB") or "balance.duckdb"
+            db = str(chosen.db)
             fetch, close = file_fetch(db)
             source = f"the store {db}"
         try:

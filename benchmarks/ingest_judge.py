@@ -1,6 +1,6 @@
 """The judge side of a batch upload, in-process: CPU per game of what a judge worker does.
 
-A batch's lines go to the judge workers in chunks of 50 (`ingest/workers.py::_judge_chunk`):
+A batch's lines go to the judge workers in chunks of 50 (`ingest/server/workers.py::_judge_chunk`):
 each line is judged (parse, proof, replay, the game's rows, compression), the chunk's rows
 become one `rows.Block` (`share_block`), and the process pool pickles the list of `Judged`.
 This runs the same steps on the HTTP benchmark's corpus (`ingest_pool`: the same pool of
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import importlib
 import pickle
 import statistics
 import sys
@@ -30,7 +31,7 @@ from types import SimpleNamespace
 
 from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402  (puts ROOT on sys.path)
 
-CHUNK = 50  # ingest/workers.py::_CHUNK
+CHUNK = 50  # ingest/server/workers.py::_CHUNK
 STAGES = (
     "judge", "of which rows", "block", "pickle", "total", "server: unpickle", "server: tables",
 )  # fmt: skip
@@ -41,6 +42,16 @@ def _ours(name: str) -> bool:
     return name.split(".")[0] in PACKAGES
 
 
+def _first(*names: str):
+    """The first of the modules `names` that this tree has."""
+    for name in names:
+        try:
+            return importlib.import_module(name)
+        except ModuleNotFoundError:
+            continue
+    raise ModuleNotFoundError(names[0])
+
+
 def load(root: Path) -> SimpleNamespace:
     """The code of the tree at `root`: its modules (to put in sys.modules while it runs, so
     that pickling finds its classes) and a warmed-up Judge."""
@@ -48,9 +59,10 @@ def load(root: Path) -> SimpleNamespace:
         del sys.modules[name]
     sys.path.insert(0, str(root))
     try:
-        import ingest.pipeline
+        # the server's modules: ingest/server/ since the folder moves, ingest/ in older trees
+        pipeline = _first("ingest.server.pipeline", "ingest.pipeline")
+        workers = _first("ingest.server.workers", "ingest.workers")
         import ingest.storage.rows
-        import ingest.workers
         import replays.slide.verify
         import replays.slow6.verify  # noqa: F401  (the verifier imports them on first use)
     finally:
@@ -58,10 +70,10 @@ def load(root: Path) -> SimpleNamespace:
     tree = SimpleNamespace(
         root=root,
         modules={n: m for n, m in sys.modules.items() if _ours(n)},
-        pipeline=ingest.pipeline,
+        pipeline=pipeline,
         rows=ingest.storage.rows,
-        chunk=getattr(ingest.workers, "_Chunk", list),  # what _judge_chunk returns
-        judge=ingest.pipeline.Judge(),
+        chunk=getattr(workers, "_Chunk", list),  # what _judge_chunk returns
+        judge=pipeline.Judge(),
         spent=[],
         sizes=[],
     )

@@ -22,9 +22,9 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest_pool import pool, with_fresh_ids  # noqa: E402
 
-from ingest import config  # noqa: E402
-from ingest.app import open_store  # noqa: E402
-from ingest.pipeline import Judge, utcnow  # noqa: E402
+from ingest.server import config  # noqa: E402
+from ingest.server.app import open_store  # noqa: E402
+from ingest.server.pipeline import Judge, utcnow  # noqa: E402
 
 TABLES = (
     "raw_records",

@@ -37,7 +37,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from analysis.lab import predict
-from ingest.lab_runner import LabRun, play
+from ingest.server.lab_runner import LabRun, play
 from replays import lab
 from replays.rulesets import STANDARD, parse_toml
 

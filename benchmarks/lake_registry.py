@@ -41,8 +41,8 @@ def main(argv=None) -> int:
         if reason:
             print(f"no lake here: {reason}")
             return 1
-        from ingest import rulesets as ops
-        from ingest.pipeline import Judge, recheck_unknown
+        from ingest.server import rulesets as ops
+        from ingest.server.pipeline import Judge, recheck_unknown
         from ingest.storage.lake import LakeStore
         from ingest.storage.lake_admin import init_lake
 

@@ -43,7 +43,7 @@ def _records(n: int) -> list[bytes]:
 
 def writer(catalog: str, token: bool, batches: int, batch: int, start, results) -> None:
     """One writer process: judge its games, wait for the others, store them; its figures."""
-    from ingest.pipeline import Judge, utcnow
+    from ingest.server.pipeline import Judge, utcnow
     from ingest.storage.lake import LakeStore
 
     judge = Judge()

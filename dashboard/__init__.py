@@ -1,6 +1,7 @@
 """Designer dashboard (/dashboard) and analyst SQL console (/sql), mounted on the ingest app.
 
-`ingest.app.create_app` calls `init_app(app)`. Settings read from `app.config` (all optional):
+`ingest.server.app.create_app` calls `init_app(app)`. Settings (one table: settings.py, with their
+defaults and parsers; `setting(app, NAME)` reads one) from `app.config` (all optional):
 each also as a BALANCE_<NAME> key or environment variable: BALANCE_HOST (the address
 `balance serve` listens on: anything but loopback requires the token), BALANCE_TOKEN,
 SQL_TIMEOUT (5 s),
@@ -15,7 +16,6 @@ eighth, at least 2).
 
 from __future__ import annotations
 
-import os
 import tempfile
 import threading
 from pathlib import Path
@@ -27,11 +27,12 @@ _SNAPSHOTS_LOCK = threading.Lock()
 
 
 def setting(app, name: str, default=None):
-    """app.config[NAME] / [name] / [BALANCE_<NAME>], else the variable BALANCE_<NAME>."""
-    for key in (name, name.lower(), f"BALANCE_{name}"):
-        if app.config.get(key) not in (None, ""):
-            return app.config[key]
-    return os.environ.get(f"BALANCE_{name}") or default
+    """Setting `name` of `app` (None: the environment only): app.config[NAME] / [name] /
+    [BALANCE_<NAME>], else the variable BALANCE_<NAME>, else its default; parsed, by the
+    dashboard's one settings table (settings.py)."""
+    from .settings import value
+
+    return value(app, name, default)
 
 
 def _snapshot_dir(app, store) -> Path:
@@ -68,10 +69,10 @@ def snapshots(app):
 
 def init_app(app) -> None:
     from .assets import Bundle
+    from .console.sql_routes import bp as sql_bp
     from .pages import bp as pages_bp
     from .slots import DEFAULT as DEFAULT_SLOTS
     from .slots import Slots
-    from .sql_routes import bp as sql_bp
 
     bundle = Bundle(setting(app, "CACHE_DIR"))
     app.extensions[EXT_BUNDLE] = bundle

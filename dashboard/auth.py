@@ -17,25 +17,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import ipaddress
-import os
 from urllib.parse import urlencode
 
 from flask import Response, current_app, redirect, request
+
+from . import setting
 
 COOKIE = "balance_token"
 COOKIE_LABEL = b"balance dashboard cookie v1"
 
 
-def _setting(app, *names, env: str | None = None):
-    for name in names:
-        value = app.config.get(name)
-        if value not in (None, ""):
-            return value
-    return os.environ.get(env) if env else None
-
-
 def listen_host(app) -> str:
-    return str(_setting(app, "HOST", "host", "BALANCE_HOST") or "127.0.0.1")
+    return str(setting(app, "HOST"))
 
 
 def is_loopback(host: str) -> bool:
@@ -53,7 +46,7 @@ def exposed(app) -> bool:
 
 
 def token(app) -> str | None:
-    value = _setting(app, "TOKEN", "token", "BALANCE_TOKEN", env="BALANCE_TOKEN")
+    value = setting(app, "TOKEN")
     return str(value) if value else None
 
 

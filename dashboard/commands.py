@@ -1,8 +1,9 @@
 """`balance sql "SELECT ..."`: the SQL console from a terminal.
 
-Asks the server at $BALANCE_URL (default http://127.0.0.1:8000) through POST /sql/api, sending
-$BALANCE_TOKEN as a bearer token when set; or, with --db PATH, opens that store file read-only
-itself (it must not be open by a running server) under the same locked engine as the console;
+Asks the server (--server URL, else $BALANCE_URL, else http://127.0.0.1:8000) through POST
+/sql/api, sending $BALANCE_TOKEN as a bearer token when set; or, with --db PATH, opens that
+store file read-only itself (it must not be open by a running server) under the same locked
+engine as the console;
 or, with --lake CATALOG, reads the lake read-only at its latest snapshot (servers may be
 writing it meanwhile).
 Prints a table, or CSV with --csv. `:name` in the query is a parameter: give its value with
@@ -18,10 +19,12 @@ from __future__ import annotations
 import json
 import os
 import sys
-import urllib.error
-import urllib.request
+from typing import TYPE_CHECKING
 
-DEFAULT_URL = "http://127.0.0.1:8000"
+if TYPE_CHECKING:  # (the storage package is imported when a query runs, not for --help)
+    from ingest.storage.where import Where
+
+DEFAULT_URL = "http://127.0.0.1:8000"  # where.DEFAULT_URL (tests/test_where.py holds them equal)
 
 
 def register(subparsers) -> None:
@@ -50,7 +53,12 @@ def register(subparsers) -> None:
         help="or read this lake (its PostgreSQL catalog) read-only, at its latest snapshot",
     )
     p.add_argument(
-        "--url", default=None, help=f"server URL (default $BALANCE_URL or {DEFAULT_URL})"
+        "--server",
+        "--url",
+        dest="server",
+        metavar="URL",
+        default=None,
+        help=f"the server (default $BALANCE_URL or {DEFAULT_URL})",
     )
     p.add_argument("--limit", type=int, default=None, help="at most this many rows")
     p.add_argument("--timeout", type=float, default=5.0, help="seconds (with --db; default 5)")
@@ -75,47 +83,42 @@ def _params(args) -> dict | int:
     return out
 
 
-def _via_server(sql: str, args, params: dict) -> tuple[list[str], list[list], bool] | int:
-    base = (args.url or os.environ.get("BALANCE_URL") or DEFAULT_URL).rstrip("/")
+def _via_server(
+    sql: str, where: Where, args, params: dict
+) -> tuple[list[str], list[list], bool] | int:
     body: dict = {"saved": args.saved} if args.saved else {"sql": sql}
     if params:
         body["params"] = params
     if args.limit is not None:
         body["limit"] = args.limit
-    req = urllib.request.Request(
-        base + "/sql/api",
-        data=json.dumps(body).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json"},
-        method="POST",
-    )
-    token = os.environ.get("BALANCE_TOKEN")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
+    from ingest.storage.remote import Api, RemoteError
+
+    assert where.server is not None
     try:
-        with urllib.request.urlopen(req, timeout=args.timeout + 30) as resp:
-            answer = json.loads(resp.read())
-    except urllib.error.HTTPError as exc:
-        try:
-            detail = json.loads(exc.read())
-            return _fail(f"{detail.get('error', exc.code)}: {detail.get('message', '')}")
-        except (ValueError, AttributeError):
-            return _fail(f"the server answered HTTP {exc.code}", 2)
-    except (urllib.error.URLError, OSError) as exc:
-        return _fail(f"cannot reach {base}: {getattr(exc, 'reason', exc)}", 2)
-    return answer["columns"], answer["rows"], bool(answer.get("truncated"))
+        answer = Api(where.server, timeout=args.timeout + 30).request(
+            "POST", "/sql/api", json_body=body
+        )
+        if not answer.ok:
+            return _fail(*answer.refusal())
+        got = answer.json()
+    except RemoteError as exc:
+        return _fail(str(exc), exc.code)
+    return got["columns"], got["rows"], bool(got.get("truncated"))
 
 
-def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool] | int:
+def _via_file(
+    sql: str, where: Where, args, params: dict
+) -> tuple[list[str], list[list], bool] | int:
     """The query on a store file (--db) or a lake (--lake), opened read-only here under the
     console's locked engine."""
     from . import export
-    from .sqlparams import prepare
-    from .sqlsafe import DEFAULT_LIMIT, QueryError
+    from .console.sqlparams import prepare
+    from .console.sqlsafe import DEFAULT_LIMIT, QueryError
 
     if args.saved:
         return _fail("--saved asks a server (its saved queries); leave out --db / --lake", 2)
     sql = prepare(sql)[0]
-    engine = _engine(args)
+    engine = _engine(where)
     if isinstance(engine, int):
         return engine
     try:
@@ -129,29 +132,31 @@ def _via_file(sql: str, args, params: dict) -> tuple[list[str], list[list], bool
     return result.columns, export.rows(result.table), result.truncated
 
 
-def _engine(args):
-    """The locked engine on --db or --lake; an exit code when it cannot be opened."""
-    from .sqlfuncs import register
-    from .sqlsafe import Engine, lake_attach
+def _engine(where: Where):
+    """The locked engine on the store file or the lake; an exit code when it cannot be
+    opened."""
+    from .console.sqlfuncs import register
+    from .console.sqlsafe import Engine, lake_attach
 
     # `setup=register`: the same trusted `raw_json(record, codec)` as the server's console, so a
     # query saved there runs here too (docs/dashboard.md promises it)
-    if args.lake:
+    if where.lake:
         from ingest.storage.lake import LakeError, LakeUnavailable
 
         try:
-            _loaded(args.lake)
-            return Engine("lake", threads=2, attach=lake_attach(args.lake), setup=register)
+            _loaded(where.lake)
+            return Engine("lake", threads=2, attach=lake_attach(where.lake), setup=register)
         except (LakeError, LakeUnavailable) as exc:
             return _fail(str(exc), 2)
         except Exception as exc:  # the catalog unreachable, ...
             return _fail(f"cannot open the lake read-only: {exc}", 2)
-    if not os.path.isfile(args.db):
-        return _fail(f"no such database file: {args.db}", 2)
+    db = str(where.db)
+    if not os.path.isfile(db):
+        return _fail(f"no such database file: {db}", 2)
     try:
-        return Engine(args.db, threads=2, setup=register)
+        return Engine(db, threads=2, setup=register)
     except Exception as exc:  # locked by a running server, not a DuckDB file, ...
-        return _fail(f"cannot open {args.db} read-only: {exc}", 2)
+        return _fail(f"cannot open {db} read-only: {exc}", 2)
 
 
 def _text(value) -> str:
@@ -199,8 +204,14 @@ def run(args) -> int:
     params = _params(args)
     if isinstance(params, int):
         return params
-    local = args.db or args.lake
-    got = _via_file(sql, args, params) if local else _via_server(sql, args, params)
+    from ingest.storage.where import WhereError, of_args
+
+    try:
+        where = of_args("sql", args)
+    except WhereError as exc:
+        return _fail(str(exc), 2)
+    via = _via_server if where.server else _via_file
+    got = via(sql, where, args, params)
     if isinstance(got, int):
         return got
     columns, rows, truncated = got

@@ -15,6 +15,7 @@ from . import EXT_BUNDLE, export, snapshots
 from . import assets as assets_mod
 from . import facets as facets_mod
 from .auth import require_token
+from .console.sqlsafe import QueryError
 from .filters import (
     AI_LEVELS,
     ALL,
@@ -30,7 +31,6 @@ from .filters import (
     Filters,
 )
 from .render import Ctx, build, console_link, table_of
-from .sqlsafe import QueryError
 
 bp = Blueprint(
     "dashboard",

@@ -20,8 +20,8 @@ import pyarrow as pa
 
 from analysis.sql import sql_literal
 
+from .console.sqlsafe import QueryError
 from .filters import Filters
-from .sqlsafe import QueryError
 
 if TYPE_CHECKING:  # for the annotation only
     from .snapshot import Snapshots

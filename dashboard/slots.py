@@ -3,12 +3,12 @@ so that they never hold every thread of the server. A page's queries each wait u
 time limit, so while the store hangs (a frozen lake catalog) each page holds its thread for
 a minute or more: without the cap a few designers' pages held all of them, and /healthz and
 the uploads' own threads with them. Past the cap a dashboard request is answered 503 with
-Retry-After at once; `balance serve` sets the cap to its threads less two (ingest/serve.py).
+Retry-After at once; `balance serve` sets the cap to its threads less two (ingest/server/serve.py).
 Static files are not counted (they never wait on the store).
 
 Each client address has a fair share of the slots (`Shares`, BALANCE_DASHBOARD_SHARE): one
 address looping heavy queries took every slot, and every designer's page was 503. The upload
-slots (ingest/guard.py) share the same rule, so it lives here, below the server's layer."""
+slots (ingest/server/guard.py) share the same rule, so it lives here, below the server's layer."""
 
 from __future__ import annotations
 

@@ -34,11 +34,9 @@ from typing import TYPE_CHECKING
 
 from analysis.sql import sql_identifier, sql_literal
 from ingest.storage import livefile
-from ingest.storage.lake import LakeStore, latest_snapshot
 
 from . import export
-from .slots import Shares, client_key
-from .sqlsafe import (
+from .console.sqlsafe import (
     DEFAULT_LIMIT,
     DEFAULT_MAX_BYTES,
     DEFAULT_TIMEOUT,
@@ -51,9 +49,12 @@ from .sqlsafe import (
     is_file_source,
     lake_source,
 )
+from .slots import Shares, client_key
 
 if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
-    from .sqlpool import Pool
+    from ingest.storage.interface import GameStore
+
+    from .console.sqlpool import Pool
 
 DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
 
@@ -93,23 +94,18 @@ def write_snapshot(con, path: str) -> None:
 def _udfs(con) -> None:
     """Trusted Python functions analysts may call: raw_json(record, codec) decodes raw records
     (bounded: see sqlfuncs.py)."""
-    from .sqlfuncs import register
+    from .console.sqlfuncs import register
 
     register(con)
 
 
-def _setting(name: str, default):
-    """A dashboard setting of the app this is created in (dashboard.setting), else BALANCE_*."""
-    try:
-        from flask import current_app, has_app_context
-    except ImportError:  # pragma: no cover - Flask is a dependency
-        pass
-    else:
-        if has_app_context():
-            from . import setting
+def _setting(name: str):
+    """A setting of the app this is created in, else of the environment (settings.py)."""
+    from flask import current_app, has_app_context
 
-            return setting(current_app, name, default)
-    return os.environ.get(f"BALANCE_{name}") or default
+    from . import setting
+
+    return setting(current_app if has_app_context() else None, name)
 
 
 class Download:
@@ -154,19 +150,6 @@ class Snapshot:
         return self.label or Path(self.path).name
 
 
-def signature(cur) -> tuple:
-    """Cheap fingerprint of the store's contents: table identities, sizes and the raw row count."""
-    tables = cur.execute(
-        "SELECT table_name, table_oid, estimated_size FROM duckdb_tables() "
-        "WHERE database_name = current_database() ORDER BY table_name"
-    ).fetchall()
-    try:
-        raw = cur.execute("SELECT count(*), max(received_at) FROM raw_records").fetchone()
-    except Exception:  # a store without raw_records yet: the table list alone will do
-        raw = None
-    return (tuple(tables), raw)
-
-
 class Snapshots:
     """The current snapshot of one store, refreshed when the store changed, and its engines.
 
@@ -187,15 +170,15 @@ class Snapshots:
         workers: int | None = None,
         kill_margin: float | None = None,
     ):
-        self.store = store
+        self.store: GameStore = store
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
         self.check_every = check_every
-        self.workers = int(workers if workers is not None else _setting("SQL_WORKERS", 2))
-        self.memory_limit = str(memory_limit or _setting("SQL_MEMORY_LIMIT", "1GB"))
-        self.threads = int(threads or _setting("SQL_THREADS", 2))
-        margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN", 0.5)
+        self.workers = int(workers if workers is not None else _setting("SQL_WORKERS"))
+        self.memory_limit = str(memory_limit or _setting("SQL_MEMORY_LIMIT"))
+        self.threads = int(threads or _setting("SQL_THREADS"))
+        margin = kill_margin if kill_margin is not None else _setting("SQL_KILL_MARGIN")
         self.kill_margin = float(margin)
         self._pool: Pool | None = None  # started with the first snapshot (workers > 0)
         self._current: Snapshot | None = None
@@ -212,10 +195,10 @@ class Snapshots:
         self.downloads_dir.mkdir(exist_ok=True)
         for old in self.downloads_dir.glob("download-*"):
             old.unlink(missing_ok=True)
-        self.max_downloads = int(_setting("SQL_DOWNLOADS", 4))
+        self.max_downloads = int(_setting("SQL_DOWNLOADS"))
         # each client address has its share of them (slots.py): one address's downloads
         # that never finish leave the others to everyone else
-        self._downloads = Shares(max(1, self.max_downloads), int(_setting("SQL_DOWNLOAD_SHARE", 0)))
+        self._downloads = Shares(max(1, self.max_downloads), int(_setting("SQL_DOWNLOAD_SHARE")))
         self._download_seq = itertools.count(1)
 
     @property
@@ -231,7 +214,7 @@ class Snapshots:
 
     def _ensure_pool(self) -> Pool | None:
         if self._pool is None and self.workers > 0:
-            from .sqlpool import Pool
+            from .console.sqlpool import Pool
 
             self._pool = Pool(
                 self.workers,
@@ -247,8 +230,13 @@ class Snapshots:
         with self._lock:
             pool = self._ensure_pool()  # workers start while the file is written
             sig = self._store_signature()
-            if isinstance(self.store, LakeStore):
-                current = self._lake_snapshot(self.store)
+            pinned = self.store.pinned()
+            if pinned is not None:  # a lake's version, attached read-only: nothing copied
+                current = Snapshot(
+                    lake_source(pinned.catalog, pinned.version),
+                    pinned.at,
+                    f"lake snapshot {pinned.version}",
+                )
             else:
                 stamp = datetime.now(UTC)
                 path = self.directory / f"snapshot-{stamp.strftime('%Y%m%dT%H%M%S%f')}.duckdb"
@@ -281,27 +269,8 @@ class Snapshots:
         log.info("snapshot %s taken", current.name)
         return current
 
-    @staticmethod
-    def _lake_snapshot(store: LakeStore) -> Snapshot:
-        """A lake's snapshot is its latest version, pinned: nothing is copied, the engines
-        attach the lake read-only at that version (every query sees the same data)."""
-        cur = store.reader()
-        try:
-            version, at = latest_snapshot(cur)
-        finally:
-            cur.close()
-        return Snapshot(lake_source(store.catalog, version), at, f"lake snapshot {version}")
-
     def _store_signature(self):
-        cur = self.store.reader()
-        try:
-            if isinstance(self.store, LakeStore):
-                return latest_snapshot(cur)[0]
-            return signature(cur)
-        finally:
-            close = getattr(cur, "close", None)
-            if close:
-                close()
+        return self.store.change_stamp()
 
     def maybe_refresh(self) -> None:
         """Refresh in the background when the store changed and max_age has passed. The

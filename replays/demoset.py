@@ -1,6 +1,6 @@
 """The demo dataset: simulated traffic a designer can read, made once and shipped compressed.
 
-`balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/demo_data` writes three files
+`balance simulate --demo-set --seed 2026 --jobs 2 --out ingest/server/demo_data` writes three files
 (each from its own seed, so one can be made again alone: `write(..., only=[name])`):
 
 - `slow6.ndjson.gz`: Slow6 games over both boards, every variant, mode and computer level;

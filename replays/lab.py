@@ -19,7 +19,7 @@ where it changes `picks`, a side takes one more or one fewer of the same order. 
 diverge only where the rules make them: from the first turn on which a bot sees different
 options, its stream is consumed differently.
 
-Pure: no storage, no process management (ingest/lab_commands.py runs the pairs in worker
+Pure: no storage, no process management (ingest/cli/lab_commands.py runs the pairs in worker
 processes and keeps the finished ones).
 """
 

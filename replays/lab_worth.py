@@ -8,7 +8,7 @@ instead. Only settings in which the restricted side would pick the power are pla
 others the two games are the same): the worth is the score that side loses when it cannot
 have the power it would have picked, at that bot level, whoever picks it.
 
-Pure: no storage, no processes (ingest/lab_worth.py runs and stores them).
+Pure: no storage, no processes (ingest/cli/lab_worth.py runs and stores them).
 """
 
 from __future__ import annotations

@@ -358,7 +358,7 @@ class Server(_Client):
 
 
 class AppClient(_Client):
-    """The app `balance serve` runs (ingest.app.create_app), in this process, reached through
+    """The app `balance serve` runs (ingest.server.app.create_app), in this process, reached through
     Flask's test client: no process to start, no socket. start/stop/restart keep the same file.
 
     `env` holds the same BALANCE_* settings a Server takes (they go to create_app as its
@@ -392,7 +392,7 @@ class AppClient(_Client):
         return f"http://{self.host}:{self.port}"
 
     def config(self) -> dict:
-        from ingest.config import SETTINGS
+        from ingest.server.config import SETTINGS
 
         conf = {name: default for name, (default, _) in SETTINGS.items()}
         conf.update(BALANCE_DB=str(self.db), BALANCE_RATE_LIMIT=0, BALANCE_JOBS_INTERVAL=0)
@@ -402,7 +402,7 @@ class AppClient(_Client):
 
     def start(self) -> AppClient:
         assert self.app is None, "already running"
-        from ingest.app import create_app
+        from ingest.server.app import create_app
 
         self.starts += 1
         self._capture_log()
@@ -427,7 +427,7 @@ class AppClient(_Client):
         if self.app is None:
             return 0
         from dashboard import EXT_SNAPSHOTS
-        from ingest.app import close_app
+        from ingest.server.app import close_app
 
         app, self.app, self.client = self.app, None, None
         try:
@@ -483,7 +483,7 @@ class AppClient(_Client):
         finally:
             resp.close()
 
-    # -- the log, as the server's worker sets it up (ingest.serve.configure_logging) -----------
+    # -- the log, as the server's worker sets it up (ingest.server.serve.configure_logging) ------
 
     def _capture_log(self) -> None:
         handler = logging.StreamHandler(self._log)
@@ -758,11 +758,11 @@ PAGES = [
 
 def build_demo_db(path: Path, games: int = 300, slide: int = 150) -> Path:
     """Simulated games and the spec's quarantined examples through the ingest path
-    (`ingest.demo.load_records`), then the analysis jobs write the agg_* tables."""
+    (`ingest.server.demo.load_records`), then the analysis jobs write the agg_* tables."""
     import duckdb
 
     from analysis import jobs
-    from ingest.demo import load_records, simulated_records
+    from ingest.server.demo import load_records, simulated_records
     from ingest.storage import Store
 
     store = Store(path)

@@ -18,10 +18,10 @@ from analysis import jobs, sample, watermark
 from analysis import synthetic as sy
 from analysis.cuts import Cut
 from ingest import cli
-from ingest import jobs as ingest_jobs
-from ingest.demo import load_records, simulated_records
-from ingest.pipeline import Judge
-from ingest.reverify import reverify
+from ingest.server import jobs as ingest_jobs
+from ingest.server.demo import load_records, simulated_records
+from ingest.server.pipeline import Judge
+from ingest.server.reverify import reverify
 from ingest.storage import Store
 from replays import verdict as V
 from replays import verifier as real

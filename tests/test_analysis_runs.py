@@ -104,7 +104,7 @@ def test_cli_jobs_run(tmp_path, capsys):
 
 
 def test_the_server_path_reads_a_cursor_and_writes_on_the_store_thread(tmp_path):
-    from ingest import jobs as ingest_jobs
+    from ingest.server import jobs as ingest_jobs
     from ingest.storage import Store
 
     store = Store(tmp_path / "server.duckdb")

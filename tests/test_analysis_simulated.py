@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from ingest import demo
-from ingest import jobs as ingest_jobs
+from ingest.server import demo
+from ingest.server import jobs as ingest_jobs
 from ingest.storage import Store
 from replays.slow6.simulate import simulate_game
 from replays.vocabulary import POWERS

@@ -7,8 +7,8 @@ import copy
 
 import pytest
 
-from ingest import demo
-from ingest import jobs as ingest_jobs
+from ingest.server import demo
+from ingest.server import jobs as ingest_jobs
 from ingest.storage import Store
 from replays.slide.simulate import simulate_games
 

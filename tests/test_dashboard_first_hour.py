@@ -324,7 +324,7 @@ def test_root_leads_a_browser_to_the_dashboard_and_answers_api_clients_in_json(d
 def test_simulated_data_carries_a_banner(dash, tmp_path):
     assert 'id="simulated"' not in page(dash, "/dashboard/")  # the session's store: unlabelled
     from analysis import jobs
-    from ingest.demo import labelled, load_records, simulated_records
+    from ingest.server.demo import labelled, load_records, simulated_records
     from ingest.storage import Store
 
     db = Path(tmp_path) / "sim.duckdb"

@@ -20,7 +20,7 @@ from support import AppClient, demo_copy, demo_env, example_records
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, demo_db):
     from analysis import jobs
-    from ingest.demo import load_records
+    from ingest.server.demo import load_records
     from ingest.storage import Store
 
     work = tmp_path_factory.mktemp("shares")

@@ -1,4 +1,4 @@
-"""The demo `balance serve --demo` shows: the shipped dataset (ingest/demo_data, made by
+"""The demo `balance serve --demo` shows: the shipped dataset (ingest/server/demo_data, made by
 `balance simulate --demo-set --seed 2026`), what it holds, and the quick start end to end."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import orjson
 import pytest
 from support import Server
 
-from ingest import demo
+from ingest.server import demo
 from replays import demoset
 from replays.verifier import check_text
 
-SEED = 2026  # the seed the shipped files were made with (replays/demoset.py, ingest/demo.py)
+SEED = 2026  # the seed the shipped files were made with (replays/demoset.py, ingest/server/demo.py)
 
 
 def records(name: str) -> list[dict]:
@@ -120,7 +120,7 @@ def test_the_demo_ships_a_balance_patch_and_uploads_of_an_unknown_ruleset():
 
 
 def test_demo_loader_logs_each_stage_without_raw_floats(tmp_path, capsys):
-    from ingest.commands import _load_demo
+    from ingest.cli.commands import _load_demo
     from ingest.storage import Store
 
     with Store(tmp_path / "store.duckdb") as store:
@@ -302,13 +302,13 @@ def test_the_readme_recovers_the_play_test_uploads(tmp_path):
 
 
 def test_the_demo_ships_the_lab_run_that_predicted_its_patch():
-    """lab-3.1.json is the run `python -m ingest.demo_lab` plays: the shipped patch file
+    """lab-3.1.json is the run `python -m ingest.server.demo_lab` plays: the shipped patch file
     against standard, its id the key of those settings with the engine it was played on (so
     `balance lab run` with them stores nothing twice), and its rows the lab's families."""
     import json
 
-    from ingest import demo_lab
-    from ingest.lab_runner import LabRun
+    from ingest.server import demo_lab
+    from ingest.server.lab_runner import LabRun
     from replays.rulesets import STANDARD, parse_toml
 
     shipped = json.loads((demo.DATA_DIR / demo_lab.FILE).read_text())

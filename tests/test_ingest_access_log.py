@@ -1,5 +1,5 @@
 """The access log under a flood from one client: refusal lines are rate-limited per status, and
-what was left out is counted in the log itself (ingest/accesslog.py). Before, every 503 of a
+what was left out is counted in the log itself (ingest/server/accesslog.py). Before, every 503 of a
 flood was a line: 15 MB in 100 s."""
 
 from __future__ import annotations

@@ -277,7 +277,7 @@ def test_rate_limit_is_429_with_retry_after(app_server):
 def test_schema_is_served(srv):
     r = srv.get("/v1/schema")
     assert r.status == 200 and r.headers["content-type"].startswith("application/schema+json")
-    from ingest.api import schema_text
+    from ingest.server.api import schema_text
 
     assert r.body == schema_text()
     assert r.json()["$schema"].startswith("https://json-schema.org/")

@@ -107,8 +107,8 @@ def test_other_encodings_are_415_listing_the_accepted_ones(server, encoding):
 
 
 def test_the_openapi_document_says_gzip_and_deflate_are_accepted(tmp_path):
-    from ingest.config import load
-    from ingest.openapi import document
+    from ingest.server.config import load
+    from ingest.server.openapi import document
 
     post = document(load({}))["paths"]["/v1/games"]["post"]
     names = {p["name"]: p for p in post["parameters"]}

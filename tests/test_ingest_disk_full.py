@@ -26,7 +26,7 @@ import pyarrow as pa
 import pytest
 from support import SLIDE, SLOW6, descendants, dumps, free_bytes, fresh, query
 
-from ingest.pipeline import Judge, utcnow
+from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, journal
 from ingest.storage import store as store_module
 

@@ -249,7 +249,7 @@ def test_an_address_past_its_share_is_refused_only_while_slots_are_scarce():
 
 
 def test_an_address_has_its_share_of_the_declared_bytes_too():
-    from ingest.guard import Uploads
+    from ingest.server.guard import Uploads
 
     uploads = Uploads(16, 16_000, share=2)  # 2,000 declared bytes an address while scarce
     assert uploads.admit(1_500, "a") is None

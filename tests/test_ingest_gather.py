@@ -1,6 +1,6 @@
-"""Small uploads through the gatherer (ingest/gather.py): judged in a judge process with other
-requests', committed as one group; their verified games' rows rebuilt by the store. In-process,
-with a real judge process and a real DuckDB file."""
+"""Small uploads through the gatherer (ingest/server/gather.py): judged in a judge process with
+other requests', committed as one group; their verified games' rows rebuilt by the store.
+In-process, with a real judge process and a real DuckDB file."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ import threading
 import pytest
 from support import SLIDE, SLOW6, dumps, example_records, fresh, query, verdicts
 
-from ingest.gather import Gatherer
-from ingest.pipeline import Judge, settle
+from ingest.server.gather import Gatherer
+from ingest.server.pipeline import Judge, settle
+from ingest.server.workers import JudgePool
 from ingest.storage import QUARANTINED, Store, rows
-from ingest.workers import JudgePool
 
 T0 = dt.datetime(2026, 11, 30, 12, 0, 0)
 TABLES = ("raw_records", *rows.ALL_GAME_TABLES)

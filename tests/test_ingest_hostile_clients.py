@@ -403,7 +403,7 @@ def test_a_percent_encoded_upload_path_is_the_upload_path(patient):
 
 
 def test_the_raw_uri_is_checked_where_the_server_gives_one():
-    from ingest.guard import canonical
+    from ingest.server.guard import canonical
 
     assert canonical({"PATH_INFO": "/v1/games"}) is True
     assert canonical({"PATH_INFO": "/v1/games", "RAW_URI": "/v1/games?x=1"}) is True
@@ -438,8 +438,8 @@ def test_the_server_stops_at_once_with_silent_uploads_and_idle_connections_open(
 
 
 def test_the_reaper_finds_the_socket_of_a_stalled_read_by_its_bytes_and_answers():
-    from ingest.guard import GuardedStream
-    from ingest.reaper import Conn, Reaper
+    from ingest.server.guard import GuardedStream
+    from ingest.server.reaper import Conn, Reaper
 
     now = 1000.0
     head = {"REQUEST_METHOD": "POST", "PATH_INFO": "/v1/games", "SERVER_PROTOCOL": "HTTP/1.1"}

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ingest.metrics import Histogram
+from ingest.server.metrics import Histogram
 
 
 def buckets(hist: Histogram) -> dict[str, int]:
@@ -32,7 +32,7 @@ def test_an_empty_histogram_says_zero_everywhere():
 
 
 def test_methods_outside_the_fixed_set_and_unmatched_routes_count_as_other():
-    from ingest.metrics import Metrics
+    from ingest.server.metrics import Metrics
 
     m = Metrics()
     for i in range(100):

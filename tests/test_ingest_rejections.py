@@ -14,8 +14,8 @@ import uuid
 import pytest
 from support import AppClient, example_lines, fresh_slow6, query
 
-from ingest.demo import load_records
-from ingest.rejections import INSERT, MAX_KEYS, RejectionTally
+from ingest.server.demo import load_records
+from ingest.server.rejections import INSERT, MAX_KEYS, RejectionTally
 from ingest.storage import Store
 
 

@@ -14,9 +14,9 @@ import duckdb
 import pytest
 from support import REPO, SLIDE, SLOW6, Ran, balance, fresh, query
 
-from ingest.demo import load_records
-from ingest.pipeline import Judge
-from ingest.reverify import reverify
+from ingest.server.demo import load_records
+from ingest.server.pipeline import Judge
+from ingest.server.reverify import reverify
 from ingest.storage import Store
 from replays import verdict as V
 from replays import verifier as real

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pytest
 from support import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest import workers
-from ingest.pipeline import Judge, Judged, utcnow
+from ingest.server import workers
+from ingest.server.pipeline import Judge, Judged, utcnow
 from ingest.storage import Pending, rows
 from replays.slide.simulate import simulate_games as simulate_slide
 from replays.slow6 import verify

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from support import SLIDE, SLOW6, dumps, example_records, fresh
 
-from ingest.pipeline import Judge, utcnow
+from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import Store, codec, journal, rows
 
 

@@ -1,4 +1,4 @@
-"""The upload route answered straight from WSGI (ingest/upload.py) and the Flask view behind
+"""The upload route answered straight from WSGI (ingest/server/upload.py) and the Flask view behind
 it give the same answers: the view is what a Flask test client or a mounted app reaches."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from support import JSON, NDJSON, SLOW6, dumps, fresh
 from werkzeug.test import Client
 
-from ingest.app import close_app, create_app
+from ingest.server.app import close_app, create_app
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_the_wsgi_route_and_the_flask_view_answer_alike(app):
     fast = answers(app.wsgi_app, requests())
     assert [a[0] for a in fast] == [200, 422, 400, 400, 200, 400, 415, 415, 400, 200, 413]
     assert {a[1] for a in fast} == {"application/json"}
-    # Flask's own wsgi_app, without the UploadRoute (and the headers, ingest/headers.py) in front
+    # Flask's own wsgi_app, without the GuardedUploadRoute and headers (ingest/) in front
     flask_view = app.wsgi_app.app.app
     assert answers(flask_view, requests()) == fast
 

@@ -22,7 +22,7 @@ import pytest
 from support import balance
 
 from analysis.lab import predict
-from ingest.lab_runner import LabRun, play
+from ingest.server.lab_runner import LabRun, play
 from ingest.storage import lab_runs
 from replays.rulesets import STANDARD, parse_toml
 

@@ -1,4 +1,4 @@
-"""The lab runner's hand-off (ingest/lab_runner.py): workers that take the pairs in tasks of
+"""The lab runner's hand-off (ingest/server/lab_runner.py): workers that take the pairs in tasks of
 several give the pairs one process plays, every pair once, one line each in the run file, and
 a run file cut short mid-task continues from the pairs it holds."""
 
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from ingest import lab_runner
-from ingest.lab_runner import LabRun, play, read_pairs
+from ingest.server import lab_runner
+from ingest.server.lab_runner import LabRun, play, read_pairs
 from replays.rulesets import STANDARD, parse_toml
 
 FREEZE_1 = 'name = "freeze-1"\ngame = "slow6"\n[params]\nfreeze_turns = 1\n'

@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from support import examples_dir
 
-from ingest.pipeline import Judge, utcnow
+from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, lake_staging
 from ingest.storage import lake as lake_module
 from ingest.storage.lake import (
@@ -667,7 +667,7 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
     """Saved queries on a lake: two servers saving the same title at the same moment, again
     and again, give distinct slugs, each readable as what its server saved; a slug chosen by
     the client is had by one of them, the other told 409."""
-    from dashboard.saved import Conflict, SavedQueries, from_body
+    from dashboard.console.saved import Conflict, SavedQueries, from_body
 
     def fields(title: str, sql: str) -> dict:
         return from_body({"title": title, "sql": sql}, lambda text: None)
@@ -776,7 +776,7 @@ def test_rejections_roll_up_beside_another_servers_flushes(stores, lake):
     commit fails and is tried again: the flush keeps its counts, the roll-up runs later)."""
     import datetime as dt
 
-    from ingest.rejections import INSERT, RejectionTally
+    from ingest.server.rejections import INSERT, RejectionTally
 
     one, two = stores(), stores()
     yesterday = dt.datetime.now(dt.UTC).date() - dt.timedelta(days=1)

@@ -18,7 +18,7 @@ from support import agg_tables, demo_copy
 
 from analysis import jobs
 from ingest import cli
-from ingest.demo import DATA_DIR, load_records, register_demo_rulesets
+from ingest.server.demo import DATA_DIR, load_records, register_demo_rulesets
 from ingest.storage import Store
 from ingest.storage.lake import LakeStore, connect
 from ingest.storage.lake_admin import import_store, maintain
@@ -80,7 +80,7 @@ def compare(db, catalog: str) -> None:
 
 def upload_to_both(db, catalog: str, records: list[bytes]) -> None:
     """The records uploaded to both, the demo's rulesets registered first (its patch release's
-    games play one: ingest/demo.py), so both count games of two rulesets."""
+    games play one: ingest/server/demo.py), so both count games of two rulesets."""
     quiet = {"echo": lambda _line: None}
     with Store(db) as file:
         register_demo_rulesets(file, **quiet)
@@ -225,7 +225,7 @@ def _quarantined_by_a_buggy_engine(store: LakeStore) -> tuple[list[dict], set[st
     from support import SLOW6, fresh
     from test_ingest_reverify import buggy_verifier
 
-    from ingest.pipeline import Judge
+    from ingest.server.pipeline import Judge
 
     recs = [fresh(r) for r in SLOW6[:8]]
     wrong = {recs[1]["game_id"], recs[5]["game_id"]}
@@ -286,7 +286,7 @@ def test_admin_reverify_on_a_lake_server_beside_another_that_keeps_appending(lak
     """POST /v1/admin/reverify on a lake server (in-process app on a LakeStore): it runs on a
     connection of its own, batch by batch, while a second server on the same lake keeps
     uploading; the answer names both moved games."""
-    from ingest.app import create_app
+    from ingest.server.app import create_app
 
     first, second = LakeStore(lake), LakeStore(lake)
     try:

@@ -14,7 +14,7 @@ import orjson
 import pytest
 from support import examples_dir
 
-from ingest.pipeline import Judge, utcnow
+from ingest.server.pipeline import Judge, utcnow
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow  # a PostgreSQL cluster and an S3 server

@@ -232,7 +232,7 @@ def test_catalog_failures_reach_the_log_without_the_password(stores, lake, caplo
     and whose calls fail as an unreachable catalog's do."""
     import logging
 
-    from ingest.rejections import RejectionTally
+    from ingest.server.rejections import RejectionTally
 
     secret = "password=s3cret-Pa55"
     store = stores(loader=False)
@@ -282,7 +282,7 @@ def test_setup_as_documented_needs_the_database_owned_by_the_lakes_user(pg_clust
 def test_healthz_says_degraded_while_the_loader_is_behind(stores, monkeypatch):
     """No loader: the staged game waits. Past LOADER_LATE /healthz stays 200 (the server
     still stores uploads) but says "degraded" and why, with the staging backlog."""
-    from ingest.app import create_app
+    from ingest.server.app import create_app
 
     monkeypatch.setattr(lake_module, "LOADER_LATE", 1.0)
     store = stores(loader=False, load_every=0.2)

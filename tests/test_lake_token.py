@@ -18,7 +18,7 @@ import orjson
 import pytest
 from support import examples_dir
 
-from ingest.pipeline import Judge, utcnow
+from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import lake_token
 from ingest.storage.lake import LakeStore, connect, conninfo
 from ingest.storage.lake_token import CommitToken
@@ -200,7 +200,7 @@ def test_two_stores_share_the_token_and_store_every_game(stores):
     assert one._token.counters["missed"] == two._token.counters["missed"] == 0
     assert _stored(one.catalog) == 400
     # operators see it in /metrics, as counters
-    from ingest.app import create_app
+    from ingest.server.app import create_app
 
     text = create_app({"STORE": one}).test_client().get("/metrics").get_data(as_text=True)
     assert "# TYPE balance_lake_commits_with_token_total counter" in text
@@ -211,8 +211,8 @@ def test_two_stores_share_the_token_and_store_every_game(stores):
 
 
 def test_the_token_can_be_turned_off(lake):
-    from ingest.app import open_store
-    from ingest.config import load
+    from ingest.server.app import open_store
+    from ingest.server.config import load
 
     store = open_store(load({"BALANCE_LAKE": lake}, environ={"BALANCE_LAKE_COMMIT_TOKEN": "0"}))
     try:

@@ -1,7 +1,8 @@
 """Imports run one way: replays (the rules engines) <- ingest.storage <- analysis <- dashboard
-<- the server (the rest of ingest: HTTP, judging, jobs schedule, command line). Read from the
-source (every import statement, function-level ones included), so a new upward import fails
-here before it becomes a cycle; and no package is found by a name in a string."""
+<- ingest.server (HTTP, judging, the jobs schedule, the process) <- ingest.cli (the command
+line). Each layer is a package, found by its name: every module is in exactly one. Read from
+the source (every import statement, function-level ones included), so a new upward import
+fails here before it becomes a cycle; and no package is found by a name in a string."""
 
 from __future__ import annotations
 
@@ -13,21 +14,20 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("replays", "ingest", "analysis", "dashboard")
 
-# layer -> the project layers it may import (itself included)
-ALLOWED = {
-    "replays": {"replays"},
-    "ingest.storage": {"replays", "ingest.storage"},
-    "analysis": {"replays", "ingest.storage", "analysis"},
-    "dashboard": {"replays", "ingest.storage", "analysis", "dashboard"},
-    "ingest": {"replays", "ingest.storage", "analysis", "dashboard", "ingest"},
-}
+# the layers, bottom first: each may import the layers before it and itself
+LAYERS = ("replays", "ingest.storage", "analysis", "dashboard", "ingest.server", "ingest.cli")
+ALLOWED = {name: set(LAYERS[: i + 1]) for i, name in enumerate(LAYERS)}
+# `ingest` itself is only the folder of its three layers: its __init__ imports nothing
+ALLOWED["ingest"] = set()
 
 
 def layer(module: str) -> str | None:
-    if module == "ingest.storage" or module.startswith("ingest.storage."):
-        return "ingest.storage"
-    top = module.split(".")[0]
-    return top if top in PACKAGES else None
+    """The layer package `module` is in (by its dotted name), `ingest` for the bare package,
+    None outside the project."""
+    for name in LAYERS:
+        if module == name or module.startswith(name + "."):
+            return name
+    return module if module == "ingest" else None
 
 
 def module_name(path: Path) -> str:
@@ -71,6 +71,16 @@ def test_imports_run_one_way(path):
     assert not wrong, f"{mine} may import only {sorted(ALLOWED[mine])}: {wrong}"
 
 
+def test_every_module_is_in_a_layer_package():
+    """No module sits beside the layers (a flat `ingest/x.py` would belong to none)."""
+    loose = [
+        str(path.relative_to(ROOT))
+        for path in sources()
+        if layer(module_name(path)) in (None, "ingest") and module_name(path) != "ingest"
+    ]
+    assert not loose, f"modules outside every layer package {LAYERS}: {loose}"
+
+
 def test_no_package_is_imported_by_a_string():
     found = []
     for path in sources():
@@ -87,7 +97,12 @@ def test_the_check_sees_an_upward_import(tmp_path):
     # written under tmp_path, read as the module replays._layer_probe: a killed run leaves
     # nothing in the checkout
     fake = tmp_path / "_layer_probe.py"
-    fake.write_text("def f():\n    from ..ingest.app import create_app\n    import ingest.cli\n")
+    fake.write_text(
+        "def f():\n    from ..ingest.server.app import create_app\n    import ingest.cli\n"
+    )
     targets = [t for _, t in imported(fake, "replays._layer_probe")]
-    assert "ingest.app.create_app" in targets and "ingest.cli" in targets
-    assert layer("ingest.app.create_app") not in ALLOWED["replays"]
+    assert "ingest.server.app.create_app" in targets and "ingest.cli" in targets
+    assert layer("ingest.server.app.create_app") == "ingest.server"
+    assert layer("ingest.server.app.create_app") not in ALLOWED["replays"]
+    assert layer("ingest.cli.commands") not in ALLOWED["ingest.server"]  # the CLI is on top
+    assert layer("ingest.app") is None  # a module beside the layers is in none of them

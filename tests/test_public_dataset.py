@@ -232,7 +232,7 @@ def test_the_lake_gives_the_same_dataset(tmp_path, demo_db, exported, lake, lake
 
     # one snapshot for the whole export: games committed after it began are not in it
     from analysis.public_dataset import LakeSource, export
-    from ingest.pipeline import Judge, utcnow
+    from ingest.server.pipeline import Judge, utcnow
     from ingest.storage.lake import LakeStore
 
     source = LakeSource(lake)

@@ -194,7 +194,7 @@ def test_rules_add_then_reverify_on_a_stopped_store(tmp_path):
     added to the file, `balance reverify --db` moves them to the verified tables."""
     import datetime as dt
 
-    from ingest.pipeline import Judge
+    from ingest.server.pipeline import Judge
     from ingest.storage import Store
 
     db = tmp_path / "s.duckdb"

@@ -18,9 +18,9 @@ from support import balance, example_records, spec_dir
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import LakeServer  # noqa: E402
 
-from ingest import rulesets as ops  # noqa: E402
-from ingest.pipeline import Judge  # noqa: E402
-from ingest.rulesets_api import FRESH  # noqa: E402
+from ingest.server import rulesets as ops  # noqa: E402
+from ingest.server.pipeline import Judge  # noqa: E402
+from ingest.server.rulesets_api import FRESH  # noqa: E402
 from ingest.storage import Store  # noqa: E402
 from ingest.storage.lake import LAKE_SCHEMA_VERSION, connect, stored_version  # noqa: E402
 from ingest.storage.lake_admin import init_lake  # noqa: E402

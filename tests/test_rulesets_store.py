@@ -12,7 +12,7 @@ import duckdb
 import pytest
 from support import example_records, query, spec_dir
 
-from ingest.pipeline import Judge, recheck_unknown
+from ingest.server.pipeline import Judge, recheck_unknown
 from ingest.storage import Store, open_db, registry
 from replays import rulesets as R
 

@@ -1,9 +1,9 @@
 """The console's SQL engine, in-process: a locked read-only DuckDB over a snapshot of a real store.
 
-Every claim of dashboard/sqlsafe.py is checked against DuckDB itself: writes, COPY, ATTACH, file
-readers, INSTALL/LOAD, SET/RESET, PRAGMA, CALL and multi-statement text are refused; an endless
-query is interrupted at the time limit; the row limit truncates and says so; and after each
-refusal the engine still answers, and the stored data is unchanged.
+Every claim of dashboard/console/sqlsafe.py is checked against DuckDB itself: writes, COPY,
+ATTACH, file readers, INSTALL/LOAD, SET/RESET, PRAGMA, CALL and multi-statement text are
+refused; an endless query is interrupted at the time limit; the row limit truncates and says
+so; and after each refusal the engine still answers, and the stored data is unchanged.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from dashboard import sqlsafe
+from dashboard.console import sqlsafe
 from dashboard.snapshot import Snapshots
 from ingest.storage import Store
 

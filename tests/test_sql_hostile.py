@@ -31,7 +31,7 @@ from urllib.parse import quote
 import pytest
 from support import SLOW6, Server, descendants, fresh_slow6
 
-from dashboard import sqlsafe
+from dashboard.console import sqlsafe
 
 JSON = "application/json"
 TIMEOUT = 2.0  # the hostile server's BALANCE_SQL_TIMEOUT
@@ -312,7 +312,7 @@ def test_nothing_the_console_allows_shows_a_path(hostile):
 
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory):
-    from dashboard.sqlfuncs import register
+    from dashboard.console.sqlfuncs import register
     from ingest.storage import Store
 
     path = tmp_path_factory.mktemp("allow") / "store.duckdb"
@@ -355,8 +355,8 @@ def test_plain_queries_pass_the_allow_list(engine, sql):
 
 
 def test_the_consoles_own_queries_pass(engine):
+    from dashboard.console.sql_routes import EXAMPLES
     from dashboard.schema_docs import SCHEMA_SQL
-    from dashboard.sql_routes import EXAMPLES
 
     for _, sql in EXAMPLES:
         try:
@@ -422,7 +422,7 @@ def test_an_oversized_text_is_refused(engine):
 
 
 def test_raw_json_decodes_stored_records_and_refuses_bombs():
-    from dashboard.sqlfuncs import RecordTooLarge, decode_bounded
+    from dashboard.console.sqlfuncs import RecordTooLarge, decode_bounded
     from ingest.storage import codec
 
     text = codec.canonical(SLOW6[0])
@@ -469,7 +469,7 @@ TOKEN = "s3cret-hostile-token"
 
 @pytest.fixture
 def app(tmp_path):
-    from ingest.app import close_app, create_app
+    from ingest.server.app import close_app, create_app
 
     a = create_app(
         {

@@ -323,7 +323,7 @@ def test_writes_need_json_from_this_server(app):
 
 
 def test_saved_queries_outlast_a_restart_and_reverify(tmp_path, demo_db):
-    from ingest.reverify import reverify
+    from ingest.server.reverify import reverify
     from ingest.storage import open_db
 
     a = AppClient(tmp_path / "app", env={"SQL_WORKERS": 0}, db=demo_copy(demo_db, tmp_path / "app"))

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from analysis.live_version import LiveVersion, human_games_sql, live_cut
 
+from ..console.sqlsafe import QueryError
 from ..filters import Filters
 from ..render import Chart, Ctx
-from ..sqlsafe import QueryError
 from . import (
     boards,
     challenges,

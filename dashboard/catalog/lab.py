@@ -2,7 +2,7 @@
 changed in the rules and its predicted changes as dots with their paired intervals, largest
 first; then each released candidate's prediction against what players did (lab_check.py).
 Worth runs (`balance lab worth`) are on the Powers page. Runs are started from the command
-line, or from the page's form with the token (ingest/lab_routes.py)."""
+line, or from the page's form with the token (ingest/server/lab_routes.py)."""
 
 from __future__ import annotations
 

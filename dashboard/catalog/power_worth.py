@@ -10,7 +10,7 @@ import polars as pl
 
 from .. import charts
 from ..render import Chart, Ctx, frame_of
-from ..sqlsafe import QueryError
+from ..console.sqlsafe import QueryError
 from .base import analysis_views
 
 

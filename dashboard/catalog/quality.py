@@ -1,5 +1,5 @@
 """The Data quality page: quarantined records by rule, client version and platform, and the
-rejected uploads by field (counted by the server, never stored: ingest/rejections.py)."""
+rejected uploads by field (counted by the server, never stored: ingest/server/rejections.py)."""
 
 from __future__ import annotations
 

@@ -26,9 +26,9 @@ from analysis.live_version import human_games_sql
 from analysis.sql import sql_literal
 from replays import rulesets as R
 
+from ..console.sqlsafe import QueryError
 from ..filters import RULESET, VERSION
 from ..render import Chart, Ctx
-from ..sqlsafe import QueryError
 from .base import OUT, Page, draw_rate
 from .computer import COMPUTER
 from .powers import POWER_SUMS

@@ -2,9 +2,13 @@
 
 The public surface, for the server (ingest/), the jobs (analysis/) and the dashboard:
 
-- `Store`: the server process's one read-write connection, its group commit, journal and
-  rows thread (store.py); `open_db` for a connection of one's own on a stopped store;
-- `Pending`, the statuses and outcomes: what an upload hands the store and what it answers;
+- `GameStore` (interface.py): what every backend offers, its named errors, and `open_store`
+  (`Target`: a file or a lake), the one way to make one;
+- `Store`: the file backend, the server process's one read-write connection, its group
+  commit, journal and rows thread (store.py); `LakeStore` (lake.py): several servers on one
+  DuckLake; `open_db` for a connection of one's own on a stopped store file;
+- `Pending`, the statuses and outcomes: what an upload hands the store and what it answers
+  (shared.py, with the schema and transaction helpers both backends use);
 - `StorageUnavailable`: the store cannot make writes durable now (a full disk; failures.py);
 - `schema_sql()`: the tables (schema.sql, documented in docs/tables.md);
 - `codec` (how raw records are compressed), `rows` (the derived rows of a game, as Arrow),
@@ -16,25 +20,25 @@ Nothing here imports the HTTP app, the jobs or the dashboard: storage needs the 
 
 from . import codec, journal, registry, rows
 from .failures import RETRY_AFTER, StorageUnavailable
-from .rejudge import Rejudge
-from .store import (
+from .interface import GameStore, Pinned, Target, open_store
+from .rejudge import QUARANTINED, VERIFIED, Rejudge
+from .shared import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
-    QUARANTINED,
-    VERIFIED,
     Pending,
-    Store,
     insert_tables,
-    open_db,
     schema_sql,
     transaction,
 )
+from .store import Store, open_db
 
 __all__ = [
     "ACCEPTED",
     "CONFLICT",
     "DUPLICATE",
+    "GameStore",
+    "Pinned",
     "QUARANTINED",
     "RETRY_AFTER",
     "VERIFIED",
@@ -42,10 +46,12 @@ __all__ = [
     "Rejudge",
     "StorageUnavailable",
     "Store",
+    "Target",
     "codec",
     "insert_tables",
     "journal",
     "open_db",
+    "open_store",
     "registry",
     "rows",
     "schema_sql",

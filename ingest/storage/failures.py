@@ -15,17 +15,19 @@ import re
 import threading
 import time
 
+from .sizes import MiB, parse_size
+
 RETRY_AFTER = 5  # seconds, for clients of an upload refused while storage fails
-MiB = 1024 * 1024
 MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
 
 
 def min_free(value: int | None = None) -> int:
-    """The free-space reserve: `value`, else $BALANCE_MIN_FREE, else MIN_FREE (0: none)."""
+    """The free-space reserve: `value`, else $BALANCE_MIN_FREE (a size: sizes.py), else
+    MIN_FREE (0: none)."""
     if value is not None:
         return int(value)
     raw = os.environ.get("BALANCE_MIN_FREE", "")
-    return int(raw) if raw.strip() else MIN_FREE
+    return parse_size(raw) if raw.strip() else MIN_FREE
 
 
 # What a storage error's text may hold that must not reach clients (the 503's message, /healthz):

@@ -77,11 +77,12 @@ import pyarrow as pa
 from . import codec, lake_staging, registry, rows
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
+from .interface import Pinned
 from .lake_claims import STORED, Claims
 from .lake_staging import Loader, LostClaims, Stager
 from .lake_token import CommitToken
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
-from .store import (
+from .shared import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
@@ -126,7 +127,7 @@ LEASE = 10.0
 IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
 RETRY_AFTER_IN_FLIGHT = 1
 # DuckLake retries a commit that lost the race for the next snapshot id itself; with several
-# writers its default (10 tries, 100 ms, x1.5) ran out (issue 19): more, shorter waits.
+# writers its default (10 tries, 100 ms, x1.5) ran out: more, shorter waits.
 DUCKLAKE_RETRIES, DUCKLAKE_RETRY_MS, DUCKLAKE_BACKOFF = 60, 20, 1.2
 COMMIT_RETRIES = 5  # and the application's retries of a commit that still failed on a conflict
 # A reverify batch pauses every server's new claims while it applies (`commits_paused`): the
@@ -540,6 +541,7 @@ class LakeStore:
     dashboard's snapshots go there, next to `path`); a temporary one by default."""
 
     defer_rows = True  # takes verified games without their rows (gather.py): built before commit
+    shared_writers = True  # every server of the lake writes it (interface.GameStore)
 
     def __init__(
         self,
@@ -906,6 +908,35 @@ class LakeStore:
     def known_count(self) -> int:
         """Games stored in the lake: this server's at once, every server's within a minute."""
         return self._known
+
+    def stored_records(self) -> int:
+        return self._known  # no lake query: a hung catalog must not hang /healthz
+
+    def change_stamp(self) -> object:
+        return self.pinned().version
+
+    def pinned(self) -> Pinned:
+        """The lake's latest snapshot: readers attach it at that version, nothing copied."""
+        cur = self.reader()
+        try:
+            version, at = latest_snapshot(cur)
+        finally:
+            cur.close()
+        return Pinned(self.catalog, version, at)
+
+    def register_rulesets(self, files: list[tuple[str, str | bytes]]) -> list[dict]:
+        """Under the lake's registry lock, on a connection of its own: based_on may name what
+        another server registered, and every server reloads after."""
+        with registry.lake_lock(conninfo(self.catalog)):
+            self.registry.reload()  # bases registered by another server
+            parsed = registry.parse_files(files, self.registry.lookup)
+            con = self.reader()
+            try:
+                out = registry.register_in_transaction(con, parsed)
+            finally:
+                con.close()
+        self.registry.reload()
+        return out
 
     @property
     def closed(self) -> bool:

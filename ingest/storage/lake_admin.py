@@ -11,7 +11,7 @@
 - `maintain`: inlined rows flushed to Parquet, adjacent files merged, old snapshots expired,
   files scheduled for deletion and orphaned files removed, both only past an age margin of an
   hour at least (an orphan younger than that may be a file a writer has not committed yet:
-  deleting it made the commit point at a missing file, issue 19); fences of servers gone for
+  deleting it made the commit point at a missing file); fences of servers gone for
   that long dropped; stale claims of dead servers settled (lake.sweep_stale).
 - `check`: every game_id once in raw_records, claims and lake in step, rows per table.
 """
@@ -44,7 +44,7 @@ from .lake import (
     sweep_stale,
 )
 from .lake_claims import STORED, Claims
-from .store import missing_columns
+from .shared import missing_columns
 
 log = logging.getLogger("ingest.lake")
 

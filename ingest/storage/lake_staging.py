@@ -3,7 +3,7 @@
 Why: a DuckLake commit costs ~40 catalog statements and 60-150 ms whatever its size, and
 commits are serialized across the lake (one snapshot id after another), so acknowledging each
 group of uploads after its own lake commit capped single-game uploads at a few hundred a
-second for the whole lake, fewer with more servers (issue 35). Here a server acknowledges a
+second for the whole lake, fewer with more servers. Here a server acknowledges a
 group once one short PostgreSQL transaction in the catalog's database holds it (lake.py,
 `LakeStore._group`):
 

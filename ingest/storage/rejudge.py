@@ -1,7 +1,7 @@
 """A stored raw record judged again, for the derived rows it has not got yet: journaled games
 loaded after a crash, rows the judge processes left to the store, `recover`.
 
-The judging of uploads (ingest/pipeline.py) builds on this; the store uses it alone, so that
+The judging of uploads (ingest/server/pipeline.py) builds on this; the store uses it alone, so that
 storage needs the rules engines (replays/) and nothing else of the app.
 """
 

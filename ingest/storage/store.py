@@ -50,7 +50,6 @@ quarter of the free space (while there is room for it).
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import logging
 import os
 import queue
@@ -58,13 +57,13 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as CommitTimeout
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from types import SimpleNamespace
+from typing import cast
 
 import duckdb
 import orjson
@@ -73,49 +72,27 @@ import pyarrow as pa
 from . import codec, journal, registry, rows
 from . import failures as failures_mod
 from .failures import Failures, MiB, StorageUnavailable
+from .interface import Pinned
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
+from .shared import (
+    ACCEPTED,
+    CONFLICT,
+    DUPLICATE,
+    STOP,
+    Call,
+    Pending,
+    insert_tables,
+    missing_columns,
+    rollback,
+    schema_sql,
+    storage_error,
+    transaction,
+)
 
 log = logging.getLogger("ingest.store")
 
-ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
-
 _BACKOFF_FIRST, _BACKOFF_MAX = 0.25, 5.0  # retries of a failed write (seconds)
 _RELIEF_MIN = 1 * MiB  # a WAL smaller than this is never checkpointed early
-
-
-_STORAGE_TYPES = (
-    OSError,
-    MemoryError,
-    duckdb.IOException,
-    duckdb.FatalException,
-    duckdb.OutOfMemoryException,
-    duckdb.InterruptException,
-)
-_STORAGE_WORDS = (
-    "no space left",
-    "could not write",
-    "could not read",
-    "could not open",
-    "could not truncate",
-    "could not fsync",
-    "i/o error",
-    "invalidated",
-    "failed to commit",
-    "checkpoint",
-    "write-ahead",
-    "disk",
-)
-
-
-def storage_error(exc: BaseException) -> bool:
-    """Whether `exc` says the storage failed (a full disk, an I/O error, an invalidated
-    database, memory), rather than that some rows did not fit the tables."""
-    if isinstance(exc, (StorageUnavailable, *_STORAGE_TYPES)):
-        return True
-    if isinstance(exc, duckdb.Error):
-        text = str(exc).lower()
-        return any(word in text for word in _STORAGE_WORDS)
-    return False
 
 
 def _invalidated(exc: BaseException) -> bool:
@@ -125,35 +102,6 @@ def _invalidated(exc: BaseException) -> bool:
 def _reason(what: str, exc: BaseException) -> str:
     """The failure's reason for clients and /healthz (no path); the log gets it whole."""
     return failures_mod.logged_reason(log, what, exc)
-
-
-@dataclass(slots=True)
-class Pending:
-    """One well-formed, replayed game waiting to be stored."""
-
-    gid: str  # canonical lowercase UUID text
-    key: int  # the UUID as an int: the idempotency key
-    game: str
-    content_hash: int
-    codec: int
-    blob: bytes
-    status: str  # VERIFIED | QUARANTINED
-    # its rows in the game tables, or its quarantine row; None: a verified game's rows are
-    # built by the store (gather.py)
-    rows: rows.Rows | rows.Part | None
-    received: dt.datetime
-
-    def raw_row(self) -> tuple:
-        """Its row of raw_records (rows.to_arrow), as the journal keeps it too."""
-        return (
-            self.key.to_bytes(16, "big"),  # the UUID's bytes, as Arrow takes them
-            self.game,
-            self.status,
-            self.content_hash,
-            self.blob,
-            self.codec,
-            self.received,
-        )
 
 
 def _held_lock() -> threading.Lock:
@@ -202,30 +150,6 @@ class _Flush:
     error: BaseException | None = None
 
 
-@dataclass(slots=True)
-class Call:
-    """A `submit`ted function, run on the store's one writing connection (lake.py too)."""
-
-    fn: Callable
-    transaction: bool = True
-    future: Future = field(default_factory=Future)
-    token: bool = False  # on a lake, hold the commit token (LakeStore.submit)
-
-    def run(self, con: duckdb.DuckDBPyConnection) -> object:
-        """fn(con), in a transaction of its own unless asked otherwise."""
-        if not self.transaction:
-            return self.fn(con)
-        with transaction(con):
-            return self.fn(con)
-
-
-STOP = object()  # queued last: the thread that takes it ends
-
-
-def schema_sql() -> str:
-    return resources.files(__package__).joinpath("schema.sql").read_text(encoding="utf-8")
-
-
 def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection to the store file, created with its schema when writable."""
     con = duckdb.connect(str(path), read_only=read_only)
@@ -234,28 +158,6 @@ def open_db(path: str | Path, read_only: bool = False) -> duckdb.DuckDBPyConnect
         migrate(con)
     codec.register_sql(con)
     return con
-
-
-# Columns added since the first schema: (table, column, its definition but NOT NULL). They are
-# last in schema.sql, so a migrated table has the order of a new one (inserts are positional).
-ADDED_COLUMNS = (
-    ("games", "ruleset", "VARCHAR DEFAULT 'standard'"),
-    ("slide_games", "ruleset", "VARCHAR DEFAULT 'standard'"),
-    ("quarantine", "ruleset", "VARCHAR DEFAULT 'standard'"),
-)
-
-
-def missing_columns(con: duckdb.DuckDBPyConnection, database: str | None = None) -> list:
-    """The ADDED_COLUMNS a store made by an earlier version lacks (on `database`, default the
-    connection's current one)."""
-    have = set(
-        con.execute(
-            "SELECT table_name, column_name FROM duckdb_columns() "
-            "WHERE database_name = coalesce(?, current_database()) AND schema_name = 'main'",
-            [database],
-        ).fetchall()
-    )
-    return [(t, c, d) for t, c, d in ADDED_COLUMNS if (t, c) not in have]
 
 
 def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
@@ -273,8 +175,24 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[str]:
     return [f"{t}.{c}" for t, c, _ in missing]
 
 
+def signature(cur: duckdb.DuckDBPyConnection) -> tuple:
+    """Cheap fingerprint of the store's contents: table identities, sizes and the raw row count."""
+    tables = cur.execute(
+        "SELECT table_name, table_oid, estimated_size FROM duckdb_tables() "
+        "WHERE database_name = current_database() ORDER BY table_name"
+    ).fetchall()
+    try:
+        raw = cur.execute("SELECT count(*), max(received_at) FROM raw_records").fetchone()
+    except duckdb.Error:  # a store without raw_records yet: the table list alone will do
+        raw = None
+    return (tuple(tables), raw)
+
+
 class Store:
-    """The single DuckDB connection of the server process, its group commit and rows thread."""
+    """The single DuckDB connection of the server process, its group commit and rows thread
+    (interface.GameStore's file backend)."""
+
+    shared_writers = False  # the file has one writing process: this one
 
     def __init__(
         self,
@@ -427,7 +345,8 @@ class Store:
         """Run `fn(con)` on the calls thread, holding the commit lock (uploads wait), inside
         its own transaction unless `transaction` is False (for statements DuckDB runs outside
         one, e.g. ATTACH); the Future holds its result (or exception, after a rollback).
-        `token` is for a lake (LakeStore.submit); the file has one writer already."""
+        `token` (interface.GameStore.submit) asks for what a single writer has already: no
+        other process's commit meets this one."""
         task = Call(fn, transaction, token=token)
         with self._gate:  # close puts its stop after every call queued before it
             if self._closed:
@@ -446,6 +365,42 @@ class Store:
 
     def known_count(self) -> int:
         return len(self._known)
+
+    def stored_records(self) -> int:
+        """The raw records in the file (a query: a file cannot hang the way a catalog can);
+        raises StorageUnavailable while the rows thread cannot write what was acknowledged."""
+        cur = self.reader()
+        try:
+            row = cur.execute("SELECT count(*) FROM raw_records").fetchone()
+        finally:
+            cur.close()
+        return int(row[0]) if row is not None else 0
+
+    def change_stamp(self) -> object:
+        cur = self.reader()
+        try:
+            return signature(cur)
+        finally:
+            cur.close()
+
+    def pinned(self) -> Pinned | None:
+        return None  # a file keeps no versions: readers get a copy (submit)
+
+    def register_rulesets(self, files: list[tuple[str, str | bytes]]) -> list[dict]:
+        """On the calls thread, in one transaction (every registration goes through this
+        process: the file has one writer)."""
+        parsed = registry.parse_files(files, self.registry.lookup)
+        try:
+            result = self.submit(lambda con: registry.register(con, parsed)).result()
+        finally:
+            self.registry.reload()
+        return cast(list[dict], result)
+
+    def degraded(self) -> str | None:
+        return None  # a file is either writable (failure None) or not
+
+    def gauges(self) -> dict[str, tuple[str, float]]:
+        return {}
 
     @property
     def closed(self) -> bool:
@@ -741,7 +696,7 @@ class Store:
             self.flush_rows(None)  # fn sees (and may rewrite) every stored game's rows
             result = task.run(con)
         except BaseException as exc:  # noqa: BLE001 - handed to the caller through the future
-            _rollback(con)
+            rollback(con)
             if _invalidated(exc):  # a failed checkpoint: the rows thread reopens
                 self.report(exc)
             task.future.set_exception(exc)
@@ -1024,18 +979,6 @@ def _rebuilt(row: tuple, judge) -> _Rows:
     return _Rows(gid, row, game_rows)
 
 
-def insert_tables(
-    con: duckdb.DuckDBPyConnection, table_rows: dict[str, list[tuple] | pa.Table]
-) -> None:
-    """Insert rows (tuples, or an Arrow table) into their tables, one Arrow table per table
-    (inside the caller's transaction). The relation insert skips SQL parsing and casts: an
-    INSERT's cost grows with its column count, and a group commit pays it for every table."""
-    for table, data in table_rows.items():
-        if len(data):
-            arrow = data if isinstance(data, pa.Table) else rows.to_arrow(table, data)
-            con.from_arrow(arrow).insert_into(table)
-
-
 def _tables(items: list[_Rows]) -> dict[str, pa.Table]:
     """The raw records and derived rows of `items` as one Arrow table per table. Their rows
     are built: a game comes with its rows, or the rows thread builds them (`_fill_rows`) and
@@ -1089,22 +1032,3 @@ def recover(con: duckdb.DuckDBPyConnection, judge=None, chunk: int = 1000) -> in
 
 def _default_judge(rulesets: registry.Registry | None = None) -> Rejudge:
     return Rejudge(registry=rulesets)
-
-
-@contextlib.contextmanager
-def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
-    """BEGIN ... COMMIT around the block; ROLLBACK (and re-raise) if it fails."""
-    con.execute("BEGIN TRANSACTION")
-    try:
-        yield
-        con.execute("COMMIT")
-    except BaseException:
-        _rollback(con)
-        raise
-
-
-def _rollback(con: duckdb.DuckDBPyConnection) -> None:
-    try:
-        con.execute("ROLLBACK")
-    except duckdb.Error:
-        pass  # no transaction was open
