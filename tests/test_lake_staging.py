@@ -344,3 +344,21 @@ def test_the_documented_analyst_user_keeps_reading_tables_made_later(pg_cluster,
     # as an internal error, or PostgreSQL's "permission denied"
     with pytest.raises(Exception, match="permission denied|INTERNAL Error"):
         runs_as(f"partial_{tag}")
+
+
+def test_the_console_scrubber_hides_the_catalog_and_data_path_but_keeps_table_names():
+    """What PostgreSQL tells a reader without the grant names the table: the console's scrubber
+    (hiding the catalog string and the data path as "<lake>") must not cut a catalog or data
+    path that is also part of a table name out of it (`dbname=lake` made
+    `duck<lake>_snapshot`, a data path `data` `duckstore_inlined_<lake>_31_19`)."""
+    from dashboard.sqlsafe import scrub_hidden
+
+    hidden = ["lake", "data/"]  # a catalog and a data path as short as they come
+    for table in ("ducklake_snapshot", "duckstore_inlined_data_31_19"):
+        message = f"Failed to prepare COPY: ERROR:  permission denied for table {table}"
+        assert scrub_hidden(message, hidden) == message
+    assert (
+        scrub_hidden("IO Error: Cannot open file data/main/raw_records/a.parquet", hidden)
+        == "IO Error: Cannot open file <lake>/main/raw_records/a.parquet"
+    )
+    assert scrub_hidden('connection to "lake" failed', hidden) == 'connection to "<lake>" failed'
