@@ -8,6 +8,7 @@ had."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import threading
 import time
 
@@ -362,3 +363,56 @@ def test_the_console_scrubber_hides_the_catalog_and_data_path_but_keeps_table_na
         == "IO Error: Cannot open file <lake>/main/raw_records/a.parquet"
     )
     assert scrub_hidden('connection to "lake" failed', hidden) == 'connection to "<lake>" failed'
+
+
+def test_a_stage_whose_claims_were_taken_over_stages_nothing(stores, lake):
+    """A server's claims taken over (its lease ran out) before its staging transaction: the
+    transaction marks nothing and stages nothing (LostClaims), the claims stay the new
+    owner's; with its claims intact the same stage goes in, marked stored."""
+    import uuid
+
+    import pyarrow as pa
+
+    from ingest.storage.lake_claims import STORED
+
+    stores(loader=False)  # staging and claims installed; no loader (these rows are no games)
+    pg = conninfo(lake)
+    keys = sorted(uuid.uuid4().int for _ in range(3))
+    received = (dt.datetime(2026, 12, 5), dt.datetime(2026, 12, 5))
+    tables = {"raw_records": pa.table({"n": [1, 2, 3]})}
+    old, new = lake_staging.Stager(pg), lake_staging.Stager(pg)
+    try:
+        claims = old.claim(keys, [1, 2, 3], "old_owner", 0.0)  # a lease already run out
+        assert all(c.mine for c in claims.values())
+        with new.transaction():  # (what LakeStore._take_over does, on the lease's end)
+            new._connection().execute(
+                "SELECT * FROM balance_take_over(%s, %s, %s, %s, %s)",
+                (lake_staging._uuids(keys), ["old_owner"] * 3, [1, 2, 3], "new_owner", 60.0),
+            ).fetchall()
+        with pytest.raises(lake_staging.LostClaims):
+            with old.transaction():
+                old.stage(keys, "old_owner", received, tables)
+        with psycopg.connect(pg, autocommit=True) as con:
+            staged = con.execute(f"SELECT count(*) FROM {lake_staging.SCHEMA}.groups")
+            assert staged.fetchone() == (0,)
+            owners = con.execute(
+                "SELECT DISTINCT owner, state FROM balance_claims WHERE game_id = ANY (%s)",
+                (lake_staging._uuids(keys),),
+            ).fetchall()
+        assert owners == [("new_owner", "pending")]
+        with new.transaction():
+            group = new.stage(keys, "new_owner", received, tables)
+        with psycopg.connect(pg, autocommit=True) as con:
+            assert con.execute(
+                f"SELECT games FROM {lake_staging.SCHEMA}.groups WHERE id = %s", (group,)
+            ).fetchone() == (3,)
+            states = con.execute(
+                "SELECT DISTINCT state FROM balance_claims WHERE game_id = ANY (%s)",
+                (lake_staging._uuids(keys),),
+            ).fetchall()
+        assert states == [(STORED,)]
+        with psycopg.connect(pg, autocommit=True) as con:
+            con.execute(f"DELETE FROM {lake_staging.SCHEMA}.groups")
+    finally:
+        old.close()
+        new.close()

@@ -220,7 +220,9 @@ class Stager:
         if it raises); a failed connection is dropped (the next call reconnects)."""
         con = self._connection()
         try:
-            with con.transaction():
+            # in pipeline mode BEGIN goes out with the group's first statement (the claim)
+            # instead of waiting for its own round trip
+            with con.pipeline(), con.transaction():
                 yield
         except psycopg.Error:
             if con.closed or con.broken:
@@ -235,25 +237,27 @@ class Stager:
         claim is not `owner`'s pending one any more."""
         names, blobs = pack(tables)
         con = self._connection()
-        try:
-            cur = con.execute(
-                "UPDATE balance_claims SET state = 'stored' WHERE state = 'pending' "
-                "AND owner = %s AND game_id = ANY (%s)",
-                (owner, _uuids(keys)),
-            )
-            if cur.rowcount != len(keys):
-                raise LostClaims(f"{len(keys) - cur.rowcount} of {len(keys)} claims lost")
+        ids = _uuids(keys)
+        try:  # one statement, one round trip: the rows go in only if every claim was marked
             row = con.execute(
-                f"INSERT INTO {SCHEMA}.groups (owner, games, game_ids, received_min, "
-                "received_max, tables, blobs) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "RETURNING id",
-                (owner, len(keys), _uuids(keys), received[0], received[1], names, blobs),
-            ).fetchone()
+                "WITH marked AS (UPDATE balance_claims SET state = 'stored' "
+                "WHERE state = 'pending' AND owner = %s AND game_id = ANY (%s) RETURNING 1), "
+                f"staged AS (INSERT INTO {SCHEMA}.groups (owner, games, game_ids, "
+                "received_min, received_max, tables, blobs) "
+                "SELECT %s, %s, %s, %s, %s, %s, %s WHERE (SELECT count(*) FROM marked) = %s "
+                "RETURNING id) "
+                "SELECT (SELECT count(*) FROM marked), (SELECT id FROM staged)",
+                (owner, ids, owner, len(keys), ids, received[0], received[1], names, blobs,
+                 len(keys)),
+            ).fetchone()  # fmt: skip
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
             raise
-        return int(row[0]) if row else 0
+        marked = int(row[0]) if row else 0
+        if marked != len(keys) or not row or row[1] is None:
+            raise LostClaims(f"{len(keys) - marked} of {len(keys)} claims lost")
+        return int(row[1])
 
     def landed(self, keys: Sequence[int], owner: str) -> bool | None:
         """After a stage of unknown outcome: True if it committed (its claims are stored under
