@@ -416,3 +416,50 @@ def test_a_stage_whose_claims_were_taken_over_stages_nothing(stores, lake):
     finally:
         old.close()
         new.close()
+
+
+def test_lake_check_goes_on_from_its_last_clean_run_and_still_finds_what_is_wrong(stores, lake):
+    """`balance lake check` (check_since): the first run checks everything and leaves a mark;
+    the next looks at the raw records loaded since and the claims made since, and still
+    finds a record whose claim went missing and a stored claim with no game, run after run
+    (a run with errors does not move the mark)."""
+    import uuid
+
+    from ingest.storage.lake_admin import check_since
+
+    store = stores(load_every=0.2)
+
+    def load(n: int) -> None:
+        assert store.ingest([pending(fresh(r)) for r in SLOW6[:n]]) == ["accepted"] * n
+        cur = store.reader()  # waits for the loader
+        cur.close()
+
+    load(5)
+    first = check_since(lake)
+    assert first["ok"] and first["since_snapshot"] is None, first
+    load(7)
+    second = check_since(lake)
+    assert second["ok"] and second["since_snapshot"] == first["to_snapshot"], second
+    assert second["new_raw_records"] == 7 and second["recent_stored_claims"] >= 7
+    assert check_since(lake)["new_raw_records"] == 0  # nothing new since
+
+    load(3)
+    (lost,) = lake_rows(lake, "SELECT game_id::VARCHAR FROM raw_records ORDER BY received_at "
+                              "DESC LIMIT 1")[0]  # fmt: skip
+    ghost = uuid.uuid4()
+    with psycopg.connect(conninfo(lake), autocommit=True) as con:
+        con.execute("DELETE FROM balance_claims WHERE game_id = %s", (uuid.UUID(lost),))
+        con.execute(
+            "INSERT INTO balance_claims (game_id, content_hash, state, owner, leased_until) "
+            "VALUES (%s, 1, 'stored', 'nobody', now())",
+            (ghost,),
+        )
+    for _ in range(2):
+        bad = check_since(lake)
+        assert not bad["ok"], bad
+        assert bad["stored_without_claim"] == 1 and bad["claimed_not_stored"] == 1, bad
+        assert bad["new_raw_records"] == 3 and bad["since_snapshot"] == second["to_snapshot"]
+    from ingest import cli
+
+    assert cli.main(["lake", "check", "--lake", lake]) == 1
+    assert cli.main(["lake", "check", "--full", "--lake", lake]) == 1
