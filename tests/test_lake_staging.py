@@ -463,3 +463,35 @@ def test_lake_check_goes_on_from_its_last_clean_run_and_still_finds_what_is_wron
 
     assert cli.main(["lake", "check", "--lake", lake]) == 1
     assert cli.main(["lake", "check", "--full", "--lake", lake]) == 1
+
+
+def test_a_server_frozen_inside_its_staging_transaction_does_not_hold_its_claims(
+    stores, lake, monkeypatch
+):
+    """A server that stops answering inside its staging transaction (a frozen host) holds its
+    new claims' row locks; a claim of the same game at another server waits on them. The
+    session is ended by PostgreSQL once idle in that transaction past IDLE_IN_TRANSACTION:
+    the other server's claim then gets the game, and the frozen one's commit fails (its
+    client was never answered: nothing acknowledged is lost)."""
+    import uuid
+
+    monkeypatch.setattr(lake_staging, "IDLE_IN_TRANSACTION", 1.0)
+    stores(loader=False)  # staging and claims installed
+    pg = conninfo(lake)
+    key = uuid.uuid4().int
+    frozen, other = lake_staging.Stager(pg), lake_staging.Stager(pg)
+    got: list = []
+    try:
+        with pytest.raises(psycopg.Error):
+            with frozen.transaction():
+                assert frozen.claim([key], [7], "frozen_server", 60.0)[key].mine
+                waiter = threading.Thread(
+                    target=lambda: got.append(other.claim([key], [7], "other_server", 60.0))
+                )
+                waiter.start()
+                waiter.join(60)  # ends when PostgreSQL ends the frozen session
+                assert got, "the claim waited past the frozen session's end"
+        assert got[0][key].mine and got[0][key].owner == "other_server"
+    finally:
+        frozen.close()
+        other.close()

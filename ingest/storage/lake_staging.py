@@ -113,9 +113,31 @@ def install(conninfo: str) -> None:
         con.execute(DDL)
 
 
+# A server that freezes (a stopped VM, a host gone without a FIN) inside its staging
+# transaction holds its new claims' row locks: another server's claim of one of those games
+# (a client's retry elsewhere) waits on them, and its committer thread with it. PostgreSQL
+# ends such a session: idle inside a transaction this long, or its peer silent to keepalives
+# (5 s, then 3 probes 2 s apart). A staging transaction is idle only while its server builds
+# the group's rows, milliseconds.
+IDLE_IN_TRANSACTION = 10.0  # seconds
+
+
 def connect_pg(conninfo: str, name: str) -> psycopg.Connection:
+    given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options") or ""
+    options = (
+        f"{given} -c idle_in_transaction_session_timeout={int(IDLE_IN_TRANSACTION * 1000)} "
+        "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3"
+    ).strip()  # after the catalog string's own options, if it has any
     return psycopg.connect(
-        conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True, application_name=name
+        conninfo,
+        connect_timeout=CONNECT_TIMEOUT,
+        autocommit=True,
+        application_name=name,
+        keepalives=1,
+        keepalives_idle=5,
+        keepalives_interval=2,
+        keepalives_count=3,
+        options=options,
     )
 
 
@@ -164,6 +186,7 @@ class Stager:
     def __init__(self, conninfo: str):
         self.conninfo = conninfo
         self._con: psycopg.Connection | None = None
+        self._pipeline: psycopg.Pipeline | None = None  # while in `transaction`
 
     def _connection(self) -> psycopg.Connection:
         if self._con is None or self._con.closed or self._con.broken:
@@ -184,10 +207,16 @@ class Stager:
             return {}
         con = self._connection()
         try:
-            rows = con.execute(
+            cur = con.execute(
                 "SELECT * FROM balance_claim(%s, %s, %s, %s)",
                 (_uuids(keys), [_signed(h) for h in hashes], owner, float(lease)),
-            ).fetchall()
+            )
+            if self._pipeline is not None:
+                # a Sync, not a flush: between statements the session is then "idle in
+                # transaction" to PostgreSQL, whose timeout ends it should this server
+                # freeze now (a flushed pipeline leaves it "active", with no timeout)
+                self._pipeline.sync()
+            rows = cur.fetchall()
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
@@ -222,12 +251,14 @@ class Stager:
         try:
             # in pipeline mode BEGIN goes out with the group's first statement (the claim)
             # instead of waiting for its own round trip
-            with con.pipeline(), con.transaction():
+            with con.pipeline() as self._pipeline, con.transaction():
                 yield
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
             raise
+        finally:
+            self._pipeline = None
 
     def stage(
         self, keys: Sequence[int], owner: str, received: tuple, tables: dict[str, pa.Table]
