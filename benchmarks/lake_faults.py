@@ -2,7 +2,7 @@
 of acknowledged game_ids: 0 lost, 0 doubled, `balance lake check` clean (docs/lake.md).
 
     python benchmarks/lake_faults.py [--connections 16] [--seconds 6]
-        [--faults kill-loader,kill-other,pg-stop,pg-freeze]
+        [--faults kill-loader,kill-other,pg-stop,pg-freeze,disk-full]
 
 Real `balance serve --lake` processes (two), its own PostgreSQL cluster (tests/lake_cluster.py,
 fsync on). Clients post one game a request from `--connections` connections spread over the
@@ -14,20 +14,25 @@ Faults, one after another, each in the middle of `--seconds` of load:
   every second: repeated three times, one of them lands inside a commit), then restarted;
 - kill-other: kill -9 of the other server, restarted;
 - pg-stop: PostgreSQL stopped (pg_ctl stop -m fast) for 20 s, then started;
-- pg-freeze: every PostgreSQL process SIGSTOPped for 30 s, then SIGCONTed.
+- pg-freeze: every PostgreSQL process SIGSTOPped for 30 s, then SIGCONTed;
+- disk-full: the lake's data path (a tmpfs of its own, mounted here when run as root; the
+  fault is skipped, saying so, where it cannot be) filled to its last byte for 10 s, then
+  freed: the loader's commits fail meanwhile, staging in PostgreSQL keeps what was
+  acknowledged (or uploads are refused at the free-space reserve).
 
 After each: wait for the loader, then every acknowledged game must be in raw_records once, and
 `lake check` must be clean. Prints one line a fault and exits nonzero on any loss or double.
-(The data path's disk full is tested in tests/test_lake.py on a real 24 MB tmpfs.)
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import http.client
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -142,11 +147,39 @@ def loader_of(servers: list[LakeServer]) -> LakeServer | None:
     return None
 
 
+def mount_tmpfs(where: Path, megabytes: int) -> bool:
+    """A tmpfs of `megabytes` at `where` (root only); whether it is mounted."""
+    where.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0:
+        return False
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={megabytes}m", "tmpfs", str(where)],
+        capture_output=True,
+    )
+    return done.returncode == 0
+
+
+def fill(directory: Path) -> Path:
+    """Write a file into `directory` until its file system has no byte left; the file."""
+    filler = directory / "filler.bin"
+    with open(filler, "wb", buffering=0) as out:
+        for size in (1 << 20, 1 << 14, 1 << 10, 1):
+            block = b"\0" * size
+            try:
+                while True:
+                    out.write(block)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+    return filler
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--connections", type=int, default=16)
     ap.add_argument("--seconds", type=float, default=6.0)
-    ap.add_argument("--faults", default="kill-loader,kill-other,pg-stop,pg-freeze")
+    ap.add_argument("--faults", default="kill-loader,kill-other,pg-stop,pg-freeze,disk-full")
+    ap.add_argument("--full-seconds", type=float, default=10.0)
     ap.add_argument("--stop-seconds", type=float, default=20.0)
     ap.add_argument("--freeze-seconds", type=float, default=30.0)
     args = ap.parse_args()
@@ -161,14 +194,20 @@ def main() -> int:
     cluster = Cluster.start(fsync=True)
     work = Path(tempfile.mkdtemp(prefix="lake-faults-"))
     servers: list[LakeServer] = []
-    failed = False
+    failed = mounted = False
+    disk = work / "data"  # its own file system, to fill: the lake's data path only
     try:
         catalog = cluster.create_db("faults")
-        init_lake(catalog, str(work / "data"))
+        faults = args.faults.split(",")
+        mounted = "disk-full" in faults and mount_tmpfs(disk, 256)
+        if "disk-full" in faults and not mounted:
+            print("disk-full: skipped (mounting a tmpfs needs root)", file=sys.stderr)
+            faults.remove("disk-full")
+        init_lake(catalog, str(disk / "lake"))
         env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "5"}
         servers = [LakeServer(work / f"s{k}", catalog, env=env).start() for k in range(2)]
         records = pool("slow6", 200)
-        for n, fault in enumerate(args.faults.split(",")):
+        for n, fault in enumerate(faults):
             lines = with_fresh_ids(records, 200_000, seed=time.time_ns() + n)
             load = Load(servers, lines, args.connections).start()
             began = time.monotonic()
@@ -193,6 +232,10 @@ def main() -> int:
                 frozen = cluster.freeze()
                 time.sleep(args.freeze_seconds)
                 cluster.thaw(frozen)
+            elif fault == "disk-full":
+                filler = fill(disk)
+                time.sleep(args.full_seconds)
+                filler.unlink()
             time.sleep(args.seconds / 2)
             load.finish()
             elapsed = time.monotonic() - began
@@ -218,6 +261,8 @@ def main() -> int:
         for s in servers:
             s.stop()
         cluster.stop()
+        if mounted:
+            subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(ext, ignore_errors=True)
     return 1 if failed else 0

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
+import signal
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import pytest
-from support import example_lines, examples_dir
+from support import descendants, example_lines, examples_dir
 
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import Cluster, LakeServer, Reply  # noqa: E402
@@ -401,7 +404,8 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
     try:
         catalog = cluster.create_db("frozen")
         init_lake(catalog, str(tmp_path / "lakedata"))
-        env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "3", "BALANCE_SNAPSHOT_MAX_AGE": "1"}
+        env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "3", "BALANCE_SNAPSHOT_MAX_AGE": "1",
+               "BALANCE_STOP_TIMEOUT": "5"}  # fmt: skip
         server = LakeServer(tmp_path / "server", catalog, env=env).start()
         deadline = time.monotonic() + 240
         assert send_until_final(server, [fresh(i) for i in range(500, 530)], deadline)
@@ -485,6 +489,23 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
         assert result["ok"], result
         ids = stored_ids(catalog)
         assert len(ids) == len(set(ids)) == 31 + sum(len(chunk) for chunk in sent)
+
+        # 3. one SIGTERM while the catalog is frozen: the worker's close waits on PostgreSQL
+        # (the loader's last load, the fence), so it leaves after BALANCE_STOP_TIMEOUT
+        # without it; the server exits, and what it acknowledged is staged all the same
+        last = [fresh(300 + i) for i in range(10)]
+        assert send_until_final(server, last, deadline) == ["accepted"] * 10
+        processes = [server.proc.pid, *descendants(server.proc.pid)]
+        frozen = cluster.freeze()
+        server.proc.send_signal(signal.SIGTERM)
+        assert server.proc.wait(120) == 0
+        assert all(_gone(p, 30) for p in processes)
+        assert "leaving without a clean close" in server.output()
+        cluster.thaw(frozen)
+        frozen = []
+        server.start()  # the lake's loader again
+        assert set(r["game_id"] for r in last) <= set(stored_ids(catalog))
+        assert check(loaded(catalog))["ok"]
     finally:
         cluster.thaw(frozen)
         for t in pages:
@@ -492,3 +513,82 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
         if server is not None:
             server.stop()
         cluster.stop()
+
+
+def _worker(server: LakeServer) -> int:
+    """The granian worker of `server`: its child that runs the app (not multiprocessing's
+    resource tracker)."""
+    from support import children
+
+    (worker,) = [
+        p for p in children(server.proc.pid)
+        if "resource_tracker" not in Path(f"/proc/{p}/cmdline").read_bytes().decode()
+    ]  # fmt: skip
+    return worker
+
+
+def _gone(pid: int, seconds: float) -> bool:
+    """Whether process `pid` is gone within `seconds` (a liveness bound, generous)."""
+    until = time.monotonic() + seconds
+    while Path(f"/proc/{pid}").exists() and time.monotonic() < until:
+        time.sleep(0.2)
+    return not Path(f"/proc/{pid}").exists()
+
+
+def test_a_killed_worker_comes_back_and_one_sigterm_stops_two_busy_servers(servers, lake):
+    """The operator's scenario: two servers on a fresh lake, four batches of 250 each, then
+    the same 200 games at both at the same moment. Then the worker of one is SIGKILLed (what
+    an out-of-memory kill picks): its server starts a new one and serves again. Then one
+    SIGTERM each: both exit 0, every process of theirs gone, and every game acknowledged is in
+    the lake once, `lake check` clean."""
+    a, b = servers(), servers()
+    acknowledged: set[str] = set()
+    lock = threading.Lock()
+    deadline = time.monotonic() + 300
+
+    def batches(server: LakeServer, records: list[dict]) -> None:
+        for start in range(0, len(records), 250):
+            chunk = records[start : start + 250]
+            verdicts = send_until_final(server, chunk, deadline)
+            with lock:
+                acknowledged.update(r["game_id"] for r in chunk)
+            assert set(verdicts) <= {"accepted", "duplicate"}, verdicts
+
+    own = {a: [fresh(i) for i in range(1000)], b: [fresh(i) for i in range(1000)]}
+    same = [fresh(i) for i in range(200)]
+    for work in (own, {a: same, b: same}):
+        threads = [threading.Thread(target=batches, args=(s, work[s])) for s in (a, b)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert len(acknowledged) == 2200
+
+    worker = _worker(a)
+    os.kill(worker, signal.SIGKILL)
+    assert _gone(worker, 30)
+    while True:  # a new worker, on the same port
+        try:
+            if a.get("/healthz", timeout=5).status == 200:
+                break
+        except OSError:
+            pass
+        assert a.proc.poll() is None, a.output()
+        assert time.monotonic() < deadline, "the worker was not started again"
+        time.sleep(0.3)
+    assert _worker(a) != worker
+    more = [fresh(i) for i in range(30)]
+    assert send_until_final(a, more, deadline) == ["accepted"] * 30
+    acknowledged.update(r["game_id"] for r in more)
+
+    processes = {s: [s.proc.pid, *descendants(s.proc.pid)] for s in (a, b)}
+    for s in (a, b):
+        s.proc.send_signal(signal.SIGTERM)
+    for s in (a, b):
+        assert s.proc.wait(120) == 0, s.output()[-3000:]
+        assert all(_gone(p, 30) for p in processes[s]), processes[s]
+    assert "leaving without a clean close" not in a.output() + b.output()
+    result = check(loaded(lake))
+    assert result["ok"], result
+    ids = stored_ids(lake)
+    assert len(ids) == len(set(ids)) == len(acknowledged)

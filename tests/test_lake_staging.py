@@ -8,6 +8,7 @@ had."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import threading
 import time
 
@@ -344,3 +345,153 @@ def test_the_documented_analyst_user_keeps_reading_tables_made_later(pg_cluster,
     # as an internal error, or PostgreSQL's "permission denied"
     with pytest.raises(Exception, match="permission denied|INTERNAL Error"):
         runs_as(f"partial_{tag}")
+
+
+def test_the_console_scrubber_hides_the_catalog_and_data_path_but_keeps_table_names():
+    """What PostgreSQL tells a reader without the grant names the table: the console's scrubber
+    (hiding the catalog string and the data path as "<lake>") must not cut a catalog or data
+    path that is also part of a table name out of it (`dbname=lake` made
+    `duck<lake>_snapshot`, a data path `data` `duckstore_inlined_<lake>_31_19`)."""
+    from dashboard.console.sqlsafe import scrub_hidden
+
+    hidden = ["lake", "data/"]  # a catalog and a data path as short as they come
+    for table in ("ducklake_snapshot", "duckstore_inlined_data_31_19"):
+        message = f"Failed to prepare COPY: ERROR:  permission denied for table {table}"
+        assert scrub_hidden(message, hidden) == message
+    assert (
+        scrub_hidden("IO Error: Cannot open file data/main/raw_records/a.parquet", hidden)
+        == "IO Error: Cannot open file <lake>/main/raw_records/a.parquet"
+    )
+    assert scrub_hidden('connection to "lake" failed', hidden) == 'connection to "<lake>" failed'
+
+
+def test_a_stage_whose_claims_were_taken_over_stages_nothing(stores, lake):
+    """A server's claims taken over (its lease ran out) before its staging transaction: the
+    transaction marks nothing and stages nothing (LostClaims), the claims stay the new
+    owner's; with its claims intact the same stage goes in, marked stored."""
+    import uuid
+
+    import pyarrow as pa
+
+    from ingest.storage.lake_claims import STORED
+
+    stores(loader=False)  # staging and claims installed; no loader (these rows are no games)
+    pg = conninfo(lake)
+    keys = sorted(uuid.uuid4().int for _ in range(3))
+    received = (dt.datetime(2026, 12, 5), dt.datetime(2026, 12, 5))
+    tables = {"raw_records": pa.table({"n": [1, 2, 3]})}
+    old, new = lake_staging.Stager(pg), lake_staging.Stager(pg)
+    try:
+        claims = old.claim(keys, [1, 2, 3], "old_owner", 0.0)  # a lease already run out
+        assert all(c.mine for c in claims.values())
+        with new.transaction():  # (what LakeStore._take_over does, on the lease's end)
+            new._connection().execute(
+                "SELECT * FROM balance_take_over(%s, %s, %s, %s, %s)",
+                (lake_staging._uuids(keys), ["old_owner"] * 3, [1, 2, 3], "new_owner", 60.0),
+            ).fetchall()
+        with pytest.raises(lake_staging.LostClaims):
+            with old.transaction():
+                old.stage(keys, "old_owner", received, tables)
+        with psycopg.connect(pg, autocommit=True) as con:
+            staged = con.execute(f"SELECT count(*) FROM {lake_staging.SCHEMA}.groups")
+            assert staged.fetchone() == (0,)
+            owners = con.execute(
+                "SELECT DISTINCT owner, state FROM balance_claims WHERE game_id = ANY (%s)",
+                (lake_staging._uuids(keys),),
+            ).fetchall()
+        assert owners == [("new_owner", "pending")]
+        with new.transaction():
+            group = new.stage(keys, "new_owner", received, tables)
+        with psycopg.connect(pg, autocommit=True) as con:
+            assert con.execute(
+                f"SELECT games FROM {lake_staging.SCHEMA}.groups WHERE id = %s", (group,)
+            ).fetchone() == (3,)
+            states = con.execute(
+                "SELECT DISTINCT state FROM balance_claims WHERE game_id = ANY (%s)",
+                (lake_staging._uuids(keys),),
+            ).fetchall()
+        assert states == [(STORED,)]
+        with psycopg.connect(pg, autocommit=True) as con:
+            con.execute(f"DELETE FROM {lake_staging.SCHEMA}.groups")
+    finally:
+        old.close()
+        new.close()
+
+
+def test_lake_check_goes_on_from_its_last_clean_run_and_still_finds_what_is_wrong(stores, lake):
+    """`balance lake check` (check_since): the first run checks everything and leaves a mark;
+    the next looks at the raw records loaded since and the claims made since, and still
+    finds a record whose claim went missing and a stored claim with no game, run after run
+    (a run with errors does not move the mark)."""
+    import uuid
+
+    from ingest.storage.lake_admin import check_since
+
+    store = stores(load_every=0.2)
+
+    def load(n: int) -> None:
+        assert store.ingest([pending(fresh(r)) for r in SLOW6[:n]]) == ["accepted"] * n
+        cur = store.reader()  # waits for the loader
+        cur.close()
+
+    load(5)
+    first = check_since(lake)
+    assert first["ok"] and first["since_snapshot"] is None, first
+    load(7)
+    second = check_since(lake)
+    assert second["ok"] and second["since_snapshot"] == first["to_snapshot"], second
+    assert second["new_raw_records"] == 7 and second["recent_stored_claims"] >= 7
+    assert check_since(lake)["new_raw_records"] == 0  # nothing new since
+
+    load(3)
+    (lost,) = lake_rows(lake, "SELECT game_id::VARCHAR FROM raw_records ORDER BY received_at "
+                              "DESC LIMIT 1")[0]  # fmt: skip
+    ghost = uuid.uuid4()
+    with psycopg.connect(conninfo(lake), autocommit=True) as con:
+        con.execute("DELETE FROM balance_claims WHERE game_id = %s", (uuid.UUID(lost),))
+        con.execute(
+            "INSERT INTO balance_claims (game_id, content_hash, state, owner, leased_until) "
+            "VALUES (%s, 1, 'stored', 'nobody', now())",
+            (ghost,),
+        )
+    for _ in range(2):
+        bad = check_since(lake)
+        assert not bad["ok"], bad
+        assert bad["stored_without_claim"] == 1 and bad["claimed_not_stored"] == 1, bad
+        assert bad["new_raw_records"] == 3 and bad["since_snapshot"] == second["to_snapshot"]
+    from ingest import cli
+
+    assert cli.main(["lake", "check", "--lake", lake]) == 1
+    assert cli.main(["lake", "check", "--full", "--lake", lake]) == 1
+
+
+def test_a_server_frozen_inside_its_staging_transaction_does_not_hold_its_claims(
+    stores, lake, monkeypatch
+):
+    """A server that stops answering inside its staging transaction (a frozen host) holds its
+    new claims' row locks; a claim of the same game at another server waits on them. The
+    session is ended by PostgreSQL once idle in that transaction past IDLE_IN_TRANSACTION:
+    the other server's claim then gets the game, and the frozen one's commit fails (its
+    client was never answered: nothing acknowledged is lost)."""
+    import uuid
+
+    monkeypatch.setattr(lake_staging, "IDLE_IN_TRANSACTION", 1.0)
+    stores(loader=False)  # staging and claims installed
+    pg = conninfo(lake)
+    key = uuid.uuid4().int
+    frozen, other = lake_staging.Stager(pg), lake_staging.Stager(pg)
+    got: list = []
+    try:
+        with pytest.raises(psycopg.Error):
+            with frozen.transaction():
+                assert frozen.claim([key], [7], "frozen_server", 60.0)[key].mine
+                waiter = threading.Thread(
+                    target=lambda: got.append(other.claim([key], [7], "other_server", 60.0))
+                )
+                waiter.start()
+                waiter.join(60)  # ends when PostgreSQL ends the frozen session
+                assert got, "the claim waited past the frozen session's end"
+        assert got[0][key].mine and got[0][key].owner == "other_server"
+    finally:
+        frozen.close()
+        other.close()

@@ -116,6 +116,10 @@ class MemoryStore:
     shared_writers = False
     defer_rows = False  # the app hands it games with their rows
 
+    @property
+    def parallel_groups(self) -> int:
+        return 1  # one lock: one group at a time
+
     def __init__(self) -> None:
         self.path = ":memory:"
         self._con = duckdb.connect(":memory:")

@@ -866,9 +866,7 @@ class Engine:
         return Result(table, columns, types, truncated, elapsed, self.snapshot_at)
 
     def scrub_message(self, message: str) -> str:
-        for text in sorted(self.hidden, key=len, reverse=True):
-            message = message.replace(text.rstrip("/"), "<lake>")
-        return scrub(message, self.path)
+        return scrub(scrub_hidden(message, self.hidden), self.path)
 
     def close(self) -> None:
         """Close now if idle, else as soon as the last running query ends."""
@@ -889,6 +887,15 @@ def _described(rel) -> tuple[list[str], list[str]]:
 _UDF_TRACE = re.compile(r"\s*\n\s*At:\n.*", re.DOTALL)
 _UDF_PREFIX = "Python exception occurred while executing the UDF: "
 _PY_PATH = re.compile(r"(?:/[\w.+-]+)+/[\w.+-]+\.py\b(?:\(\d+\))?")
+
+
+def scrub_hidden(message: str, hidden: list[str]) -> str:
+    """`message` with each of `hidden` (the lake's catalog string, its data path) as
+    "<lake>", where it stands as a word of its own: a catalog named `lake` must not turn the
+    table `ducklake_snapshot` of a "permission denied" into `duck<lake>_snapshot`."""
+    for text in sorted((t.rstrip("/") for t in hidden if t.rstrip("/")), key=len, reverse=True):
+        message = re.sub(rf"(?<![\w]){re.escape(text)}(?![\w])", "<lake>", message)
+    return message
 
 
 def scrub(message: str, path) -> str:

@@ -59,6 +59,11 @@ def register(sub) -> None:
 
     q = lake.add_parser("check", help="each game_id stored once, claims and lake in step")
     _catalog(q)
+    q.add_argument(
+        "--full",
+        action="store_true",
+        help="check every game and claim (default: what came since the last clean check)",
+    )
     q.set_defaults(run=run_check)
 
 
@@ -198,10 +203,10 @@ def run_maintain(args) -> int:
 
 
 def run_check(args) -> int:
-    from ..storage.lake_admin import check
+    from ..storage.lake_admin import check, check_since
 
     try:
-        out = check(_needs_catalog(args))
+        out = (check if args.full else check_since)(_needs_catalog(args))
     except Exception as exc:
         return _fails(exc)
     print(json.dumps(out))

@@ -38,6 +38,9 @@ SETTINGS: dict[str, tuple[object, Callable[[Any], Any]]] = {
     "BALANCE_DEFER_ROWS": (1, int),  # 1: derived rows in a second transaction (see store.py)
     "BALANCE_WORKERS": (-1, int),  # judge processes; 0 = judge on the request threads; -1 = cores
     "BALANCE_HOST": ("127.0.0.1", str),  # the address `balance serve` listens on
+    # seconds a stopping worker may take (answering what it holds, closing the store, a lake's
+    # loader loading what is staged) before it exits regardless; 0 = as long as it takes
+    "BALANCE_STOP_TIMEOUT": (30.0, float),
     # limits and timeouts against slow, silent and idle clients (docs/ingest.md, guard.py,
     # reaper.py, serve.py)
     "BALANCE_BODY_TIMEOUT": (30.0, float),  # seconds for an upload's whole body, else 408

@@ -12,9 +12,11 @@ import logging
 import multiprocessing
 import os
 import resource
+import signal
 import socket
 import sys
 import threading
+import time
 
 from . import config
 
@@ -78,14 +80,55 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
         websockets=False,
         log_level=LogLevels.warning,
         log_access=False,
+        # a worker that dies on its own (an out-of-memory kill picks it: the largest process)
+        # is started again; one that dies again within granian's 5.5 s of its restart makes
+        # the server exit 1 (a crash loop), for its own supervisor to see
+        respawn_failed_workers=True,
+        # the worker leaves by itself after BALANCE_STOP_TIMEOUT (wsgi.py); SIGKILL it if it
+        # cannot even do that (stuck in C holding the GIL). Nothing acknowledged is lost.
+        workers_kill_timeout=int(conf["BALANCE_STOP_TIMEOUT"] + 10)
+        if conf["BALANCE_STOP_TIMEOUT"] > 0
+        else None,
     )
     # granian warns at every start when the threads outnumber 2 x cores + 1; the default of
     # 8 is what measured best here (above), so the warning would only alarm whoever reads it.
     logging.getLogger("_granian").addFilter(_ThreadsWarning())
     print(f"Serving on http://{host}:{port}", flush=True)
     announce_when_ready(host, port)
+    stop_on_any_thread(server)
     server.serve()
     return 0
+
+
+def stop_on_any_thread(server) -> threading.Thread:
+    """Make one SIGTERM or SIGINT stop the server, whichever of its threads the kernel hands
+    it to.
+
+    granian's main thread waits on a threading.Event for its signal handler to set it. Python
+    runs handlers on the main thread only, and a signal taken by another thread (the worker's
+    watcher, a DuckDB or Polars thread: any may get a process-directed signal) does not wake
+    a main thread blocked in that wait: the server sat in its serve loop with the worker still
+    serving until a second signal came. The interpreter writes every caught signal to a wakeup
+    pipe, whichever thread took it; this thread reads it and sets granian's interrupt, again
+    whenever its serve loop clears the event (a worker respawn racing the stop)."""
+    if threading.current_thread() is not threading.main_thread():
+        raise RuntimeError("serve from the main thread: signals are delivered there")
+    wake_r, wake_w = os.pipe()
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+    stops = {int(signal.SIGINT), int(signal.SIGTERM)}
+
+    def watch() -> None:
+        while not set(os.read(wake_r, 64)) & stops:
+            pass  # SIGHUP and the rest: granian's own handlers
+        while True:
+            server.interrupt_signal = True
+            server.main_loop_interrupt.set()
+            time.sleep(0.5)
+
+    thread = threading.Thread(target=watch, name="stop-signals", daemon=True)
+    thread.start()
+    return thread
 
 
 def announce_when_ready(host: str, port: int, timeout: float = 300.0) -> threading.Thread:

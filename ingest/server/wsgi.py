@@ -14,6 +14,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from multiprocessing.util import Finalize
 
 from flask import Flask
@@ -126,11 +127,31 @@ def stop_on_first_signal() -> None:
                 except Exception as exc:  # stopping matters more
                     log.warning("stopping: %s in a stop hook", type(exc).__name__)
             event.set()  # once: later signals only fill the pipe
+            exit_if_stuck()
 
         threading.Thread(target=wait_for_stop, name="stop-signals", daemon=True).start()
         return event
 
     _signals.set_sync_signals = set_sync_signals
+
+
+def exit_if_stuck() -> None:
+    """Leave after BALANCE_STOP_TIMEOUT seconds of stopping, whatever still runs: one SIGTERM
+    must stop the server (systemd and container runtimes send one, then SIGKILL). A close that
+    waits on a frozen catalog, or a thread that never ends, would keep the worker, and with it
+    the server, up. What was acknowledged is durable already (the journal, or a lake's
+    staging in PostgreSQL), so leaving without a clean close loses none of it."""
+    from . import config
+
+    seconds = float(config.load()["BALANCE_STOP_TIMEOUT"])
+    if seconds <= 0:
+        return
+    time.sleep(seconds)
+    log.error("stopping took over %s s (BALANCE_STOP_TIMEOUT): leaving without a clean close",
+              f"{seconds:g}")  # fmt: skip
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    os._exit(1)
 
 
 def _close(app: Flask) -> None:

@@ -74,6 +74,12 @@ class GameStore(Protocol):
     than as one `submit` that would stop this process's uploads for its whole length."""
 
     @property
+    def parallel_groups(self) -> int:
+        """Groups of uploads the store commits at once: the gatherer hands it that many chunks
+        before it waits for one (1: one at a time)."""
+        ...
+
+    @property
     def failure(self) -> str | None:
         """Why uploads cannot be stored now (None: they can)."""
         ...

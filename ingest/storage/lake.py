@@ -939,6 +939,12 @@ class LakeStore:
         return out
 
     @property
+    def parallel_groups(self) -> int:
+        """Groups this store commits at once (its committer threads): the gatherer hands it
+        that many chunks before it waits for one (gather.py)."""
+        return self._stagers_n
+
+    @property
     def closed(self) -> bool:
         """Closed: no upload or call is taken any more."""
         return self._closed

@@ -502,5 +502,122 @@ def check(catalog: str) -> dict:
         con.close()
 
 
+CHECK_MARK = "balance_check_mark"  # where the last clean check got to (one row)
+_CHECK_CHUNK = 10_000  # game_ids a claims look-up asks PostgreSQL for at once
+# claims made this long before the last check's start are checked again: one pending then
+# (its server committing) is stored by now, and its game in the lake
+_CHECK_OVERLAP = "1 hour"
+
+
+def check_since(catalog: str) -> dict:
+    """`check`, incrementally: only the raw records the lake took in since the last clean
+    check (its snapshot, kept in CHECK_MARK) and the claims made since shortly before it. No
+    mark yet: the whole `check`, which sets it. Neither copies every claim into this process:
+    the new game_ids' claims are asked for in chunks, and PostgreSQL filters the recent ones.
+    A clean result moves the mark; one with errors leaves it, so the next run sees them too."""
+    con = connect(catalog)
+    try:
+        claims = Claims(con.cursor(), PG)
+        claims.execute(
+            f"CREATE TABLE IF NOT EXISTS {CHECK_MARK} (id integer PRIMARY KEY CHECK (id = 1), "
+            "snapshot bigint NOT NULL, claims_since timestamptz NOT NULL, "
+            "checked_at timestamptz NOT NULL DEFAULT now())"
+        )
+        ((pg_now,),) = claims._query("SELECT now()::text")
+        ((snapshot,),) = con.execute(f"SELECT id FROM {LAKE}.current_snapshot()").fetchall()
+        mark = claims._query(f"SELECT snapshot, claims_since::text FROM {CHECK_MARK}")
+        out = None
+        if mark:
+            try:
+                out = _check_from(con, claims, int(mark[0][0]), mark[0][1], int(snapshot))
+            except duckdb.Error as exc:  # its snapshot expired since (`lake maintain`)
+                if "snapshot" not in str(exc).lower():
+                    raise
+                log.warning("lake check: the last check's snapshot is gone; checking all")
+        if out is None:
+            out = check(catalog)
+            out["since_snapshot"] = None
+        if out["ok"]:
+            claims.execute(
+                f"INSERT INTO {CHECK_MARK} (id, snapshot, claims_since) VALUES (1, "
+                f"{int(snapshot)}, {_lit(pg_now)}::timestamptz - interval '{_CHECK_OVERLAP}') "
+                "ON CONFLICT (id) DO UPDATE SET snapshot = EXCLUDED.snapshot, "
+                "claims_since = EXCLUDED.claims_since, checked_at = now()"
+            )
+        out["to_snapshot"] = int(snapshot)
+        return out
+    finally:
+        con.close()
+
+
+def _check_from(con, claims: Claims, since: int, claims_since: str, snapshot: int) -> dict:
+    """The checks of `check` for the raw records inserted after snapshot `since` up to
+    `snapshot` and the claims made from `claims_since` on."""
+    if snapshot > since:
+        con.execute(
+            "CREATE OR REPLACE TEMP TABLE new_ids AS SELECT DISTINCT game_id FROM "
+            f"ducklake_table_insertions('{LAKE}', 'main', 'raw_records', {since + 1}, "
+            f"{snapshot})"
+        )
+    else:  # no commit since
+        con.execute("CREATE OR REPLACE TEMP TABLE new_ids (game_id UUID)")
+    ((dups,),) = con.execute(
+        "SELECT count(*) FROM (SELECT game_id FROM raw_records WHERE game_id IN "
+        "(SELECT game_id FROM new_ids) GROUP BY game_id HAVING count(*) > 1)"
+    ).fetchall()
+    con.execute("CREATE OR REPLACE TEMP TABLE new_claims (game_id UUID, state VARCHAR)")
+    ids = [g for (g,) in con.execute("SELECT game_id::VARCHAR FROM new_ids").fetchall()]
+    for start in range(0, len(ids), _CHECK_CHUNK):
+        chunk = ",".join(f"'{uuid.UUID(g)}'" for g in ids[start : start + _CHECK_CHUNK])
+        sql = (
+            "SELECT game_id, state FROM balance_claims "
+            f"WHERE game_id = ANY (ARRAY[{chunk}]::uuid[])"
+        )
+        con.execute(
+            "INSERT INTO new_claims SELECT game_id::UUID, state FROM postgres_query(?, ?)",
+            [PG, sql],
+        )
+    ((unclaimed, pending_in_lake),) = con.execute(
+        "SELECT count(*) FILTER (WHERE c.state IS NULL), "
+        "count(*) FILTER (WHERE c.state = 'pending') "
+        "FROM new_ids n LEFT JOIN new_claims c USING (game_id)"
+    ).fetchall()
+    recent = (
+        "SELECT game_id FROM balance_claims WHERE state = 'stored' "
+        f"AND claimed_at >= {_lit(claims_since)}::timestamptz"
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE recent_stored AS SELECT game_id::UUID AS game_id "
+        "FROM postgres_query(?, ?)",
+        [PG, recent],
+    )
+    con.execute(
+        "CREATE OR REPLACE TEMP TABLE staged AS SELECT game_id::UUID AS game_id "
+        f"FROM postgres_query('{PG}', 'SELECT unnest(game_ids) AS game_id FROM "
+        f"{lake_staging.SCHEMA}.groups')"
+    )
+    ((missing,),) = con.execute(
+        "SELECT count(*) FROM recent_stored c WHERE c.game_id NOT IN "
+        "(SELECT game_id FROM raw_records WHERE game_id IN (SELECT game_id FROM recent_stored)) "
+        "AND c.game_id NOT IN (SELECT game_id FROM staged)"
+    ).fetchall()
+    ((staged, loaded_staged),) = con.execute(
+        "SELECT count(*), count(*) FILTER (WHERE game_id IN (SELECT game_id FROM "
+        "raw_records WHERE game_id IN (SELECT game_id FROM staged))) FROM staged"
+    ).fetchall()
+    return {
+        "since_snapshot": since,
+        "new_raw_records": len(ids),
+        "recent_stored_claims": con.execute("SELECT count(*) FROM recent_stored").fetchall()[0][0],
+        "duplicate_game_ids": dups,
+        "stored_without_claim": unclaimed,
+        "claimed_not_stored": missing,
+        "pending_in_lake": pending_in_lake,
+        "staged": staged,
+        "staged_and_in_lake": loaded_staged,
+        "ok": dups == 0 and unclaimed == 0 and missing == 0,
+    }
+
+
 def _lit(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"

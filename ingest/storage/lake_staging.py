@@ -113,9 +113,31 @@ def install(conninfo: str) -> None:
         con.execute(DDL)
 
 
+# A server that freezes (a stopped VM, a host gone without a FIN) inside its staging
+# transaction holds its new claims' row locks: another server's claim of one of those games
+# (a client's retry elsewhere) waits on them, and its committer thread with it. PostgreSQL
+# ends such a session: idle inside a transaction this long, or its peer silent to keepalives
+# (5 s, then 3 probes 2 s apart). A staging transaction is idle only while its server builds
+# the group's rows, milliseconds.
+IDLE_IN_TRANSACTION = 10.0  # seconds
+
+
 def connect_pg(conninfo: str, name: str) -> psycopg.Connection:
+    given = psycopg.conninfo.conninfo_to_dict(conninfo).get("options") or ""
+    options = (
+        f"{given} -c idle_in_transaction_session_timeout={int(IDLE_IN_TRANSACTION * 1000)} "
+        "-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3"
+    ).strip()  # after the catalog string's own options, if it has any
     return psycopg.connect(
-        conninfo, connect_timeout=CONNECT_TIMEOUT, autocommit=True, application_name=name
+        conninfo,
+        connect_timeout=CONNECT_TIMEOUT,
+        autocommit=True,
+        application_name=name,
+        keepalives=1,
+        keepalives_idle=5,
+        keepalives_interval=2,
+        keepalives_count=3,
+        options=options,
     )
 
 
@@ -164,6 +186,7 @@ class Stager:
     def __init__(self, conninfo: str):
         self.conninfo = conninfo
         self._con: psycopg.Connection | None = None
+        self._pipeline: psycopg.Pipeline | None = None  # while in `transaction`
 
     def _connection(self) -> psycopg.Connection:
         if self._con is None or self._con.closed or self._con.broken:
@@ -184,10 +207,16 @@ class Stager:
             return {}
         con = self._connection()
         try:
-            rows = con.execute(
+            cur = con.execute(
                 "SELECT * FROM balance_claim(%s, %s, %s, %s)",
                 (_uuids(keys), [_signed(h) for h in hashes], owner, float(lease)),
-            ).fetchall()
+            )
+            if self._pipeline is not None:
+                # a Sync, not a flush: between statements the session is then "idle in
+                # transaction" to PostgreSQL, whose timeout ends it should this server
+                # freeze now (a flushed pipeline leaves it "active", with no timeout)
+                self._pipeline.sync()
+            rows = cur.fetchall()
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
@@ -220,12 +249,16 @@ class Stager:
         if it raises); a failed connection is dropped (the next call reconnects)."""
         con = self._connection()
         try:
-            with con.transaction():
+            # in pipeline mode BEGIN goes out with the group's first statement (the claim)
+            # instead of waiting for its own round trip
+            with con.pipeline() as self._pipeline, con.transaction():
                 yield
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
             raise
+        finally:
+            self._pipeline = None
 
     def stage(
         self, keys: Sequence[int], owner: str, received: tuple, tables: dict[str, pa.Table]
@@ -235,25 +268,27 @@ class Stager:
         claim is not `owner`'s pending one any more."""
         names, blobs = pack(tables)
         con = self._connection()
-        try:
-            cur = con.execute(
-                "UPDATE balance_claims SET state = 'stored' WHERE state = 'pending' "
-                "AND owner = %s AND game_id = ANY (%s)",
-                (owner, _uuids(keys)),
-            )
-            if cur.rowcount != len(keys):
-                raise LostClaims(f"{len(keys) - cur.rowcount} of {len(keys)} claims lost")
+        ids = _uuids(keys)
+        try:  # one statement, one round trip: the rows go in only if every claim was marked
             row = con.execute(
-                f"INSERT INTO {SCHEMA}.groups (owner, games, game_ids, received_min, "
-                "received_max, tables, blobs) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                "RETURNING id",
-                (owner, len(keys), _uuids(keys), received[0], received[1], names, blobs),
-            ).fetchone()
+                "WITH marked AS (UPDATE balance_claims SET state = 'stored' "
+                "WHERE state = 'pending' AND owner = %s AND game_id = ANY (%s) RETURNING 1), "
+                f"staged AS (INSERT INTO {SCHEMA}.groups (owner, games, game_ids, "
+                "received_min, received_max, tables, blobs) "
+                "SELECT %s, %s, %s, %s, %s, %s, %s WHERE (SELECT count(*) FROM marked) = %s "
+                "RETURNING id) "
+                "SELECT (SELECT count(*) FROM marked), (SELECT id FROM staged)",
+                (owner, ids, owner, len(keys), ids, received[0], received[1], names, blobs,
+                 len(keys)),
+            ).fetchone()  # fmt: skip
         except psycopg.Error:
             if con.closed or con.broken:
                 self.close()
             raise
-        return int(row[0]) if row else 0
+        marked = int(row[0]) if row else 0
+        if marked != len(keys) or not row or row[1] is None:
+            raise LostClaims(f"{len(keys) - marked} of {len(keys)} claims lost")
+        return int(row[1])
 
     def landed(self, keys: Sequence[int], owner: str) -> bool | None:
         """After a stage of unknown outcome: True if it committed (its claims are stored under

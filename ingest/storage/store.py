@@ -297,6 +297,11 @@ class Store:
     # -- public interface -------------------------------------------------------------------
 
     @property
+    def parallel_groups(self) -> int:
+        """One: the one writing connection commits one group at a time."""
+        return 1
+
+    @property
     def failure(self) -> str | None:
         """Why the store cannot store uploads now (None: it can); see the module doc."""
         return self._failures.reason
