@@ -19,7 +19,8 @@ from multiprocessing.util import Finalize
 from flask import Flask
 
 from .app import close_app, create_app
-from .serve import PORT_ENV, configure_logging
+from .config import load
+from .serve import configure_logging
 
 log = logging.getLogger("ingest.serve")
 
@@ -29,10 +30,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 def create() -> Flask:
-    die_with_server()
+    settings = load()
+    die_with_server(settings["BALANCE_SERVER_PID"])
     stop_on_first_signal()
-    configure_logging(access_log=os.environ.get("BALANCE_ACCESS_LOG", "1") != "0")
-    app = create_app()
+    configure_logging(access_log=settings["BALANCE_ACCESS_LOG"])
+    app = create_app(settings)
     start_reaper(app)
     # The worker leaves through multiprocessing, which joins its child processes (the judge
     # pool's) before atexit hooks run: close (and stop the pool) in its exit finalizers.
@@ -54,7 +56,7 @@ def start_reaper(app: Flask) -> None:
     """Close idle, stalled and surplus connections of the server's port (reaper.py)."""
     from .reaper import Reaper, supported
 
-    port = int(os.environ.get(PORT_ENV, "0") or 0)
+    port = int(app.config["BALANCE_SERVER_PORT"] or 0)
     if not port:
         return
     if not supported():
@@ -82,10 +84,9 @@ def start_reaper(app: Flask) -> None:
     ON_STOP.append(stopping)
 
 
-def die_with_server() -> None:
+def die_with_server(parent: int) -> None:
     """A server killed with SIGKILL cannot stop this process, which holds the DuckDB file's
     lock: have the kernel kill it too (PR_SET_PDEATHSIG), so that a restart can open it."""
-    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
     if not parent:
         return
     libc = ctypes.CDLL(None, use_errno=True)
