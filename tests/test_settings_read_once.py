@@ -138,3 +138,20 @@ def f(kind, name, env=None):
 """
     assert len(reads(source)) == 7
     assert not reads('import os\nos.environ.get("XDG_CACHE_HOME")\nos.environ["BALANCE_X"] = "1"\n')
+
+
+def test_the_app_factory_passes_the_chart_validation_setting_down(tmp_path, monkeypatch):
+    """BALANCE_VALIDATE_CHARTS is read by the dashboard's table when the app is created (its
+    config first, then the environment), not when dashboard.charts is first imported."""
+    from dashboard import charts
+    from ingest.server.app import close_app, create_app
+
+    monkeypatch.setattr(charts, "VALIDATE", charts.VALIDATE)  # put back after
+    monkeypatch.setenv("BALANCE_VALIDATE_CHARTS", "0")
+    seen = []
+    for n, given in enumerate(({"BALANCE_VALIDATE_CHARTS": "1"}, {})):
+        conf = {"BALANCE_DB": str(tmp_path / f"{n}.duckdb"), "BALANCE_JOBS_INTERVAL": 0}
+        app = create_app({**conf, "BALANCE_WORKERS": 0, **given})
+        seen.append(charts.VALIDATE)
+        close_app(app)
+    assert seen == [True, False]
