@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("replays", "ingest", "analysis", "dashboard")
 TABLES = {
@@ -155,3 +157,14 @@ def test_the_app_factory_passes_the_chart_validation_setting_down(tmp_path, monk
         seen.append(charts.VALIDATE)
         close_app(app)
     assert seen == [True, False]
+
+
+def test_a_tables_reader_parses_names_a_bad_value_and_takes_blank_for_unset():
+    from ingest.storage import settings
+
+    assert settings.value("MIN_FREE", {"BALANCE_MIN_FREE": "1MiB"}) == 1024 * 1024
+    assert settings.value("MIN_FREE", {"BALANCE_MIN_FREE": "  "}) == 64 * 1024 * 1024
+    assert settings.value("S3_USE_SSL", {"BALANCE_S3_USE_SSL": "false"}) is False
+    assert settings.value("S3_USE_SSL", {}) is None  # unset: DuckDB's own default
+    with pytest.raises(ValueError, match="BALANCE_MIN_FREE='lots'"):
+        settings.value("MIN_FREE", {"BALANCE_MIN_FREE": "lots"})

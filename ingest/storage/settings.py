@@ -48,9 +48,11 @@ def _ssl(value: Any) -> bool:
 
 
 def given(name: str, environ: Mapping[str, str] | None = None) -> str | None:
-    """`BALANCE_<name>` as the environment (or `environ`) gives it; None when unset or empty."""
+    """`BALANCE_<name>` as the environment (or `environ`) gives it; None when unset, empty or
+    blank."""
     environ = os.environ if environ is None else environ
-    return environ.get(PREFIX + name) or None
+    raw = environ.get(PREFIX + name)
+    return raw if raw and raw.strip() else None
 
 
 def read(table: Mapping[str, Setting], name: str, environ: Mapping[str, str] | None = None):
