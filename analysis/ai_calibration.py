@@ -8,14 +8,13 @@ its default), read when the table is computed.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
 
+from . import settings, views
 from . import stats as st
-from . import views
 
 ENV = "BALANCE_AI_TARGETS"
 # Human score rate wanted against each level (1 careful .. 4 hard): a beginner's level the
@@ -31,7 +30,7 @@ DEFAULT_TARGETS: dict[int, tuple[float, float]] = {
 def targets(text: str | None = None) -> dict[int, tuple[float, float]]:
     """The target band of each level: DEFAULT_TARGETS, with the levels named in `text` (by
     default the environment's BALANCE_AI_TARGETS) replaced. ValueError on a malformed band."""
-    text = os.environ.get(ENV, "") if text is None else text
+    text = settings.value("AI_TARGETS") if text is None else text
     out = dict(DEFAULT_TARGETS)
     for part in filter(None, (p.strip() for p in text.split(","))):
         try:

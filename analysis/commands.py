@@ -10,6 +10,8 @@ import json
 import os
 import sys
 
+from . import settings
+
 DEFAULT_DB = "balance.duckdb"
 
 
@@ -56,7 +58,7 @@ def register(subparsers) -> None:
     run.add_argument("--force", action="store_true", help="the same as --full (older name)")
     run.add_argument(
         "--memory-limit",
-        default=os.environ.get("BALANCE_JOBS_MEMORY_LIMIT", "1GB"),
+        default=settings.value("JOBS_MEMORY_LIMIT"),
         help="DuckDB's memory limit; it spills to disk past it "
         "(default: $BALANCE_JOBS_MEMORY_LIMIT or %(default)s)",
     )

@@ -39,10 +39,11 @@ minimum)` is the minimum detectable effect: the true effect found with 80% power
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from . import settings
 
 ENV_MIN = "BALANCE_MIN_EFFECTS"
 ENV_ALPHA = "BALANCE_REPORT_ALPHA"
@@ -128,7 +129,7 @@ def policy() -> Policy:
 
 
 def report_alpha(text: str | None = None) -> float:
-    text = os.environ.get(ENV_ALPHA, "") if text is None else text
+    text = settings.value("REPORT_ALPHA") if text is None else text
     if not text.strip():
         return REPORT_ALPHA
     try:
@@ -142,7 +143,7 @@ def report_alpha(text: str | None = None) -> float:
 
 def min_effects(text: str | None = None) -> dict[str, float]:
     """MIN_EFFECTS with the kinds named in `text` (default: BALANCE_MIN_EFFECTS) replaced."""
-    text = os.environ.get(ENV_MIN, "") if text is None else text
+    text = settings.value("MIN_EFFECTS") if text is None else text
     out = dict(MIN_EFFECTS)
     for part in filter(None, (p.strip() for p in text.split(","))):
         try:

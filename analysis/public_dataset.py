@@ -46,7 +46,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import csvsafe, export_dir
+from analysis import csvsafe, export_dir, settings
 from analysis.sql import sql_literal
 from replays.vocabulary import POWERS
 
@@ -584,7 +584,7 @@ def _source(source: Source) -> dict:
 
 def _docs_dirs(explicit: str | None) -> list[Path]:
     dirs = [Path(explicit)] if explicit else []
-    env = os.environ.get("BALANCE_DOCS_DIR")
+    env = settings.value("DOCS_DIR")
     if env:
         dirs.append(Path(env))
     return dirs + [Path(__file__).resolve().parents[1] / "docs", Path.cwd() / "docs"]
@@ -753,7 +753,7 @@ def run_export(args) -> int:
         if chosen.data_path is None and getattr(args, "data_path", None):
             raise ExportError("--data-path goes with --lake (the lake's data path)", 2)
         if chosen.server:
-            source: Source = ServerSource(chosen.server, os.environ.get("BALANCE_TOKEN") or None)
+            source: Source = ServerSource(chosen.server)
         elif chosen.lake:
             source = LakeSource(chosen.lake, chosen.data_path)
         else:

@@ -24,6 +24,8 @@ from urllib.parse import urlencode
 
 import polars as pl
 
+from ingest.storage import settings as storage_settings
+
 from . import findings as fi
 
 DEFAULT_URL = "http://127.0.0.1:8000"  # as `balance sql`
@@ -254,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         close = None
         if chosen.server:
-            fetch = server_fetch(chosen.server, os.environ.get("BALANCE_TOKEN") or None)
+            fetch = server_fetch(chosen.server)
             source = f"the server at {chosen.server}"
         else:
             db = str(chosen.db)
@@ -268,7 +270,7 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"balance report: {exc}", file=sys.stderr)
         return exc.code
-    base = (args.link_base or args.server or os.environ.get("BALANCE_URL") or DEFAULT_URL).rstrip(
+    base = (args.link_base or args.server or storage_settings.value("URL") or DEFAULT_URL).rstrip(
         "/"
     )
     generated = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -68,12 +68,14 @@ def snapshots(app):
 
 
 def init_app(app) -> None:
+    from . import charts
     from .assets import Bundle
     from .console.sql_routes import bp as sql_bp
     from .pages import bp as pages_bp
     from .slots import DEFAULT as DEFAULT_SLOTS
     from .slots import Slots
 
+    charts.validate(setting(app, "VALIDATE_CHARTS"))
     bundle = Bundle(setting(app, "CACHE_DIR"))
     app.extensions[EXT_BUNDLE] = bundle
     bundle.warm()

@@ -9,7 +9,6 @@ once, at the top level, so any of them can be split into side-by-side panels wit
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from typing import Literal
 
@@ -81,13 +80,22 @@ def mark_rows(rows: list[dict], min_n: int, n_field: str = "n") -> list[dict]:
 # Altair converts (and validates) every inlined value through its schema classes, which costs
 # ~1 ms a row; the spec is built around a named, empty dataset and the rows are put in after.
 PLACEHOLDER = alt.Data(name="rows")
-# Schema validation costs more than building the spec; the tests' servers turn it on.
-VALIDATE = os.environ.get("BALANCE_VALIDATE_CHARTS", "") not in ("", "0")
+# Schema validation costs more than building the spec; the tests' servers turn it on
+# (BALANCE_VALIDATE_CHARTS, read by the app factory: dashboard/__init__.py calls validate).
+VALIDATE = False
 
 
 # Building a spec with Altair costs ~50 ms; the spec depends on the arguments, the fields and
 # the categories drawn (sizes), never on the numbers, so it is kept per such key.
 _SPECS: dict = {}
+
+
+def validate(on: bool) -> None:
+    """Validate every spec built from now on against the schema (or not)."""
+    global VALIDATE
+    if on and not VALIDATE:
+        _SPECS.clear()  # specs built unchecked: check them too
+    VALIDATE = bool(on)
 
 
 def _signature(data: list[dict]) -> tuple:

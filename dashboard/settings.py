@@ -4,35 +4,22 @@ docs/settings.md shows the default, what it sets), and one reader, `value(app, n
 A setting comes from the app's config (`NAME`, `name` or `BALANCE_<NAME>`: tests and embedding),
 else the environment variable `BALANCE_<NAME>`, else the table's default, and is parsed by the
 table's parser (sizes by ingest/storage/sizes.py). docs/settings.md is held equal to this table
-by tests/test_settings_docs.py (each row there is `render(setting)`). HOST and TOKEN are the
-server's settings (ingest/server/config.py), which the dashboard reads too.
+by tests/test_settings_docs.py (each row there is `render(setting)`). A setting two layers
+read is one row, kept by the lower layer: TOKEN by the storage table (the API client sends it),
+DOCS_DIR by the analysis table (the public dataset's dictionary); the server's table
+(ingest/server/config.py) takes HOST and TOKEN from here.
 """
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
+from analysis import settings as analysis_settings
+from ingest.storage import settings as storage_settings
+from ingest.storage.settings import Setting, flag, render, text
 from ingest.storage.sizes import parse_size
 
-
-@dataclass(frozen=True)
-class Setting:
-    name: str  # without its BALANCE_ prefix
-    default: Any  # None: not set (`shown` says what happens then)
-    parse: Callable[[Any], Any]
-    shown: str  # the default, as docs/settings.md writes it
-    help: str  # what it sets, as docs/settings.md writes it
-
-
-def _text(value: Any) -> str:
-    return str(value)
-
-
-def _flag(value: Any) -> bool:
-    return str(value).strip().lower() not in ("", "0", "false", "off", "no")
+__all__ = ["TABLE", "BY_NAME", "Setting", "raw", "render", "value"]
 
 
 def _hosts(value: Any) -> Any:
@@ -40,19 +27,17 @@ def _hosts(value: Any) -> Any:
 
 
 TABLE: tuple[Setting, ...] = (
-    Setting("SNAPSHOT_DIR", None, _text, "`<store>.snapshots`",
+    Setting("SNAPSHOT_DIR", None, text, "`<store>.snapshots`",
             "where the read-only snapshots of the store are kept"),
     Setting("SNAPSHOT_MAX_AGE", 60.0, float, "`60`",
             "seconds before a page refreshes the snapshot it reads"),
-    Setting("DB_PATH", None, _text, "—",
+    Setting("DB_PATH", None, text, "—",
             "the store file the snapshots copy, where the app is embedded without a store "
             "object (tests, a WSGI host); `balance serve` gives its store"),
-    Setting("CACHE_DIR", None, _text, "the temp directory",
+    Setting("CACHE_DIR", None, text, "the temp directory",
             "the built JavaScript bundle of the charts (built once per vl-convert version)"),
-    Setting("DOCS_DIR", None, _text, "`docs/` beside the code or the working directory",
-            "where `tables.md` and `agg-tables.md` are read for the console's schema browser "
-            "and the public dataset's dictionary"),
-    Setting("VALIDATE_CHARTS", False, _flag, "`0`",
+    analysis_settings.BY_NAME["DOCS_DIR"],
+    Setting("VALIDATE_CHARTS", False, flag, "`0`",
             "`1` validates every chart spec against Altair's Vega-Lite schema when it is built "
             "(slow: for development and tests)"),
     Setting("SQL_ROW_LIMIT", 10_000, int, "`10000`",
@@ -69,7 +54,7 @@ TABLE: tuple[Setting, ...] = (
             "downloads one client address may hold while half or more are taken (503 beyond)"),
     Setting("SQL_WORKERS", 2, int, "`2`", "console query processes"),
     Setting("SQL_THREADS", 2, int, "`2`", "DuckDB threads of each console process"),
-    Setting("SQL_MEMORY_LIMIT", "1GB", _text, "`1GB`",
+    Setting("SQL_MEMORY_LIMIT", "1GB", text, "`1GB`",
             "DuckDB memory limit of each console process"),
     Setting("SQL_KILL_MARGIN", 0.5, float, "`0.5`",
             "seconds past a query's timeout before its process is killed and replaced"),
@@ -82,11 +67,9 @@ TABLE: tuple[Setting, ...] = (
     Setting("SAVED_RATE", 30, int, "`30`",
             "saves (creates and changes) a minute from one client address (429 beyond; `0`: "
             "no limit)"),
-    Setting("HOST", "127.0.0.1", _text, "`127.0.0.1`",
+    Setting("HOST", "127.0.0.1", text, "`127.0.0.1`",
             "the address `balance serve` listens on (also the dashboard's own host name)"),
-    Setting("TOKEN", None, _text, "—",
-            "bearer token for the admin routes, `balance ... --server` commands and a "
-            "non-loopback dashboard"),
+    storage_settings.BY_NAME["TOKEN"],
     Setting("DASHBOARD_SLOTS", 6, int, "`balance serve`'s threads less two",
             "dashboard and console requests served at once; more get 503 + Retry-After"),
     Setting("DASHBOARD_SHARE", 0, int, "`0` (an eighth of the slots, at least 2)",
@@ -105,7 +88,7 @@ def raw(app, name: str) -> Any:
             given = app.config.get(key)
             if given not in (None, ""):
                 return given
-    return os.environ.get(f"BALANCE_{name}") or None
+    return storage_settings.given(name)
 
 
 def value(app, name: str, default: Any = None) -> Any:
@@ -122,8 +105,3 @@ def value(app, name: str, default: Any = None) -> Any:
         return known.parse(given)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"BALANCE_{name}={given!r}: {exc}") from None
-
-
-def render(setting: Setting) -> str:
-    """Its row in docs/settings.md."""
-    return f"| `BALANCE_{setting.name}` | {setting.shown} | {setting.help} |"

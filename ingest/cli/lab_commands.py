@@ -12,12 +12,11 @@ levels, a run file of another run).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import sys
 from pathlib import Path
-
-from ..server import config as settings
 
 INVALID, CANCELLED = 2, 1
 MAX_GAMES = 1_000_000  # (days of bot play; the pairs to play are listed up front)
@@ -70,12 +69,12 @@ def register(sub) -> None:
     )
     q.add_argument("--db", help="the store file (default $BALANCE_DB): rulesets, stored runs")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
-    q.set_defaults(run=run_run)  # fmt: skip
+    q.set_defaults(run=resolved(run_run))  # fmt: skip
     q = lab.add_parser("list", help="the stored lab runs, newest first")
     q.add_argument("--json", action="store_true")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
-    q.set_defaults(run=run_list)
+    q.set_defaults(run=resolved(run_list))
     q = lab.add_parser(
         "check",
         help="a stored run's predictions against what players did under the two rulesets",
@@ -86,20 +85,40 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true", help="one JSON object per predicted row")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
-    q.set_defaults(run=run_check)
+    q.set_defaults(run=resolved(run_check))
     q = lab.add_parser("show", help="one stored lab run with its predicted rows")
     q.add_argument("id", help="the run's id (or a prefix of it)")
     q.add_argument("--json", action="store_true", help="one JSON object per predicted row")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
-    q.set_defaults(run=run_show)
+    q.set_defaults(run=resolved(run_show))
     from .lab_worth import register as register_worth
 
     register_worth(lab)
 
 
+def resolved(run):
+    """`run`, once the shared resolver (storage/where.py) has chosen the store as for every
+    command: --db or --lake (both: one line, exit 2), else $BALANCE_LAKE, then $BALANCE_DB,
+    else the default file."""
+
+    @functools.wraps(run)
+    def chosen_then_run(args) -> int:
+        from .commands import where
+
+        chosen = where("lab", args)
+        if isinstance(chosen, int):
+            return chosen
+        args.chosen = chosen
+        return run(args)
+
+    return chosen_then_run
+
+
 def _db(args) -> str:
-    return args.db or os.environ.get("BALANCE_DB") or str(settings.SETTINGS["BALANCE_DB"][0])
+    from ..storage.where import DEFAULT_DB
+
+    return args.chosen.db or DEFAULT_DB
 
 
 def _fail(message: str, code: int = INVALID) -> int:
@@ -108,8 +127,8 @@ def _fail(message: str, code: int = INVALID) -> int:
 
 
 def _catalog(args) -> str | None:
-    """The lake to use: --lake or $BALANCE_LAKE, unless --db names a file."""
-    return None if args.db else (args.lake or os.environ.get("BALANCE_LAKE") or None)
+    """The lake to use, or None for the store file."""
+    return args.chosen.lake
 
 
 def _where(args) -> str:

@@ -16,7 +16,7 @@ from concurrent.futures import ProcessPoolExecutor
 from itertools import islice
 from typing import Any
 
-from .lab_commands import CANCELLED, _fail, _registered, _ruleset, _store
+from .lab_commands import CANCELLED, _fail, _registered, _ruleset, _store, resolved
 
 WORTH_PREFIX = "worth-"  # a worth run's id starts so (a comparison's is a digest)
 
@@ -47,7 +47,7 @@ def register(lab) -> None:
     q.add_argument("--json", action="store_true", help="one JSON object per power")
     q.add_argument("--db", help="the store file (default $BALANCE_DB)")
     q.add_argument("--lake", metavar="CATALOG", help="a lake instead (default $BALANCE_LAKE)")
-    q.set_defaults(run=run_worth)
+    q.set_defaults(run=resolved(run_worth))
 
 
 _ARGS: tuple = ()

@@ -9,7 +9,6 @@ module level (see ingest/cli/__init__.py).
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 
@@ -93,6 +92,7 @@ def serve_lake(args, catalog: str) -> int:
     """`balance serve --lake`: the same server, its store on the lake. The analysis schedule
     is off unless BALANCE_JOBS_INTERVAL is set (one jobs runner for the lake, not one per
     server); --demo has been loaded into the lake already (commands.run_serve)."""
+    from ..server.config import given
     from ..server.serve import configure_logging, port_in_use, run
     from ..storage.lake import LakeError, LakeUnavailable, connect
 
@@ -113,7 +113,7 @@ def serve_lake(args, catalog: str) -> int:
         "BALANCE_HOST": args.host,
         "BALANCE_ACCESS_LOG": "0" if args.quiet else "1",
     }
-    if not os.environ.get("BALANCE_JOBS_INTERVAL"):
+    if given("JOBS_INTERVAL") is None:
         settings["BALANCE_JOBS_INTERVAL"] = "0"
     return run(settings, args.host, args.port, threads=args.threads)
 

@@ -1,37 +1,26 @@
-"""The upload API's Flask blueprint: GET /v1/schema, and POST /v1/games for requests that reach
-the Flask app itself (its test client); the server answers uploads before Flask (guard.py,
-upload.py), with the same `upload.handle`."""
+"""The upload API's Flask blueprint: GET /v1/schema, and the rule of POST /v1/games. An upload
+has one code path, the middleware in front of Flask (guard.GuardedUploadRoute, then
+upload.handle): the rule gives other methods their 405 (Allow: POST), and hands an upload that
+reaches Flask itself (the app mounted without its middleware) to that same middleware."""
 
 from __future__ import annotations
 
 import functools
 from importlib import resources
 
-from flask import Blueprint, Response, current_app, request
+from flask import Blueprint, Response, current_app
 
-from .guard import canonical
-from .responses import error, json_response
-from .upload import handle
+from .responses import error
 
 bp = Blueprint("games", __name__)
+EXT_ROUTE = "uploads.route"  # app.extensions: the app's guard.GuardedUploadRoute
 
 
 @bp.post("/v1/games")
 def upload():
-    """Reached only without guard.GuardedUploadRoute in front (the app mounted bare): the same
-    `handle`, the same answers."""
-    if not canonical(request.environ):  # werkzeug folds "//v1/games" onto this rule
-        return error(404, "not found: uploads go to /v1/games exactly")
-    state = current_app.extensions["ingest"]
-    status, payload, headers = handle(
-        state,
-        request.remote_addr or "",
-        request.mimetype,
-        request.headers.get("Content-Encoding", "identity"),
-        request.content_length,
-        request.stream,
-    )
-    return json_response(payload, status, headers)
+    """The middleware answers (a WSGI app is a view's answer in Flask): its canonical path,
+    limits, slots, metrics and access line, as for every upload."""
+    return current_app.extensions[EXT_ROUTE]
 
 
 @functools.cache

@@ -87,6 +87,7 @@ def create_app(config: dict | None = None) -> Flask:
     # outside it, the headers every answer carries (headers.py)
     app.wsgi_app = SecurityHeaders(route)  # type: ignore[method-assign]
     app.extensions["uploads"] = route.uploads  # for the reaper (wsgi.py)
+    app.extensions[api.EXT_ROUTE] = route  # the one way an upload is answered (api.py)
     metrics.sources.append(route.uploads.gauges)
     slots = app.extensions[dashboard.EXT_SLOTS]
     slots.on_refused = lambda why: metrics.count_event("balance_dashboard_refused_total", why)

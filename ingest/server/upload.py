@@ -4,8 +4,8 @@ framework in the way.
 The upload is the one route clients hit thousands of times a second, and Flask's request
 and response objects, routing and hooks cost about as much CPU as judging a record. So the
 server's WSGI middleware (guard.GuardedUploadRoute, with the upload limits) answers it straight
-from the WSGI environ with `handle`, and passes every other request to the Flask app (the
-Flask view in api.py calls the same `handle`, for the app mounted without the middleware).
+from the WSGI environ with `handle`, and passes every other request to the Flask app (whose
+rule of the route, in api.py, hands an upload that reaches it to the same middleware).
 """
 
 from __future__ import annotations

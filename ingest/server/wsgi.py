@@ -20,7 +20,8 @@ from multiprocessing.util import Finalize
 from flask import Flask
 
 from .app import close_app, create_app
-from .serve import PORT_ENV, configure_logging
+from .config import load
+from .serve import configure_logging
 
 log = logging.getLogger("ingest.serve")
 
@@ -30,10 +31,11 @@ _PR_SET_PDEATHSIG = 1
 
 
 def create() -> Flask:
-    die_with_server()
-    stop_on_first_signal()
-    configure_logging(access_log=os.environ.get("BALANCE_ACCESS_LOG", "1") != "0")
-    app = create_app()
+    settings = load()
+    die_with_server(settings["BALANCE_SERVER_PID"])
+    stop_on_first_signal(float(settings["BALANCE_STOP_TIMEOUT"]))
+    configure_logging(access_log=settings["BALANCE_ACCESS_LOG"])
+    app = create_app(settings)
     start_reaper(app)
     # The worker leaves through multiprocessing, which joins its child processes (the judge
     # pool's) before atexit hooks run: close (and stop the pool) in its exit finalizers.
@@ -55,7 +57,7 @@ def start_reaper(app: Flask) -> None:
     """Close idle, stalled and surplus connections of the server's port (reaper.py)."""
     from .reaper import Reaper, supported
 
-    port = int(os.environ.get(PORT_ENV, "0") or 0)
+    port = int(app.config["BALANCE_SERVER_PORT"] or 0)
     if not port:
         return
     if not supported():
@@ -83,10 +85,9 @@ def start_reaper(app: Flask) -> None:
     ON_STOP.append(stopping)
 
 
-def die_with_server() -> None:
+def die_with_server(parent: int) -> None:
     """A server killed with SIGKILL cannot stop this process, which holds the DuckDB file's
     lock: have the kernel kill it too (PR_SET_PDEATHSIG), so that a restart can open it."""
-    parent = int(os.environ.get(PARENT_ENV, "0") or 0)
     if not parent:
         return
     libc = ctypes.CDLL(None, use_errno=True)
@@ -96,7 +97,7 @@ def die_with_server() -> None:
         os._exit(1)
 
 
-def stop_on_first_signal() -> None:
+def stop_on_first_signal(stop_timeout: float = 0.0) -> None:
     """Make SIGINT and SIGTERM stop the worker every time, once.
 
     granian's worker waits on a lock in its main thread for a Python signal handler to stop
@@ -127,7 +128,7 @@ def stop_on_first_signal() -> None:
                 except Exception as exc:  # stopping matters more
                     log.warning("stopping: %s in a stop hook", type(exc).__name__)
             event.set()  # once: later signals only fill the pipe
-            exit_if_stuck()
+            exit_if_stuck(stop_timeout)
 
         threading.Thread(target=wait_for_stop, name="stop-signals", daemon=True).start()
         return event
@@ -135,15 +136,12 @@ def stop_on_first_signal() -> None:
     _signals.set_sync_signals = set_sync_signals
 
 
-def exit_if_stuck() -> None:
-    """Leave after BALANCE_STOP_TIMEOUT seconds of stopping, whatever still runs: one SIGTERM
+def exit_if_stuck(seconds: float) -> None:
+    """Leave after `seconds` (BALANCE_STOP_TIMEOUT) of stopping, whatever still runs: one SIGTERM
     must stop the server (systemd and container runtimes send one, then SIGKILL). A close that
     waits on a frozen catalog, or a thread that never ends, would keep the worker, and with it
     the server, up. What was acknowledged is durable already (the journal, or a lake's
     staging in PostgreSQL), so leaving without a clean close loses none of it."""
-    from . import config
-
-    seconds = float(config.load()["BALANCE_STOP_TIMEOUT"])
     if seconds <= 0:
         return
     time.sleep(seconds)

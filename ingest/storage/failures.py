@@ -15,19 +15,18 @@ import re
 import threading
 import time
 
-from .sizes import MiB, parse_size
+from . import settings
 
 RETRY_AFTER = 5  # seconds, for clients of an upload refused while storage fails
-MIN_FREE = 64 * MiB  # default of BALANCE_MIN_FREE (bytes)
+MIN_FREE = settings.BY_NAME["MIN_FREE"].default  # bytes
 
 
 def min_free(value: int | None = None) -> int:
-    """The free-space reserve: `value`, else $BALANCE_MIN_FREE (a size: sizes.py), else
-    MIN_FREE (0: none)."""
+    """The free-space reserve: `value`, else $BALANCE_MIN_FREE (the storage table:
+    settings.py), else MIN_FREE (0: none)."""
     if value is not None:
         return int(value)
-    raw = os.environ.get("BALANCE_MIN_FREE", "")
-    return parse_size(raw) if raw.strip() else MIN_FREE
+    return int(settings.value("MIN_FREE"))
 
 
 # What a storage error's text may hold that must not reach clients (the 503's message, /healthz):

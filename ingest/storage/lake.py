@@ -74,7 +74,7 @@ import orjson
 import psycopg
 import pyarrow as pa
 
-from . import codec, lake_staging, registry, rows
+from . import codec, lake_staging, registry, rows, settings
 from . import failures as failures_mod
 from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
 from .interface import Pinned
@@ -210,7 +210,7 @@ def _version() -> str:
 def extension_dir() -> Path:
     """Where the extensions are installed: $BALANCE_LAKE_EXTENSIONS, else a directory of
     ours in the user's cache (never DuckDB's shared ~/.duckdb)."""
-    explicit = os.environ.get("BALANCE_LAKE_EXTENSIONS", "").strip()
+    explicit = (settings.value("LAKE_EXTENSIONS") or "").strip()
     if explicit:
         return Path(explicit)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
@@ -249,15 +249,22 @@ def object_store_secret(con: duckdb.DuckDBPyConnection) -> None:
     when any of it is set: the lake's files on object storage are then readable and
     writable. Nothing is written to disk (a TEMPORARY secret)."""
     con.execute("LOAD httpfs")
-    given = {key: os.environ.get(var, "").strip() for key, var in S3_SETTINGS.items()}
+    given = {key: _setting(var) for key, var in S3_SETTINGS.items()}
     given = {key: value for key, value in given.items() if value}
     if not given:
         return
     options = [f"{key} {_literal(value)}" for key, value in given.items()]
-    ssl = os.environ.get("BALANCE_S3_USE_SSL", "").strip().lower()
-    if ssl:
-        options.append(f"USE_SSL {'false' if ssl in ('0', 'false', 'no') else 'true'}")
+    ssl = settings.value("S3_USE_SSL")
+    if ssl is not None:
+        options.append(f"USE_SSL {'true' if ssl else 'false'}")
     con.execute(f"CREATE OR REPLACE TEMPORARY SECRET balance_s3 (TYPE s3, {', '.join(options)})")
+
+
+def _setting(variable: str) -> str:
+    """An S3_SETTINGS variable: BALANCE_* through the storage table, AWS_* as DuckDB's own."""
+    if variable.startswith(settings.PREFIX):
+        return (settings.value(variable.removeprefix(settings.PREFIX)) or "").strip()
+    return os.environ.get(variable, "").strip()
 
 
 def _config(directory: Path) -> dict:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import random
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from . import settings
 
 REFUSED, UNREACHABLE = 1, 2  # the exit codes of a refusal and of no (usable) answer
 
@@ -106,7 +107,7 @@ class Api:
 
     def __init__(self, base: str, token: str | None = None, timeout: float = 60.0):
         self.base = base.rstrip("/")
-        self.token = token if token is not None else (os.environ.get("BALANCE_TOKEN") or None)
+        self.token = token if token is not None else settings.value("TOKEN")
         self.timeout = timeout
 
     def request(

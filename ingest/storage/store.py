@@ -71,7 +71,7 @@ import pyarrow as pa
 
 from . import codec, journal, registry, rows
 from . import failures as failures_mod
-from .failures import Failures, MiB, StorageUnavailable
+from .failures import Failures, StorageUnavailable
 from .interface import Pinned
 from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
 from .shared import (
@@ -88,6 +88,7 @@ from .shared import (
     storage_error,
     transaction,
 )
+from .sizes import MiB
 
 log = logging.getLogger("ingest.store")
 

@@ -16,10 +16,10 @@ Kinds a command cannot read are not taken from the environment (`balance report`
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from . import settings
 from .interface import Target
 
 DEFAULT_DB = "balance.duckdb"
@@ -98,7 +98,6 @@ def resolve(
 ) -> Where:
     """Where `command` (a key of COMMANDS) acts, by the module's precedence."""
     reads = COMMANDS[command]
-    env = os.environ if env is None else env
     given = {FILE: db, LAKE: lake, SERVER: server}
     named = [kind for kind in reads.kinds if given[kind]]
     stray = [kind for kind in given if given[kind] and kind not in reads.kinds]
@@ -115,7 +114,7 @@ def resolve(
         return _where(kind, str(given[kind]), _ARGUMENT[kind], data_path)
     order = (SERVER,) if reads.default == SERVER else (LAKE, FILE)
     for kind in order:
-        value = env.get(_VARIABLE[kind])
+        value = settings.given(_VARIABLE[kind].removeprefix(settings.PREFIX), env)
         if value and kind in reads.kinds:
             return _where(kind, value, f"${_VARIABLE[kind]}", data_path)
     if reads.default is None:
