@@ -9,7 +9,7 @@
    two independent runs of the same size (the candidate's games played again from other
    settings and streams, an unpaired bootstrap), and their ratio.
 
-usage: python benchmarks/lab.py [--seconds 10] [--levels 1,2,3,4] [--pairs 200] [--jobs 2]
+usage: python -m benchmarks.lab [--seconds 10] [--levels 1,2,3,4] [--pairs 200] [--jobs 2]
                                 [--candidate FILE]
 """
 
