@@ -15,7 +15,7 @@ the in-process app a loopback URL for a command-line client (`balance sql`, `bal
 from __future__ import annotations
 
 from harness.app import AppClient
-from harness.browser import ARTIFACTS, CHROMIUM, NO_CHROMIUM, Browser, WebSocket
+from harness.browser import ARTIFACTS, CHROMIUM, NO_CHROMIUM, Browser, WebSocket, console
 from harness.cli import Ran, balance
 from harness.demo import (
     PAGES,
@@ -26,6 +26,7 @@ from harness.demo import (
     demo_env,
     page,
 )
+from harness.engines import buggy_verifier
 from harness.http import Client, Response
 from harness.processes import children, descendants, free_bytes, free_port
 from harness.records import (
@@ -47,6 +48,7 @@ from harness.records import (
     verdicts,
 )
 from harness.server import Server
+from harness.snapshots import Snapshots
 from harness.wait import wait_for, wait_until
 
 __all__ = [
@@ -66,11 +68,14 @@ __all__ = [
     "Ran",
     "Response",
     "Server",
+    "Snapshots",
     "WebSocket",
     "agg_tables",
     "balance",
     "build_demo_db",
+    "buggy_verifier",
     "children",
+    "console",
     "demo_app",
     "demo_copy",
     "demo_env",

@@ -148,7 +148,7 @@ def test_the_page_says_no_challenge_differs_on_equal_challenges():
     """Every challenge of a synthetic store is equally hard: the page ranks none of them (a
     ranking of equal shrunk rates would be noise) and says so; a board with a real spread
     (the test above) is ranked."""
-    from test_dashboard_models import Snapshots
+    from support import Snapshots
 
     from analysis import jobs
     from analysis import synthetic as sy

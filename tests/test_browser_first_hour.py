@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import duckdb
 import pytest
-from support import PAGES, AppClient, Browser, demo_copy, demo_env
+from support import PAGES, AppClient, console, demo_copy, demo_env
 
 pytestmark = pytest.mark.browser
 
@@ -20,18 +20,6 @@ def served(tmp_path_factory, demo_db):
     app = AppClient(work, env=demo_env(), db=demo_copy(demo_db, work)).start().serve_http()
     yield app
     app.stop()
-
-
-def console(browser: Browser) -> list[str]:
-    """Every console message and log entry of the page: warnings too, not only errors."""
-    out = []
-    for e in browser.events:
-        m, p = e.get("method"), e.get("params", {})
-        if m == "Runtime.consoleAPICalled":
-            out.append(f"{p.get('type')}: " + " ".join(str(a.get("value", a)) for a in p["args"]))
-        elif m == "Log.entryAdded":
-            out.append(f"log {p['entry'].get('level')}: {p['entry'].get('text', '')}")
-    return out
 
 
 def test_bug9_chart_pages_log_no_console_warning(browser, served):

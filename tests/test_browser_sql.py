@@ -102,10 +102,7 @@ def test_run_chart_save_and_open_by_url(browser, app):
 def test_a_download_of_more_than_10000_rows_is_whole(browser, app, tmp_path):
     total = count(app, f"SELECT count(*) FROM ({BIG})")
     assert total > 10_000
-    browser.call(
-        "Browser.setDownloadBehavior", behavior="allow", downloadPath=str(tmp_path),
-        eventsEnabled=True,
-    )  # fmt: skip
+    browser.downloads(tmp_path)
     browser.open(app.url + "/sql?" + urlencode({"q": BIG}), "document.body.dataset.ready")
     assert browser.evaluate("document.getElementById('sql-status').dataset.truncated") == "true"
     browser.evaluate("document.getElementById('dl-csv').click()")

@@ -4,12 +4,11 @@ on the Setups page the lineup model's strongest and weakest lineups and its rank
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import polars as pl
 import pytest
 from scipy.special import expit
+from support import Snapshots
 
 from analysis import jobs
 from analysis import synthetic as sy
@@ -17,24 +16,6 @@ from analysis.frames import POWERS
 from dashboard import render
 from dashboard.catalog import powers, setups
 from dashboard.filters import Filters
-
-
-class Snapshots:
-    """The dashboard's snapshot manager over a plain connection (run -> .table, .truncated)."""
-
-    snapshot_at = "test"
-
-    def __init__(self, con):
-        self.con = con
-
-    def current(self):
-        """The snapshot in use: its path keys the dashboard's table cache (one per store)."""
-        return SimpleNamespace(path=f"test-connection-{id(self.con)}")
-
-    def run(self, sql, limit=1000, timeout=5):
-        table = self.con.sql(sql).arrow()
-        table = table.read_all() if hasattr(table, "read_all") else table
-        return SimpleNamespace(table=table.slice(0, limit), truncated=table.num_rows > limit)
 
 
 @pytest.fixture(scope="module")

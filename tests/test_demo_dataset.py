@@ -197,8 +197,10 @@ def test_quick_start_serves_the_demo(quick_start):
 def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
     """In Chromium: the first screen's default cut has thousands of games, says which version
     and why, logs no console warning, and one click widens it to every version."""
-    from support import Browser  # (a `browser` test: skipped, saying why, without chromium)
-    from test_browser_first_hour import console
+    from support import (
+        Browser,  # (a `browser` test: skipped, saying why, without chromium)
+        console,
+    )
 
     server, _ = quick_start
     version, human, every = _live_cut(server)
@@ -234,8 +236,7 @@ def test_the_versions_page_shows_the_patch_and_what_it_did(quick_start):
     import csv
     import io
 
-    from support import Browser
-    from test_browser_first_hour import console
+    from support import Browser, console
 
     server, _ = quick_start
     browser = Browser()

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import duckdb
 import pytest
-from support import REPO, SLIDE, SLOW6, Ran, balance, fresh, query
+from support import REPO, SLIDE, SLOW6, Ran, balance, buggy_verifier, fresh, query
 
 from ingest.demo import load_records
 from ingest.pipeline import Judge
@@ -20,17 +20,6 @@ from ingest.reverify import reverify
 from ingest.storage import Store
 from replays import verdict as V
 from replays import verifier as real
-
-
-def buggy_verifier(bad_ids: set[str]):
-    """An 'engine with a bug': quarantines these ids, judges the rest like the real one."""
-
-    def replay_record(record):
-        if record["game_id"] in bad_ids:
-            return V.invalid(record["game_id"], "R2.2", 3, "buggy engine"), None
-        return real.replay_record(record)
-
-    return SimpleNamespace(replay_record=replay_record)
 
 
 def balance_process(*args, env=None) -> subprocess.CompletedProcess:

@@ -222,8 +222,7 @@ class Appender:
 
 
 def _quarantined_by_a_buggy_engine(store: LakeStore) -> tuple[list[dict], set[str]]:
-    from support import SLOW6, fresh
-    from test_ingest_reverify import buggy_verifier
+    from support import SLOW6, buggy_verifier, fresh
 
     from ingest.pipeline import Judge
 

@@ -8,6 +8,8 @@
     browser    Browser: headless Chromium over the DevTools protocol
     demo       the demo store, its pages and agg_* tables
     lake       a throwaway PostgreSQL cluster and real lake servers
+    snapshots  the dashboard's snapshot manager over a plain connection
+    engines    engines with a planted bug
     processes  a process's children, free ports, free bytes on a disk
     wait       wait_for(predicate, within, what): wait for a state, never for a time
 

@@ -96,7 +96,8 @@ class WebSocket:
 
 
 class Browser:
-    """Headless Chromium with one page; records every request and console message."""
+    """Headless Chromium with one page at a time (`new_page()`); records every request and
+    console message of the page."""
 
     FLAGS = [
         "--headless",
@@ -135,13 +136,34 @@ class Browser:
         self.ws = WebSocket(ws_url)
         self._id = 0
         self.events: list[dict] = []
-        target = self.call("Target.createTarget", url="about:blank")["targetId"]
-        self.session = self.call("Target.attachToTarget", targetId=target, flatten=True)[
-            "sessionId"
-        ]
+        self.context: str | None = None
+        self.session = ""
+        self.new_page()
+
+    def new_page(self) -> None:
+        """A fresh page in a browser context of its own (no cookies, storage or cache of the
+        pages before, which are closed): one Chromium serves many test modules."""
+        if self.context is not None:
+            self.call("Target.disposeBrowserContext", browserContextId=self.context)
+        self.events.clear()
+        self.context = self.call("Target.createBrowserContext")["browserContextId"]
+        target = self.call("Target.createTarget", url="about:blank", browserContextId=self.context)
+        self.session = self.call(
+            "Target.attachToTarget", targetId=target["targetId"], flatten=True
+        )["sessionId"]
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=True)
         self.viewport(1000)
+
+    def downloads(self, directory: Path) -> None:
+        """Let the page's downloads land in `directory` (events on: progress is reported)."""
+        self.call(
+            "Browser.setDownloadBehavior",
+            behavior="allow",
+            downloadPath=str(directory),
+            browserContextId=self.context,
+            eventsEnabled=True,
+        )
 
     def viewport(self, height: int) -> None:
         self.call(
@@ -234,3 +256,15 @@ class Browser:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
             shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def console(browser: Browser) -> list[str]:
+    """Every console message and log entry of the page: warnings too, not only errors."""
+    out = []
+    for e in browser.events:
+        m, p = e.get("method"), e.get("params", {})
+        if m == "Runtime.consoleAPICalled":
+            out.append(f"{p.get('type')}: " + " ".join(str(a.get("value", a)) for a in p["args"]))
+        elif m == "Log.entryAdded":
+            out.append(f"log {p['entry'].get('level')}: {p['entry'].get('text', '')}")
+    return out
