@@ -28,7 +28,7 @@ from harness.demo import (
 )
 from harness.engines import buggy_verifier
 from harness.http import Client, Response
-from harness.processes import children, descendants, free_bytes, free_port
+from harness.processes import children, descendants, free_bytes, free_port, gone
 from harness.records import (
     EXAMPLES,
     JSON,
@@ -88,6 +88,7 @@ __all__ = [
     "free_port",
     "fresh",
     "fresh_slow6",
+    "gone",
     "padded",
     "page",
     "query",

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import csv
 import json
-import time
 from urllib.parse import quote, urlencode
 
 import pytest
-from support import ARTIFACTS, AppClient, Browser, demo_copy
+from support import ARTIFACTS, AppClient, Browser, demo_copy, wait_for
 
 pytestmark = pytest.mark.browser
 
@@ -107,10 +106,12 @@ def test_a_download_of_more_than_10000_rows_is_whole(browser, app, tmp_path):
     assert browser.evaluate("document.getElementById('sql-status').dataset.truncated") == "true"
     browser.evaluate("document.getElementById('dl-csv').click()")
     target = tmp_path / "query.csv"
-    deadline = time.time() + 60
-    while time.time() < deadline and (not target.exists() or list(tmp_path.glob("*.crdownload"))):
-        time.sleep(0.2)
-    assert target.exists(), list(tmp_path.iterdir())
+    wait_for(
+        lambda: target.exists() and not list(tmp_path.glob("*.crdownload")),
+        60,
+        f"the download whole: {target}",
+        every=0.2,
+    )
     with open(target, newline="") as f:
         rows = list(csv.DictReader(f))
     assert len(rows) == total

@@ -11,7 +11,7 @@ from datetime import date
 
 import orjson
 import pytest
-from support import Server
+from support import Server, wait_for
 
 from ingest import demo
 from replays import demoset
@@ -139,9 +139,7 @@ def quick_start(tmp_path_factory):
     started = time.monotonic()
     server.start(timeout=300)
     try:
-        deadline = time.monotonic() + 30
-        while "Ready. Dashboard:" not in server.output() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: "Ready. Dashboard:" in server.output(), 30, "the last log line")
         yield server, time.monotonic() - started
     finally:
         server.stop()
@@ -214,10 +212,12 @@ def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
         line = browser.evaluate("document.getElementById('default-cut').textContent")
         assert version in line and "newest release" in line, line
         browser.evaluate("document.getElementById('all-rulesets').click()")
-        deadline = time.monotonic() + 30
-        while "client_version=" not in browser.evaluate("location.search"):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_for(
+            lambda: "client_version=" in browser.evaluate("location.search"),
+            30,
+            "the widened cut in the address",
+            every=0.1,
+        )
         browser.open(browser.evaluate("location.href"), "document.body.dataset.rendered")
         widened = browser.evaluate("document.getElementById('coverage').textContent")
         assert int(widened.replace(",", "")) == every > human

@@ -7,12 +7,11 @@ import html
 import json
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
-from support import REPO, SLIDE, SLOW6, Server, fresh
+from support import REPO, SLIDE, SLOW6, Server, fresh, wait_for
 
 pytestmark = pytest.mark.slow  # a real server and `balance export` processes
 
@@ -46,12 +45,12 @@ def wait_for_games(s: Server, n: int) -> None:
     or so of its answer)."""
     body = json.dumps({"sql": "SELECT (SELECT count(*) FROM games) + (SELECT count(*) FROM "
                               "slide_games) AS n"})  # fmt: skip
-    for _ in range(100):
+
+    def in_snapshot() -> bool:
         assert s.post("/sql/snapshot", b"").status == 200
-        if s.post("/sql/api", body, "application/json").json()["rows"][0][0] == n:
-            return
-        time.sleep(0.2)
-    raise AssertionError("the games never reached a snapshot")
+        return s.post("/sql/api", body, "application/json").json()["rows"][0][0] == n
+
+    wait_for(in_snapshot, 30, "the games in a snapshot", every=0.2)
 
 
 def exported_ids(out, table: str) -> set[str]:

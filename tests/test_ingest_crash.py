@@ -5,12 +5,10 @@ from __future__ import annotations
 import json
 import random
 import threading
-import time
 from collections import Counter, defaultdict
-from pathlib import Path
 
 import pytest
-from support import SLIDE, SLOW6, descendants, dumps, fresh, query
+from support import SLIDE, SLOW6, descendants, dumps, fresh, gone, query, wait_for
 
 pytestmark = pytest.mark.slow  # real servers, killed and restarted
 
@@ -57,9 +55,7 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
     threads = [threading.Thread(target=load) for _ in range(1)]
     for t in threads:
         t.start()
-    deadline = time.monotonic() + 60
-    while len(acked) < 150 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: len(acked) >= 150, 60, "150 games acknowledged", every=0.01)
     workers = descendants(server.proc.pid)
     assert len(workers) >= 3  # the worker holding the file, and judges under it
     server.kill()  # SIGKILL mid-load: no checkpoint, no clean shutdown
@@ -68,10 +64,7 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
         t.join()
     assert len(acked) >= 150
     # its worker (which holds the DuckDB file) and judge processes do not outlive it
-    deadline = time.monotonic() + 15
-    while any(Path(f"/proc/{pid}").exists() for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in workers if Path(f"/proc/{pid}").exists()]
+    wait_for(lambda: gone(workers), 15, "the worker and judges gone")
 
     server.start()  # recovers from the WAL
     again = Counter()
@@ -167,10 +160,7 @@ def test_sigterm_stores_every_acknowledged_game_then_exits_cleanly(server_factor
     assert {x["verdict"] for x in server.upload(records).json()["results"]} == {"accepted"}
     processes = descendants(server.proc.pid)
     assert server.stop() == 0
-    deadline = time.monotonic() + 15
-    while any(Path(f"/proc/{pid}").exists() for pid in processes) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not [pid for pid in processes if Path(f"/proc/{pid}").exists()]
+    wait_for(lambda: gone(processes), 15, "the server's processes gone")
     assert sorted(p.name for p in server.db.parent.glob(server.db.name + "*")) == [server.db.name]
     stored = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM raw_records")}
     assert stored == {r["game_id"] for r in records}

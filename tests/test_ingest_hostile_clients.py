@@ -24,7 +24,7 @@ import threading
 import time
 
 import pytest
-from support import JSON, NDJSON, Response, Server, dumps, fresh_slow6, verdicts
+from support import JSON, NDJSON, Response, Server, dumps, fresh_slow6, verdicts, wait_for
 
 UPLOAD_HEAD = (
     "POST /v1/games HTTP/1.1\r\nHost: t\r\nContent-Type: {ctype}\r\nContent-Length: {length}"
@@ -254,14 +254,14 @@ def test_more_uploads_than_slots_are_503_at_once(brisk):
         assert 'balance_upload_refused_total{reason="busy"}' in text
     finally:
         close_all(socks)
+
     # their deadline passes (2 s): slots free again, uploads go through
-    deadline = time.monotonic() + 8
-    while time.monotonic() < deadline:
+    def through() -> Response | None:
         r = brisk.post("/v1/games", dumps(fresh_slow6()), JSON, timeout=5)
-        if r.status == 200:
-            break
-        time.sleep(0.3)
-    assert r.status == 200 and verdicts(r) == ["accepted"]
+        return r if r.status == 200 else None
+
+    r = wait_for(through, 8, "an upload through", every=0.3)
+    assert verdicts(r) == ["accepted"]
 
 
 @pytest.mark.slow

@@ -8,11 +8,10 @@ import csv
 import datetime as dt
 import io
 import json
-import time
 import uuid
 
 import pytest
-from support import AppClient, example_lines, fresh_slow6, query
+from support import AppClient, example_lines, fresh_slow6, query, wait_for
 
 from ingest.demo import load_records
 from ingest.rejections import INSERT, MAX_KEYS, RejectionTally
@@ -113,10 +112,8 @@ def test_a_tally_left_on_a_closed_store_stops_instead_of_warning_forever(tmp_pat
     store = Store(tmp_path / "s.duckdb")
     tally = RejectionTally(store, every=0.02)
     tally.count([{"verdict": "rejected", "field": "lineups", "message": "bad"}])
-    deadline = time.monotonic() + 10
-    while tally.pending() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert tally.pending() == 0  # the loop flushed while the store was open
+    # the loop flushed while the store was open
+    wait_for(lambda: tally.pending() == 0, 10, "the tally flushed", every=0.01)
     tally.roll_up()  # today's roll-up done (the loop may have done it already)
     store.close()  # closed by its owner, the tally never told
     tally._thread.join(timeout=5)

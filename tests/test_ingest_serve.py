@@ -8,11 +8,20 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from pathlib import Path
 
 import pytest
-from support import REPO, SLOW6, Server, children, descendants, free_port, fresh, query
+from support import (
+    REPO,
+    SLOW6,
+    Server,
+    children,
+    descendants,
+    free_port,
+    fresh,
+    gone,
+    query,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow  # `balance serve` itself, and signals
 
@@ -78,10 +87,7 @@ def test_a_signal_to_the_whole_process_group_stops_it_cleanly(tmp_path, signum):
         processes = [server.proc.pid, *descendants(server.proc.pid)]
         os.killpg(server.proc.pid, signum)
         assert server.proc.wait(30) == 0
-        deadline = time.monotonic() + 15
-        while any(Path(f"/proc/{p}").exists() for p in processes) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [p for p in processes if Path(f"/proc/{p}").exists()]
+        wait_for(lambda: gone(processes), 15, "the server's processes gone")
     finally:
         server.kill()
     assert "Traceback" not in server.output()
@@ -103,10 +109,7 @@ def test_a_worker_signalled_twice_still_stops_and_closes_the_store(tmp_path):
         (worker,) = [p for p in children(server.proc.pid) if children(p)]
         os.kill(worker, signal.SIGINT)
         os.kill(worker, signal.SIGTERM)
-        deadline = time.monotonic() + 30
-        while Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not Path(f"/proc/{worker}").exists(), "the worker hung on the second signal"
+        wait_for(lambda: gone([worker]), 30, "the worker stopped after the second signal")
         server.proc.wait(30)  # the server leaves with its worker (status 1: it lost it)
     finally:
         server.kill()

@@ -16,12 +16,11 @@ import pty
 import re
 import subprocess
 import sys
-import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
-from support import REPO, SLOW6, Server, fresh
+from support import REPO, SLOW6, Server, fresh, wait_for
 
 from analysis import csvsafe
 
@@ -52,11 +51,12 @@ def server(tmp_path_factory):
     r = s.upload(records)
     assert [x["verdict"] for x in r.json()["results"]] == ["accepted"] * len(records)
     body = json.dumps({"sql": "SELECT count(*) FROM games"})
-    for _ in range(100):  # until a snapshot holds them (their rows follow the answer shortly)
+
+    def in_snapshot() -> bool:  # their rows follow the answer shortly
         assert s.post("/sql/snapshot", b"").status == 200
-        if s.post("/sql/api", body, "application/json").json()["rows"][0][0] == len(records):
-            break
-        time.sleep(0.2)
+        return s.post("/sql/api", body, "application/json").json()["rows"][0][0] == len(records)
+
+    wait_for(in_snapshot, 30, "the games in a snapshot", every=0.2)
     yield s
     s.stop()
 

@@ -14,12 +14,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import duckdb
 import pytest
-from support import balance
+from support import balance, wait_for
 
 from analysis.lab import predict
 from ingest.lab_runner import LabRun, play
@@ -119,11 +118,11 @@ def _start(args: list[str]) -> subprocess.Popen:
 
 
 def _wait_for(path: Path, pairs: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while _pairs_in(path) < pairs:
+    def done() -> bool:
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
+        return _pairs_in(path) >= pairs
+
+    wait_for(done, 120, f"{pairs} pairs in {path.name}")
 
 
 @pytest.mark.slow
@@ -136,16 +135,14 @@ def test_a_cancelled_then_killed_run_resumes_to_the_uninterrupted_result(tmp_pat
               "--levels", "1,2", "--seed", "9", "--json"]  # fmt: skip
     a, b = tmp_path / "a", tmp_path / "b"
     args = [*common, "--db", str(a / "lab.duckdb"), "--run-dir", str(a), "--jobs", "2"]
-    run_file: Path | None = None
-
     proc = _start(args)
+
     # the run file's name is the run's key: find it once it exists
-    deadline = time.monotonic() + 60
-    while run_file is None:
-        found = list(a.glob("*.ndjson")) if a.exists() else []
-        run_file = found[0] if found else None
-        assert time.monotonic() < deadline and proc.poll() is None
-        time.sleep(0.05)
+    def found() -> Path | None:
+        assert proc.poll() is None, proc.communicate()
+        return next(iter(a.glob("*.ndjson")), None) if a.exists() else None
+
+    run_file = wait_for(found, 60, "the run file")
     _wait_for(run_file, 3, proc)
     proc.send_signal(signal.SIGINT)  # Ctrl-C: the pairs finished are kept
     out, err = proc.communicate(timeout=60)

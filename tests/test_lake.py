@@ -17,7 +17,7 @@ import duckdb
 import orjson
 import psycopg
 import pytest
-from support import examples_dir
+from support import examples_dir, wait_for
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, lake_staging
@@ -364,10 +364,7 @@ def test_unreachable_catalog_is_503_then_recovers(stores, monkeypatch):
     with pytest.raises(StorageUnavailable):  # at once, while failing
         store.ingest([pending(fresh(SLOW6[0]))])
     monkeypatch.undo()
-    deadline = time.monotonic() + 15
-    while store.failure is not None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert store.failure is None
+    wait_for(lambda: store.failure is None, 15, "the failure cleared", every=0.2)
     assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
 
 
@@ -502,10 +499,7 @@ def test_uploads_stop_at_the_data_paths_reserve_and_resume(stores):
         store.ingest([pending(fresh(SLOW6[0]))])
     assert "disk nearly full" in store.health()["failure"]
     store.min_free = 0  # room again (as after the operator freed some): the heartbeat sees it
-    deadline = time.monotonic() + 10
-    while store.failure and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert store.failure is None
+    wait_for(lambda: store.failure is None, 10, "the failure cleared", every=0.1)
     assert store.ingest([pending(fresh(SLOW6[1]))]) == ["accepted"]
 
 

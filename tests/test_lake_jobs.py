@@ -10,11 +10,10 @@ import gzip
 import itertools
 import json
 import math
-import time
 
 import duckdb
 import pytest
-from support import agg_tables, demo_copy
+from support import agg_tables, demo_copy, wait_for
 
 from analysis import jobs
 from ingest import cli
@@ -267,8 +266,7 @@ def test_reverify_on_a_lake_finishes_beside_a_server_that_keeps_appending(lake, 
     try:
         recs, wrong = _quarantined_by_a_buggy_engine(store)
         with Appender(store) as appender:
-            while len(appender.stored) < 3:  # the uploads are running
-                time.sleep(0.05)
+            wait_for(lambda: len(appender.stored) >= 3, 60, "the uploads running")
             appender.busy.set()
             rc = cli.main(["reverify", "--lake", lake])
             appender.busy.clear()
@@ -292,8 +290,7 @@ def test_admin_reverify_on_a_lake_server_beside_another_that_keeps_appending(lak
         recs, wrong = _quarantined_by_a_buggy_engine(first)
         client = create_app({"STORE": first, "BALANCE_TOKEN": "s3cret"}).test_client()
         with Appender(second) as appender:
-            while len(appender.stored) < 3:
-                time.sleep(0.05)
+            wait_for(lambda: len(appender.stored) >= 3, 60, "the uploads running")
             appender.busy.set()
             reply = client.post("/v1/admin/reverify", headers={"Authorization": "Bearer s3cret"})
             appender.busy.clear()

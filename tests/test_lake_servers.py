@@ -13,7 +13,7 @@ import time
 import uuid
 
 import pytest
-from support import example_lines, examples_dir
+from support import example_lines, examples_dir, wait_for
 
 pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import Cluster, LakeServer, Reply  # noqa: E402
@@ -320,12 +320,13 @@ def test_every_servers_dashboard_reads_the_tables_the_jobs_runner_published(serv
 
     def published(server: LakeServer, run_id: int) -> list:
         """(run, games) the server reads once its snapshot has caught up with `run_id`."""
-        while time.monotonic() < deadline:
+
+        def caught_up():
             rows = _sql(server, "SELECT max(run_id), max(games_read) FROM agg_runs")
-            if rows[0][0] == run_id:
-                return rows[0]
-            time.sleep(0.5)
-        raise AssertionError(f"{server.url} never showed run {run_id}")
+            return rows[0] if rows[0][0] == run_id else None
+
+        within = max(0.0, deadline - time.monotonic())
+        return wait_for(caught_up, within, f"{server.url} showing run {run_id}", every=0.5)
 
     assert published(a, 1) == published(b, 1) == [1, 40]
     for server in (a, b):
@@ -448,9 +449,8 @@ def test_a_frozen_catalog_is_a_quick_503_and_healthz_says_so_then_nothing_is_los
         # past the slots (or one address's share of them) 503 "busy" at once
         assert any('"error":"busy"' in body for _, body in page_answers), page_answers
         assert {status for status, _ in page_answers} <= {200, 500, 503}, page_answers
-        while _answered(server, "/healthz").status != 200:
-            assert time.monotonic() < deadline
-            time.sleep(0.5)
+        within = max(0.0, deadline - time.monotonic())
+        wait_for(lambda: _answered(server, "/healthz").status == 200, within, "healthy", every=0.5)
 
         # 2. uploads in flight
         frozen = cluster.freeze()

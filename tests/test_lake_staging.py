@@ -13,6 +13,7 @@ import time
 
 import psycopg
 import pytest
+from support import wait_for
 from test_lake import SLOW6, altered, fresh, lake_rows, pending
 
 from ingest.storage import StorageUnavailable, lake_staging
@@ -29,10 +30,7 @@ def _staged(catalog: str) -> int:
 
 
 def _until(what, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not what():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.05)
+    wait_for(what, timeout, getattr(what, "__name__", "the condition"))
 
 
 def test_acknowledged_from_staging_then_loaded_once(stores, lake):

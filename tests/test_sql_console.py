@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pyarrow.parquet as pq
 import pytest
-from support import AppClient, balance, demo_copy, demo_env, fresh_slow6
+from support import AppClient, balance, demo_copy, demo_env, fresh_slow6, wait_for
 
 JSON = "application/json"
 
@@ -219,11 +219,5 @@ def test_snapshot_follows_the_store_by_itself(app_factory):
     sql = "SELECT count(*) FROM raw_records"
     assert api(s, sql).json()["rows"] == [[0]]
     assert s.upload([fresh_slow6(0), fresh_slow6(1)]).status == 200
-    deadline = time.monotonic() + 30
-    seen = None
-    while time.monotonic() < deadline:
-        seen = api(s, sql).json()["rows"][0][0]
-        if seen == 2:
-            break
-        time.sleep(0.5)
-    assert seen == 2  # a changed store is re-snapshotted in the background
+    # a changed store is re-snapshotted in the background
+    wait_for(lambda: api(s, sql).json()["rows"][0][0] == 2, 30, "2 rows seen", every=0.5)

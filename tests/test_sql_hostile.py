@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from support import SLOW6, Server, descendants, fresh_slow6
+from support import SLOW6, Server, descendants, fresh_slow6, wait_for
 
 from dashboard import sqlsafe
 
@@ -93,13 +93,11 @@ def server_processes(server) -> list[int]:
 
 
 def wait_workers(server, n: int = 2, timeout: float = 60.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pids = sql_workers(server)
-        if len(pids) >= n:
-            return pids
-        time.sleep(0.1)
-    return sql_workers(server)
+    """The SQL workers once there are `n` (those there are, if never)."""
+    try:
+        return wait_for(lambda: len(pids := sql_workers(server)) >= n and pids, timeout, "workers")
+    except TimeoutError:
+        return sql_workers(server)
 
 
 def server_alive(server) -> None:

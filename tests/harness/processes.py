@@ -29,3 +29,8 @@ def free_port() -> int:
 def free_bytes(disk: Path) -> int:
     st = os.statvfs(disk)
     return st.f_bavail * st.f_frsize
+
+
+def gone(pids: list[int]) -> bool:
+    """None of `pids` is left in /proc (not even a zombie waiting for its parent)."""
+    return not any(Path(f"/proc/{pid}").exists() for pid in pids)
