@@ -24,7 +24,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 import pytest
-from support import SLIDE, SLOW6, descendants, dumps, free_bytes, fresh, query
+from support import SLIDE, SLOW6, descendants, dumps, free_bytes, fresh, query, wait_for
 
 from ingest.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store, journal
@@ -213,10 +213,8 @@ def test_a_failed_journal_write_acknowledges_nothing_and_nothing_follows_its_byt
             "disk full: journal append failed: [Errno 28] No space left on device"
         )
         assert s.failure == failed.value.reason
-        deadline = time.monotonic() + 10
-        while s.failure is not None and time.monotonic() < deadline:
-            time.sleep(0.05)  # the calls thread probes the journal with backoff
-        assert s.failure is None
+        # the calls thread probes the journal with backoff
+        wait_for(lambda: s.failure is None, 10, "the journal's failure cleared")
         assert s.ingest([after]) == ["accepted"]
         # what a crash now would leave: every acknowledged game readable in the journal
         on_disk = {
@@ -252,9 +250,7 @@ def test_a_failed_fdatasync_fails_its_segment(tmp_path, monkeypatch):
         assert failed.value.reason == "journal append failed: OSError: [Errno 5] Input/output error"
         failed_segment = s._journal.path
         assert failed_segment is None  # rotated at once: never appended to again
-        deadline = time.monotonic() + 10
-        while s.failure is not None and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: s.failure is None, 10, "the failed sync's failure cleared")
         assert s.ingest([kept]) == ["accepted"]
         assert s.ingest([lost]) == ["accepted"]  # the failed sync acknowledged nothing
     finally:
@@ -432,16 +428,6 @@ class Uploads:
                 time.sleep(0.05)
 
 
-def wait_for(predicate, within: float, what: str):
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        got = predicate()
-        if got:
-            return got
-        time.sleep(0.05)
-    raise AssertionError(f"not within {within}s: {what}")
-
-
 def healthz(server):
     r = server.get("/healthz", timeout=10)
     return r.status, r.headers, r.json()
@@ -450,20 +436,18 @@ def healthz(server):
 def start_answering(server, timeout: float = 90.0) -> None:
     """server.start(), content with any JSON answer of /healthz (503 while storage fails)."""
 
+    def answering() -> bool:
+        if server.proc.poll() is not None:
+            code = server.proc.returncode
+            raise RuntimeError(f"server exited with {code}:\n{server.output()}")
+        return server.get("/healthz", timeout=2).status in (200, 503)
+
     def wait(limit):
-        deadline = time.monotonic() + limit
-        while time.monotonic() < deadline:
-            if server.proc.poll() is not None:
-                code = server.proc.returncode
-                raise RuntimeError(f"server exited with {code}:\n{server.output()}")
-            try:
-                if server.get("/healthz", timeout=2).status in (200, 503):
-                    return
-            except OSError:
-                pass
-            time.sleep(0.1)
-        server.kill()
-        raise TimeoutError(f"server not answering after {limit}s:\n{server.output()}")
+        try:
+            wait_for(answering, limit, "/healthz answering", every=0.1, ignore=(OSError,))
+        except TimeoutError:
+            server.kill()
+            raise TimeoutError(f"server not answering after {limit}s:\n{server.output()}") from None
 
     server.wait_healthy = wait
     server.start(timeout)
