@@ -18,7 +18,7 @@ Faults, one after another, each in the middle of `--seconds` of load:
 
 After each: wait for the loader, then every acknowledged game must be in raw_records once, and
 `lake check` must be clean. Prints one line a fault and exits nonzero on any loss or double.
-(The data path's disk full is tested in tests/test_lake.py on a real 24 MB tmpfs.)
+(The data path's disk full is tested in tests/lake/test_lake.py on a real 24 MB tmpfs.)
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def pytest_collection_modifyitems(items):
     `browser` tests skip, saying why, where chromium is not installed. `lake`: every test on
     PostgreSQL and the ducklake extension (`-m "not lake"` deselects them)."""
     for item in items:
-        if "lake_extensions" in item.fixturenames:  # pg_cluster and lake need it
+        if "lake_extensions" in item.fixturenames or item.path.parent.name == "lake":
             item.add_marker(pytest.mark.lake)
         if item.get_closest_marker("browser") and CHROMIUM is None:
             item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))

@@ -1,13 +1,12 @@
-"""The lake tests' fixtures (a pytest plugin: `pytest_plugins = ["lake_cluster"]`): the
-session's PostgreSQL cluster, a new lake per test, stores on it. The cluster and the lake
-servers themselves are in the harness (tests/harness/lake.py), re-exported here under the
-names tests have always imported."""
+"""The session's lake fixtures (a pytest plugin, registered by tests/conftest.py): the
+extension directory and one PostgreSQL cluster per session (per xdist worker), shared by the
+lake tests (tests/lake/, whose conftest makes a new lake per test on it) and the lake
+benchmarks' smoke runs. The cluster and the lake servers themselves are in the harness
+(tests/harness/lake.py), re-exported here under the names tests have always imported."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
 
 import pytest
 from harness.lake import (
@@ -56,32 +55,3 @@ def pg_cluster(lake_extensions):
     cluster = Cluster.start()
     yield cluster
     cluster.stop()
-
-
-@pytest.fixture
-def lake(pg_cluster, tmp_path):
-    """A new lake (`balance lake init`'s): its catalog string; data in tmp_path/data."""
-    from ingest.storage.lake_admin import init_lake
-
-    name = f"lake_{os.getpid()}_{time.monotonic_ns() % 10**9}"
-    catalog = pg_cluster.create_db(name)
-    init_lake(catalog, str(tmp_path / "data"))
-    return catalog
-
-
-@pytest.fixture
-def stores(lake):
-    """open(**kw) -> a LakeStore on the test's lake; all are closed at the end."""
-    from ingest.storage.lake import LakeStore
-
-    opened = []
-
-    def open_store(**kw):
-        store = LakeStore(lake, **kw)
-        opened.append(store)
-        return store
-
-    yield open_store
-    for store in opened:
-        with contextlib.suppress(Exception):
-            store.close()

@@ -21,7 +21,6 @@ from support import REPO
 
 BENCHMARKS = REPO / "benchmarks"
 slow, lake = pytest.mark.slow, pytest.mark.lake
-pytest_plugins = ["lake_cluster"]  # pg_cluster and lake_extensions, for the lake benchmarks
 
 # script -> (the smallest arguments its --help offers, a regex of its figures, marks)
 RUNS = {

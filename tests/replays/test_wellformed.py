@@ -24,7 +24,7 @@ from replays.rulesets import NAME_PATTERN
 from replays.wellformed import MAX_BYTES, MAX_DEPTH, Malformed, check, load, parse
 
 EXAMPLES = examples_dir()
-SCHEMA_PATH = Path(__file__).resolve().parents[1] / "replays" / "schema" / "upload-v1.schema.json"
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "replays" / "schema" / "upload-v1.schema.json"
 SCHEMA = json.loads(SCHEMA_PATH.read_text())
 
 

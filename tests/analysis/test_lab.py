@@ -25,7 +25,7 @@ from ingest.lab_runner import LabRun, play
 from ingest.storage import lab_runs
 from replays.rulesets import STANDARD, parse_toml
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NO_DOUBLE = """name = "no-double"
 game = "slow6"
 description = "Double is gone"

@@ -16,7 +16,6 @@ from support import examples_dir
 
 from ingest.pipeline import Judge, utcnow
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow  # a PostgreSQL cluster and an S3 server
 
 EXAMPLES = examples_dir()

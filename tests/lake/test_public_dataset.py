@@ -22,8 +22,6 @@ import pyarrow.parquet as pq
 import pytest
 from support import REPO, AppClient, balance, demo_copy, fresh_slow6, query
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
-
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory, demo_db) -> Path:

@@ -12,10 +12,10 @@ import pytest
 
 from replays import vocabulary as v
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((ROOT / "replays" / "schema" / "upload-v1.schema.json").read_text())
 DEFS = SCHEMA["$defs"]
-SPEC = Path(__file__).resolve().parent / "spec"
+SPEC = Path(__file__).resolve().parents[1] / "spec"
 UPLOAD = (SPEC / "upload-format.md").read_text()
 RULES = (SPEC / "slow6-rules.md").read_text()
 

@@ -21,8 +21,6 @@ from ingest.storage import lake as lake_module
 from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
 from ingest.storage.lake_admin import check
 
-pytest_plugins = ["lake_cluster"]
-
 
 def _staged(catalog: str) -> int:
     with psycopg.connect(conninfo(catalog), autocommit=True) as con:

@@ -14,20 +14,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from support import PAGES, REPO, Browser, Server, demo_copy, demo_env
+from support import PAGES, REPO, Browser, Server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 PHONE = 390
 READY = "document.body.dataset.rendered !== undefined"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_db):
-    work = tmp_path_factory.mktemp("phone")
-    s = Server(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
-    yield s
-    s.stop()
 
 
 def screen(browser: Browser, width: int, height: int = 900) -> None:

@@ -9,7 +9,6 @@ import json
 import pytest
 from support import balance
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from analysis import jobs
 from analysis import synthetic as sy
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "agg-tables.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "agg-tables.md"
 
 
 def sections() -> dict[str, str]:

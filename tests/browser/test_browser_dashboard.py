@@ -3,24 +3,16 @@
 Driven over the Chrome DevTools Protocol (support.Browser). For each page: every chart renders
 (an SVG with marks), no request leaves 127.0.0.1, no console error or uncaught exception; a
 screenshot of each page goes to tests/artifacts/ (the README's, of a fresh demo, is
-tests/test_browser_phone.py's, on request). Skips, saying why, only when chromium is not installed
-(conftest.py).
+tests/browser/test_browser_phone.py's, on request). Skips, saying why, only when chromium is
+not installed (conftest.py).
 """
 
 from __future__ import annotations
 
 import pytest
-from support import ARTIFACTS, PAGES, Browser, Server, demo_copy, demo_env
+from support import ARTIFACTS, PAGES, Browser
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]  # slow: a real `balance serve`
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, demo_db):
-    work = tmp_path_factory.mktemp("dash-server")
-    s = Server(work, env=demo_env(), db=demo_copy(demo_db, work)).start()
-    yield s
-    s.stop()
 
 
 LOCAL = ("data:", "blob:", "about:")

@@ -22,7 +22,6 @@ from ingest.storage import Store
 from ingest.storage.lake import LakeStore, connect
 from ingest.storage.lake_admin import import_store, maintain
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow  # a PostgreSQL cluster, every job on two stores several times
 
 

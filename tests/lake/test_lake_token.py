@@ -23,8 +23,6 @@ from ingest.storage import lake_token
 from ingest.storage.lake import LakeStore, connect, conninfo
 from ingest.storage.lake_token import CommitToken
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
-
 RECORD = json.loads((examples_dir() / "slow6-valid.ndjson").read_text().splitlines()[0])
 
 

@@ -33,8 +33,6 @@ from ingest.storage.lake import (
 from ingest.storage.lake_admin import check, import_store, maintain
 from ingest.storage.lake_claims import Claims
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
-
 EXAMPLES = examples_dir()
 
 

@@ -26,7 +26,6 @@ from ingest.storage.lake import LAKE_SCHEMA_VERSION, connect, stored_version  # 
 from ingest.storage.lake_admin import init_lake  # noqa: E402
 from ingest.storage.registry import Refused  # noqa: E402
 
-pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 pytestmark = pytest.mark.slow
 
 RULESETS = spec_dir() / "examples" / "rulesets"
