@@ -119,7 +119,7 @@ def test_incremental_runs_equal_a_full_run_across_rulesets(tmp_path):
     incremental = {n: con.sql(f"SELECT * FROM {n}").pl() for n in names}
     jobs.run(con, _write(con), full=True)
     full = {n: con.sql(f"SELECT * FROM {n}").pl() for n in names}
-    from tests.test_analysis_incremental import assert_same
+    from test_analysis_incremental import assert_same  # (this folder's)
 
     assert_same(incremental, full)
     assert set(full["agg_power"]["ruleset"]) == {"standard", "r31"}
