@@ -16,7 +16,8 @@ see either the old tables or the new ones.
 
 A full run computes everything from the games: the first run, `full` (or `force`), another
 job version or cut, a table missing, or most of a source changed. It gives the same tables
-as any sequence of incremental runs over the same games (tests/test_analysis_incremental.py).
+as any sequence of incremental runs over the same games
+(tests/analysis/test_analysis_incremental.py).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 additive columns (any cut of it is a GROUP BY of the keys and a SUM of these columns), and the
 `Cube` type: the SQL that fills a table from one source's games.
 
-docs/agg-tables.md documents every table and column; tests/test_analysis_cuts.py checks that
-each table has exactly these columns and that cutting it equals filtering the games first.
+docs/agg-tables.md documents every table and column; tests/analysis/test_analysis_cuts.py checks
+that each table has exactly these columns and that cutting it equals filtering the games first.
 """
 
 from __future__ import annotations

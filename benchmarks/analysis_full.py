@@ -1,7 +1,7 @@
 """The balance jobs at a million (or ten million) games: a full recompute of every agg_*
 table, an incremental run after new games, and the per-lineup table against one SQL query.
 
-    python benchmarks/analysis_full.py [--games 1000000] [--new 10000] [--memory-limit 1GB]
+    python -m benchmarks.analysis_full [--games 1000000] [--new 10000] [--memory-limit 1GB]
 
 Builds (once, in a child process, cached under benchmarks/out/ or $BALANCE_BENCH_OUT) a store
 of synthetic rows with realistic distributions (analysis.synthetic: numpy, straight into the
@@ -186,9 +186,9 @@ def main(argv=None) -> int:
         part.rename(path)
     # a fresh process, so the peak RSS is the jobs' own and not the generator's
     res = subprocess.run(
-        [sys.executable, __file__, "--measure-only", str(path), "--new", str(args.new),
-         "--memory-limit", args.memory_limit],
-        check=True, capture_output=True, text=True, env=env,
+        [sys.executable, "-m", "benchmarks.analysis_full", "--measure-only", str(path),
+         "--new", str(args.new), "--memory-limit", args.memory_limit],
+        check=True, capture_output=True, text=True, env=env, cwd=ROOT,
     )  # fmt: skip
     r = json.loads(res.stdout.strip().splitlines()[-1])
     print(f"games in store                   {r['games']:>12,}")

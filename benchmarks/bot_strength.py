@@ -2,7 +2,7 @@
 
 Each pairing plays `--games` games on the board, half with each level moving first, and the
 lineups shared between the two halves so the comparison is paired. Prints the table.
-usage: python benchmarks/bot_strength.py [--games 60] [--board 5] [--powers]
+usage: python -m benchmarks.bot_strength [--games 60] [--board 5] [--powers]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Server time and weight of every dashboard page at 1,000,000 games.
 
-    python benchmarks/dashboard_pages.py [--games 1000000] [--repeat 5]
+    python -m benchmarks.dashboard_pages [--games 1000000] [--repeat 5]
 
 Store: synthetic rows with realistic distributions (analysis.synthetic, the analysis benchmark's
 synthesizer; reuses its cached benchmarks/out/analysis_<N>.duckdb when present), then the real

@@ -4,24 +4,21 @@ simulated games and single-fault mutations of them, under `standard` and random 
 standard or not), every disagreement class with an example, and writes the disagreeing
 records (with their ruleset) to --out.
 
-    python benchmarks/differential.py --records 1000000 --workers 2 --out /tmp/diff.ndjson
+    python -m benchmarks.differential --records 1000000 --workers 2 --out /tmp/diff.ndjson
 """
 
 from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
-import sys
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+import orjson
 
-import orjson  # noqa: E402
-from differential.compare import judge_both  # noqa: E402
-from differential.corpus import corpus  # noqa: E402
+from tests.differential.compare import judge_both
+from tests.differential.corpus import corpus
 
 
 def _work(args):

@@ -1,7 +1,7 @@
 """End-to-end upload throughput over HTTP: a real `balance serve`, verification and durable
 commit included (a game counts once its 200 `accepted` answer is back).
 
-    python benchmarks/ingest_http.py [--batch-games 20000] [--single-games 8000]
+    python -m benchmarks.ingest_http [--batch-games 20000] [--single-games 8000]
 
 1. NDJSON batches of 500 records from 2 client connections (target >= 3,000 games/s).
 2. Single-record POSTs (application/json) from 8 concurrent keep-alive clients
@@ -34,8 +34,7 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402
+from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
 
 
 def start_server(db: Path, threads: int) -> tuple[subprocess.Popen, int]:

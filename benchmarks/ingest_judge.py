@@ -9,8 +9,8 @@ for each stage and in total, best and median of several passes, and the pickled 
 game. The server's side of the hand-off (unpickling, `rows.tables_of`) is shown apart: it
 is not judge CPU, but a change here must not move cost onto the server process.
 
-    PYTHONPATH=. nice -n 15 python benchmarks/ingest_judge.py [--games 5000] [--passes 7]
-    PYTHONPATH=. nice -n 15 python benchmarks/ingest_judge.py --against /tmp/wt-base
+    PYTHONPATH=. nice -n 15 python -m benchmarks.ingest_judge [--games 5000] [--passes 7]
+    PYTHONPATH=. nice -n 15 python -m benchmarks.ingest_judge --against /tmp/wt-base
 
 `--against DIR` loads a second tree's code (a worktree of another commit) into the same
 process and alternates the two chunk by chunk (ABBA), so that the machine's drift (15-40%
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402  (puts ROOT on sys.path)
+from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
 
 CHUNK = 50  # ingest/server/workers.py::_CHUNK
 STAGES = (

@@ -1,6 +1,6 @@
 """Bytes on disk per stored game: N games through the ingest path into a fresh store file.
 
-    python benchmarks/ingest_size.py [--games 100000] [--game slow6|slide]
+    python -m benchmarks.ingest_size [--games 100000] [--game slow6|slide]
 
 Records are judged (parsed, checked, replayed) and stored by the same code as uploads, in
 group commits of 500 into a store made as the server makes it (its settings, BALANCE_* from
@@ -19,12 +19,10 @@ from pathlib import Path
 
 import duckdb
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest_pool import pool, with_fresh_ids  # noqa: E402
-
-from ingest.server import config  # noqa: E402
-from ingest.server.app import open_store  # noqa: E402
-from ingest.server.pipeline import Judge, utcnow  # noqa: E402
+from benchmarks.ingest_pool import pool, with_fresh_ids
+from ingest.server import config
+from ingest.server.app import open_store
+from ingest.server.pipeline import Judge, utcnow
 
 TABLES = (
     "raw_records",

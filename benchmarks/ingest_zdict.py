@@ -1,6 +1,6 @@
 """Raw-record codecs: build a token list + preset dictionary, and print what each codec saves.
 
-    python benchmarks/ingest_zdict.py [--games 600] [--seed 7] [--write-dir DIR] [--test N]
+    python -m benchmarks.ingest_zdict [--games 600] [--seed 7] [--write-dir DIR] [--test N]
 
 Prints, per game, the mean canonical record size and the stored size with plain deflate, with
 every shipped codec and with a freshly built one (microseconds per record too), measured on
@@ -21,9 +21,7 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from ingest.storage import codec  # noqa: E402
+from ingest.storage import codec
 
 SIZE, LEVEL = 32 * 1024, 9
 # The most repeated fragments of canonical records (sorted keys, compact), longest first.

@@ -19,7 +19,7 @@
    confident (each a false change). Equal rulesets with the same seeds play the same games
    and give exactly 0, which says nothing about the intervals' rate.
 
-usage: python benchmarks/lab.py [--seconds 10] [--levels 1,2,3,4] [--pairs 200] [--jobs 2]
+usage: python -m benchmarks.lab [--seconds 10] [--levels 1,2,3,4] [--pairs 200] [--jobs 2]
                                 [--candidate FILE] [--coverage R [--coverage-pairs 60]]
 """
 

@@ -1,7 +1,7 @@
 """Faults under single-game load on a lake with staging, each checked against the client's list
 of acknowledged game_ids: 0 lost, 0 doubled, `balance lake check` clean (docs/lake.md).
 
-    python benchmarks/lake_faults.py [--connections 16] [--seconds 6]
+    python -m benchmarks.lake_faults [--connections 16] [--seconds 6]
         [--faults kill-loader,kill-other,pg-stop,pg-freeze,disk-full]
 
 Real `balance serve --lake` processes (two), its own PostgreSQL cluster (tests/lake_cluster.py,
@@ -41,10 +41,8 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from ingest_pool import pool, with_fresh_ids  # noqa: E402
-from lake_cluster import Cluster, LakeServer, lake_unavailable  # noqa: E402
+from benchmarks.ingest_pool import pool, with_fresh_ids
+from tests.harness.lake import Cluster, LakeServer, lake_unavailable
 
 
 class Load:
@@ -183,7 +181,9 @@ def main() -> int:
     ap.add_argument("--stop-seconds", type=float, default=20.0)
     ap.add_argument("--freeze-seconds", type=float, default=30.0)
     args = ap.parse_args()
-    ext = Path(tempfile.mkdtemp(prefix="lake-faults-ext-"))
+    # an extension directory given (the test suite's) is used and left; else one of its own
+    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
+    ext = Path(given or tempfile.mkdtemp(prefix="lake-faults-ext-"))
     os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
     reason = lake_unavailable(ext)
     if reason:
@@ -191,7 +191,7 @@ def main() -> int:
         return 2
     from ingest.storage.lake_admin import check, init_lake
 
-    cluster = Cluster.start(fsync=True)
+    cluster = Cluster.for_benchmark(fsync=True)
     work = Path(tempfile.mkdtemp(prefix="lake-faults-"))
     servers: list[LakeServer] = []
     failed = mounted = False
@@ -264,7 +264,8 @@ def main() -> int:
         if mounted:
             subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(ext, ignore_errors=True)
+        if not given:
+            shutil.rmtree(ext, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -3,7 +3,7 @@ same run: real `balance serve` processes, verification and durable acknowledgeme
 game counts once its 200 `accepted` answer is back; on a lake that is once PostgreSQL holds
 it, docs/lake.md "Staging"; every acknowledged game is then checked to be in the lake).
 
-    python benchmarks/lake_ingest.py [--seconds 10] [--servers 1,2,3] [--connections 8,64,256]
+    python -m benchmarks.lake_ingest [--seconds 10] [--servers 1,2,3] [--connections 8,64,256]
         [--no-file] [--pool 1000] [--token on|off|both] [--staging on|off|both]
 
 It starts its own PostgreSQL cluster (tests/lake_cluster.py; fsync on) and, per setup, a new
@@ -41,10 +41,8 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from ingest_pool import OUT, pool, with_fresh_ids  # noqa: E402
-from lake_cluster import Cluster, LakeServer, lake_unavailable  # noqa: E402
+from benchmarks.ingest_pool import OUT, pool, with_fresh_ids
+from tests.harness.lake import Cluster, LakeServer, lake_unavailable
 
 JSON, NDJSON = "application/json", "application/x-ndjson"
 
@@ -252,11 +250,12 @@ def main() -> int:
     )
     ap.add_argument("--max-uploads", type=int, default=0, help="BALANCE_MAX_UPLOADS (0: default)")
     args = ap.parse_args()
-    ext = Path(tempfile.mkdtemp(prefix="lake-bench-ext-"))
+    # an extension directory given (the test suite's) is used and left; else one of its own
+    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
+    ext = Path(given or tempfile.mkdtemp(prefix="lake-bench-ext-"))
     os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
     reason = lake_unavailable(ext)
     if reason:
-        shutil.rmtree(ext, ignore_errors=True)
         print(f"lake benchmark not run: {reason}", file=sys.stderr)
         return 2
     records = pool("slow6", args.pool)
@@ -268,7 +267,7 @@ def main() -> int:
     if args.max_uploads:
         env["BALANCE_MAX_UPLOADS"] = str(args.max_uploads)
     results = []
-    cluster = Cluster.start(fsync=True)
+    cluster = Cluster.for_benchmark(fsync=True)
     work = Path(tempfile.mkdtemp(prefix="lake-bench-"))
     try:
         from ingest.storage.lake_admin import init_lake
@@ -313,7 +312,8 @@ def main() -> int:
     finally:
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(ext, ignore_errors=True)
+        if not given:
+            shutil.rmtree(ext, ignore_errors=True)
     for line in verdicts(results):
         print(line)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -1,6 +1,6 @@
 """The balance jobs on a lake against the same jobs on the embedded file, same games, same run.
 
-    python benchmarks/lake_jobs.py [--games 1000000] [--new 10000] [--memory-limit 1GB]
+    python -m benchmarks.lake_jobs [--games 1000000] [--new 10000] [--memory-limit 1GB]
 
 Builds (or reuses) analysis_full.py's synthetic store of `--games` games, starts its own
 PostgreSQL cluster (tests/lake_cluster.py; fsync on), makes a lake and copies the store's
@@ -20,15 +20,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from analysis_full import OUT, build  # noqa: E402
-from lake_cluster import Cluster, lake_unavailable  # noqa: E402
+from benchmarks.analysis_full import OUT, build
+from tests.harness.lake import Cluster, lake_unavailable
 
 GAME_TABLES = ("games", "game_pieces", "game_powers", "game_turns", "quarantine")
 
@@ -173,7 +170,7 @@ def main(argv=None) -> int:
         from ingest.storage.lake_admin import init_lake, maintain
 
         path = store_file(args.games)
-        cluster = Cluster.start(fsync=True)
+        cluster = Cluster.for_benchmark(fsync=True)
         try:
             catalog = cluster.create_db("jobs")
             init_lake(catalog, str(Path(tmp) / "data"))

@@ -3,7 +3,7 @@
 registry's counter in the catalog's PostgreSQL, which is all an upload naming an unknown
 ruleset (RS5.1) costs while nothing was registered; and judging such uploads in a burst.
 
-    python benchmarks/lake_registry.py [--reads 100] [--burst 2000]
+    python -m benchmarks.lake_registry [--reads 100] [--burst 2000]
 
 Its own PostgreSQL cluster and lake (tests/lake_cluster.py), the five rulesets of the spec's
 examples registered; a LakeStore as a server has it. The burst judges `--burst` records naming
@@ -23,8 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from lake_cluster import Cluster, lake_unavailable  # noqa: E402
+from tests.harness.lake import Cluster, lake_unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "tests" / "spec" / "examples"
@@ -46,7 +45,7 @@ def main(argv=None) -> int:
         from ingest.storage.lake import LakeStore
         from ingest.storage.lake_admin import init_lake
 
-        cluster = Cluster.start()
+        cluster = Cluster.for_benchmark(fsync=False)
         try:
             catalog = cluster.create_db("registry")
             init_lake(catalog, str(Path(tmp) / "data"))

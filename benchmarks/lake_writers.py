@@ -2,7 +2,7 @@
 writers each on a lake of its own: the control that tells the lake's cost of more writers
 (DuckLake's snapshot conflicts, the claims) from the machine's (processes sharing its cores).
 
-    python benchmarks/lake_writers.py [--writers 1,2,3] [--batches 12] [--batch 500]
+    python -m benchmarks.lake_writers [--writers 1,2,3] [--batches 12] [--batch 500]
 
 Each writer is a process with a LakeStore (ingest/storage/lake.py) committing batches of
 `--batch` games that were judged, with their rows, before the clock starts (no HTTP, no
@@ -28,15 +28,14 @@ import time
 import uuid
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from analysis_full import OUT  # noqa: E402
-from lake_cluster import Cluster, lake_unavailable  # noqa: E402
+from benchmarks.analysis_full import OUT
+from tests.harness.lake import Cluster, lake_unavailable
 
 
 def _records(n: int) -> list[bytes]:
     import orjson
-    from support import SLOW6
+
+    from tests.harness.records import SLOW6
 
     return [orjson.dumps(dict(SLOW6[i % len(SLOW6)], game_id=str(uuid.uuid4()))) for i in range(n)]
 
@@ -110,7 +109,7 @@ def main(argv=None) -> int:
             return 1
         from ingest.storage.lake_admin import init_lake
 
-        cluster = Cluster.start(fsync=True)
+        cluster = Cluster.for_benchmark(fsync=True)
         made = 0
 
         def new_lake() -> str:

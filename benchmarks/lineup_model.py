@@ -1,7 +1,7 @@
 """Lineup strength: the rank-in-file model (analysis.lineup_model) against per-lineup rates, on
 synthetic games with a planted effect, over repeated seeds.
 
-    python benchmarks/lineup_model.py [--sizes 2000,5000,20000] [--seeds 20]
+    python -m benchmarks.lineup_model [--sizes 2000,5000,20000] [--seeds 20]
 
 For each scenario, size (games on that board, classic, human, one version) and seed: the games
 of analysis.synthetic with the effect planted, counted per lineup from each side as agg_lineup

@@ -1,7 +1,7 @@
 """Does the Findings report cry wolf? Null and planted stores with known truth, the jobs run,
 the report read as a designer reads it (analysis.findings.collect).
 
-    python benchmarks/null_reports.py [--stores 20] [--sizes 2000,5000,20000]
+    python -m benchmarks.null_reports [--stores 20] [--sizes 2000,5000,20000]
         [--histories 10] [--weeks 52] [--weekly-size 20000] [--planted 10] [--seed 0]
 
 Every store is read under two decision policies side by side (analysis.decisions.Policy):

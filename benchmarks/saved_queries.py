@@ -1,7 +1,7 @@
 """Saved queries at their bounds: what a flood of the largest saves costs the store, and what
 listing them costs the server's memory.
 
-    python benchmarks/saved_queries.py [--saves 400] [--lists 6]
+    python -m benchmarks.saved_queries [--saves 400] [--lists 6]
 
 A real `balance serve` on a fresh store, the rate of saves off and the count and total bounds
 raised so that every save lands: `--saves` saves of the largest query a save may hold

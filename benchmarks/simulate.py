@@ -1,6 +1,6 @@
 """Simulation speed, games per second, for the random player and each bot level (5x5 and 7x7,
 with powers), both sides at the same level.
-usage: python benchmarks/simulate.py [--seconds 10]
+usage: python -m benchmarks.simulate [--seconds 10]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Prints games simulated per second (CPU time, one core) for random, greedy and mixed tables at 2,
 4 and 6 players, then a greedy-vs-random table: two-player head-to-head with seats alternated,
 and 4-player tables of two greedy and two random bots.
-usage: python benchmarks/simulate_slide.py [--games 40]
+usage: python -m benchmarks.simulate_slide [--games 40]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A soak: uploads, console queries and hostile clients against one `balance serve` at once.
 
-    python benchmarks/soak.py [--seconds 180] [--uploaders 3] [--silent 16] [--trickle 8]
+    python -m benchmarks.soak [--seconds 180] [--uploaders 3] [--silent 16] [--trickle 8]
                               [--idle 300] [--flood 70] [--slow-console 6] [--never-read 4]
                               [--pool 1000]
 
@@ -52,8 +52,7 @@ from pathlib import Path
 
 import orjson
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest_pool import ROOT, pool, with_fresh_ids  # noqa: E402
+from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
 
 HOST = "127.0.0.1"
 UPLOADERS, CONSOLE = "127.0.0.2", "127.0.0.3"  # the legitimate clients' own addresses

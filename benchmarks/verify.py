@@ -12,7 +12,7 @@ median, best and worst pass over the corpus (the machine's speed swings within a
 the plain replay, from parsed records (the collect path's cost over the plain one).
 With --ruleset FILE (a ruleset TOML file, rulesets.md RS4.1) the corpus is played under that
 ruleset, each record names it, and the verifier is given it: the speed off `standard`.
-usage: python benchmarks/verify.py [--games 2000] [--seconds 5] [--facts] [--ruleset FILE]
+usage: python -m benchmarks.verify [--games 2000] [--seconds 5] [--facts] [--ruleset FILE]
 """
 
 from __future__ import annotations

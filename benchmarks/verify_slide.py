@@ -5,7 +5,7 @@ Each line goes through `replays.wellformed.parse` and `check` (the server's path
 `orjson.loads` when that module is missing) and then `replays.slide.verify.verify`. Also shown:
 the same with `replay` (verdict plus the facts storage needs) and the verifier alone.
 The corpus is simulated (mixed greedy/random tables) and cached in benchmarks/out/.
-usage: python benchmarks/verify_slide.py [--games 1000] [--seconds 3]  (figures: best pass, median)
+usage: python -m benchmarks.verify_slide [--games 1000] [--seconds 3]  (figures: best pass, median)
 """
 
 from __future__ import annotations

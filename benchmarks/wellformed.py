@@ -7,26 +7,22 @@ games/s per core end to end). Corpora: the 5x5 and all slow6-valid examples, the
 examples, generated full-length 7x7 games with powers (42 turns), and generated 7x7 records near
 the 64 KiB limit. Figures are the best of several passes (the machine is shared), as wall time
 and as this process's CPU time.
-usage: python benchmarks/wellformed.py [--seconds 1.0]
+usage: python -m benchmarks.wellformed [--seconds 1.0]
 """
 
 from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
 import uuid
-from pathlib import Path
 
 import orjson
 
 from replays._wf_slow6 import text_proves
 from replays.vocabulary import POWERS
 from replays.wellformed import MAX_BYTES, check, load, parse
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from support import examples_dir  # noqa: E402  (the spec's one lookup: tests/spec/ first)
+from tests.harness.records import examples_dir
 
 EXAMPLES = examples_dir()
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # (the storage package is imported when a query runs, not for --help)
     from ingest.storage.where import Where
 
-DEFAULT_URL = "http://127.0.0.1:8000"  # where.DEFAULT_URL (tests/test_where.py holds them equal)
+# where.DEFAULT_URL (tests/ingest/storage/test_where.py holds them equal)
+DEFAULT_URL = "http://127.0.0.1:8000"
 
 
 def register(subparsers) -> None:

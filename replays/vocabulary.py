@@ -2,7 +2,8 @@
 
 Tuples, in the order the spec lists them (a power's order is its bit in an analysis mask).
 The checker, the engines, the jobs and the dashboard all take their values from here, and
-tests/test_vocabulary.py holds these equal to the JSON Schema's enums and to the spec's text.
+tests/replays/test_vocabulary.py holds these equal to the JSON Schema's enums and to the spec's
+text.
 Imports nothing: analysis, dashboard and ingest import it, never the other way round.
 """
 

@@ -27,6 +27,10 @@ from pathlib import Path
 import pytest
 from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
 
+# The lake's fixtures (lake_cluster.py) for every folder: one PostgreSQL cluster per session
+# (per xdist worker), shared by the lake tests and the lake benchmarks' smoke runs.
+pytest_plugins = ["lake_cluster"]
+
 # Fixtures that make every test using them `slow` (real processes, the demo store's build);
 # pg_cluster: the lake tests' PostgreSQL (tests/lake_cluster.py).
 SLOW_FIXTURES = {"server", "server_factory", "demo_db", "pg_cluster"}
@@ -37,8 +41,11 @@ SLOW_MODULES = {"test_differential.py"}  # the engine against the referee on 16,
 def pytest_collection_modifyitems(items):
     """`slow` by what a test needs: a real server or PostgreSQL, the demo store, or chromium
     (`browser`). Other slow tests are marked where they are (subprocesses, long property runs).
-    `browser` tests skip, saying why, where chromium is not installed."""
+    `browser` tests skip, saying why, where chromium is not installed. `lake`: every test on
+    PostgreSQL and the ducklake extension (`-m "not lake"` deselects them)."""
     for item in items:
+        if "lake_extensions" in item.fixturenames or item.path.parent.name == "lake":
+            item.add_marker(pytest.mark.lake)
         if item.get_closest_marker("browser") and CHROMIUM is None:
             item.add_marker(pytest.mark.skip(reason=NO_CHROMIUM))
         if (
@@ -99,12 +106,21 @@ def server(server_factory, request):
     return server_factory(**params)
 
 
-@pytest.fixture(scope="module")
-def browser():
-    """Headless Chromium with one page (support.Browser), for a browser test module."""
+@pytest.fixture(scope="session")
+def chromium():
+    """Headless Chromium (support.Browser), one for the session: started once, by the first
+    browser test."""
     b = Browser()
     yield b
     b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium):
+    """A fresh page of the session's Chromium for a browser test module: a browser context
+    of its own, so nothing of another module's pages (cookies, storage) is seen."""
+    chromium.new_page()
+    return chromium
 
 
 @pytest.fixture(scope="session")

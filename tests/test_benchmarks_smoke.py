@@ -1,9 +1,11 @@
 """Every benchmark in benchmarks/ runs at a tiny size and prints its figures, so that none can
 break unnoticed (analysis_full.py once died building its store on a fresh checkout).
 
-Each runs as a subprocess, as someone would run it, with its caches in a fresh directory
-(BALANCE_BENCH_OUT): the build paths run every time, and benchmarks/out/ is left alone. All but
-the quickest few are `slow`.
+Each runs as a subprocess, as someone would run it (`python -m benchmarks.NAME` from the
+checkout), with its caches in a fresh directory (BALANCE_BENCH_OUT): the build paths run every
+time, and benchmarks/out/ is left alone. The lake benchmarks borrow the session's PostgreSQL
+cluster and extension directory (BALANCE_BENCH_PG_DIR) instead of starting their own: one
+cluster per run. All but the quickest few are `slow`.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ import subprocess
 import sys
 
 import pytest
+from lake_cluster import BORROW
 from support import REPO
 
 BENCHMARKS = REPO / "benchmarks"
-slow = pytest.mark.slow
+slow, lake = pytest.mark.slow, pytest.mark.lake
 
 # script -> (the smallest arguments its --help offers, a regex of its figures, marks)
 RUNS = {
@@ -108,30 +111,30 @@ RUNS = {
         "--games 1500 --new 100",
         r"lake / file +[\d.]+ .*after 100 new games, lake +[\d.]+ s +\(incremental, 100\)"
         r".*live Parquet +[\d.]+ B/game",
-        [slow],
+        [slow, lake],
     ),
     "lake_ingest.py": (
         "--seconds 1 --servers 1 --no-file --connections 2 --pool 10 --single-lines 300",
         r'"setup": "lakex1", "phase": "single2".*lakex1: (\d+) games acknowledged, \1 in',
-        [slow],
+        [slow, lake],
     ),
     "lake_faults.py": (
         "--faults kill-other --seconds 1 --connections 2",
         r'"fault": "kill-other", "acknowledged": [1-9]\d*, "in_lake": \d+, "lost": 0, '
         r'"doubled": 0, "check_ok": true',
-        [slow],
+        [slow, lake],
     ),
     "lake_registry.py": (
         "--reads 2 --burst 100",
         r"full read of the rulesets from the lake: [\d.]+ ms.*counter check: +[\d.]+ ms.*"
         r"RS5.1 burst, counter checked: [\d,]+ records/s.*a lake read a chunk: [\d,]+",
-        [slow],
+        [slow, lake],
     ),
     "lake_writers.py": (
         "--writers 2 --batches 1 --batch 20",
         r"2 writer\(s\), one lake +CPU ms/game \[[\d.]+, [\d.]+\].*"
         r"2 writer\(s\), one lake, no token +CPU.*2 writer\(s\), a lake each +CPU",
-        [slow],
+        [slow, lake],
     ),
     "verify_slide.py": (
         "--games 5 --seconds 0.05",
@@ -156,14 +159,17 @@ def test_every_benchmark_has_a_smoke_run():
 @pytest.mark.parametrize(
     "script", [pytest.param(name, marks=RUNS[name][2]) for name in sorted(RUNS)]
 )
-def test_the_benchmark_runs_at_a_tiny_size(script, tmp_path):
+def test_the_benchmark_runs_at_a_tiny_size(script, tmp_path, request):
     args, figures, _ = RUNS[script]
     args = args.format(out=tmp_path).split()
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
     env["BALANCE_BENCH_OUT"] = str(tmp_path / "out")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    if script.startswith("lake_"):  # skips, saying why, where no lake can be had
+        env[BORROW] = str(request.getfixturevalue("pg_cluster").directory)
+        env["BALANCE_LAKE_EXTENSIONS"] = str(request.getfixturevalue("lake_extensions"))
     run = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *args],
+        [sys.executable, "-m", f"benchmarks.{script.removesuffix('.py')}", *args],
         cwd=REPO,
         env=env,
         capture_output=True,

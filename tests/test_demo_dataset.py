@@ -11,7 +11,7 @@ from datetime import date
 
 import orjson
 import pytest
-from support import Server
+from support import Server, wait_for
 
 from ingest.server import demo
 from replays import demoset
@@ -139,9 +139,7 @@ def quick_start(tmp_path_factory):
     started = time.monotonic()
     server.start(timeout=300)
     try:
-        deadline = time.monotonic() + 30
-        while "Ready. Dashboard:" not in server.output() and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_for(lambda: "Ready. Dashboard:" in server.output(), 30, "the last log line")
         yield server, time.monotonic() - started
     finally:
         server.stop()
@@ -197,8 +195,10 @@ def test_quick_start_serves_the_demo(quick_start):
 def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
     """In Chromium: the first screen's default cut has thousands of games, says which version
     and why, logs no console warning, and one click widens it to every version."""
-    from support import Browser  # (a `browser` test: skipped, saying why, without chromium)
-    from test_browser_first_hour import console
+    from support import (
+        Browser,  # (a `browser` test: skipped, saying why, without chromium)
+        console,
+    )
 
     server, _ = quick_start
     version, human, every = _live_cut(server)
@@ -212,10 +212,12 @@ def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
         line = browser.evaluate("document.getElementById('default-cut').textContent")
         assert version in line and "newest release" in line, line
         browser.evaluate("document.getElementById('all-rulesets').click()")
-        deadline = time.monotonic() + 30
-        while "client_version=" not in browser.evaluate("location.search"):
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
+        wait_for(
+            lambda: "client_version=" in browser.evaluate("location.search"),
+            30,
+            "the widened cut in the address",
+            every=0.1,
+        )
         browser.open(browser.evaluate("location.href"), "document.body.dataset.rendered")
         widened = browser.evaluate("document.getElementById('coverage').textContent")
         assert int(widened.replace(",", "")) == every > human
@@ -234,8 +236,7 @@ def test_the_versions_page_shows_the_patch_and_what_it_did(quick_start):
     import csv
     import io
 
-    from support import Browser
-    from test_browser_first_hour import console
+    from support import Browser, console
 
     server, _ = quick_start
     browser = Browser()

@@ -36,14 +36,14 @@ GRANIAN = Pin(
             "the private `granian._signals.set_sync_signals` and `granian._granian.WorkerSignal` "
             "still exist and are still picked up when the worker starts serving; a second set() "
             "of the shutdown signal still blocks (else the wakeup-pipe shim can go): "
-            "tests/test_ingest_serve.py's signal tests",
+            "tests/ingest/test_ingest_serve.py's signal tests",
         ),
         Recheck(
             "ingest/server/guard.py",
             "calls the app as soon as a request's headers are in",
             "granian still has no body timeout and `wsgi.input.read(n)` still blocks its thread "
             "until n bytes arrive; it still closes a connection whose body was left unread: "
-            "tests/test_ingest_hostile_clients.py",
+            "tests/ingest/test_ingest_hostile_clients.py",
         ),
         Recheck(
             "ingest/server/reaper.py",
@@ -51,7 +51,7 @@ GRANIAN = Pin(
             "a connection that never completes its request still holds a slot of "
             "`backpressure` forever, and granian still gives no client port (the reaper finds "
             "the socket by address and byte counts); shutdown(2) still makes granian close: "
-            "tests/test_ingest_hostile_clients.py, tests/test_server_hardening.py",
+            "tests/ingest/test_ingest_hostile_clients.py, tests/ingest/test_server_hardening.py",
         ),
         Recheck(
             "ingest/server/serve.py",
@@ -71,7 +71,7 @@ DUCKDB = Pin(
             "BUILT_FOR = ",
             "the ducklake, postgres_scanner and httpfs extension wheels are pinned to the same "
             "version (pyproject.toml) and the lake's catalog format still reads: "
-            "tests/test_lake.py",
+            "tests/lake/test_lake.py",
         ),
         Recheck(
             "docs/ingest.md",
@@ -85,19 +85,19 @@ DUCKDB = Pin(
             "seen with duckdb",
             "an allocation refused under a SQL worker's memory limit still surfaces as an "
             "OSError from the Arrow batch reader (a download answered 413): "
-            "tests/test_sql_hostile.py",
+            "tests/dashboard/test_sql_hostile.py",
         ),
         Recheck(
             "dashboard/console/sqlpool.py",
             "Memory DuckDB's allocator keeps",
             "memory the allocator keeps after a big query still counts against the limit (a "
-            "worker past half of it is recycled): tests/test_sql_hostile.py",
+            "worker past half of it is recycled): tests/dashboard/test_sql_hostile.py",
         ),
         Recheck(
             "pyproject.toml",
             "DuckDB's postgres extension spins its caller",
             "the lake's commit token waits through psycopg because the postgres extension "
-            "spins its caller while it waits: tests/test_lake_token.py",
+            "spins its caller while it waits: tests/lake/test_lake_token.py",
         ),
         Recheck(
             "ingest/storage/store.py",
@@ -108,7 +108,7 @@ DUCKDB = Pin(
             "ingest/storage/store.py",
             "DuckDB's autocheckpoint failing",
             "a commit that is durable and still raises (autocheckpoint), and a failed "
-            "checkpoint invalidating the database: tests/test_storage_failures.py",
+            "checkpoint invalidating the database: tests/ingest/storage/test_storage_failures.py",
         ),
     ),
 )

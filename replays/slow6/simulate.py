@@ -21,7 +21,8 @@ from .position import Lineups, Position, Target, Turn
 _T = TypeVar("_T")
 
 EPOCH = datetime(2026, 11, 30, tzinfo=UTC)
-# Weighted tables: the names are replays/vocabulary.py's (tests/test_vocabulary.py holds them).
+# Weighted tables: the names are replays/vocabulary.py's (tests/replays/test_vocabulary.py
+# holds them).
 MODES = (("online", 45), ("friend", 15), ("computer", 25), ("challenge", 8), ("tutorial", 7))
 PLATFORMS = (("ios", 35), ("android", 35), ("web", 15), ("desktop", 10), ("bot", 5))
 VERSIONS = (("2.4.0", 10), ("2.5.0", 15), ("2.5.3", 25), ("3.0.0", 35), ("3.1.0-beta.2", 15))

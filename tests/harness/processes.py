@@ -1,0 +1,36 @@
+"""Processes and ports: what a test needs to find a server's workers or a free port."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+
+def children(pid: int) -> list[int]:
+    """The processes `pid` started (Linux /proc)."""
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(c) for c in (task / "children").read_text().split()]
+    return out
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under `pid`: a server's worker and its judge processes."""
+    return [p for child in children(pid) for p in (child, *descendants(child))]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def free_bytes(disk: Path) -> int:
+    st = os.statvfs(disk)
+    return st.f_bavail * st.f_frsize
+
+
+def gone(pids: list[int]) -> bool:
+    """None of `pids` is left in /proc (not even a zombie waiting for its parent)."""
+    return not any(Path(f"/proc/{pid}").exists() for pid in pids)

@@ -1,0 +1,49 @@
+"""The harness's one way to wait (tests/harness/wait.py): for a state, never for a time."""
+
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+from support import wait_for
+
+
+def test_wait_for_returns_what_the_predicate_gave_once_it_holds():
+    calls = itertools.count(1)
+    assert wait_for(lambda: next(calls) >= 3 and "ready", 5, "the third call", every=0) == "ready"
+    assert next(calls) == 4  # called exactly three times: no call after it held
+
+
+def test_wait_for_names_what_never_came():
+    with pytest.raises(TimeoutError, match=r"^the impossible: not within 0.1 s$"):
+        wait_for(lambda: False, 0.1, "the impossible", every=0.01)
+
+
+def test_wait_for_tries_once_more_at_the_deadline():
+    """A machine so loaded that the first call returns after the deadline still gets the state
+    it reached (order, not speed)."""
+    seen = []
+
+    def slow_then_true():
+        seen.append(time.monotonic())
+        if len(seen) == 1:
+            time.sleep(0.2)  # the only call before the deadline outlives it
+            return False
+        return True
+
+    assert wait_for(slow_then_true, 0.05, "the second call", every=1) is True
+    assert len(seen) == 2
+
+
+def test_wait_for_ignores_only_the_errors_it_is_told_to():
+    attempts = itertools.count()
+
+    def refused_then_up():
+        if next(attempts) < 2:
+            raise ConnectionRefusedError  # a server still starting
+        return True
+
+    assert wait_for(refused_then_up, 5, "up", every=0, ignore=(OSError,)) is True
+    with pytest.raises(ValueError):
+        wait_for(lambda: int("x"), 5, "a number", ignore=(OSError,))
