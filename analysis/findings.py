@@ -15,10 +15,14 @@ all the board's games.
 
 A row is a finding when its always-valid interval lies wholly beyond its kind's minimum effect;
 the report's budget of false findings is split over the kinds, families and rows
-(analysis.decisions). A row whose interval is clear of zero and whose estimate is beyond the
-minimum, but not yet its interval, is on the watch list (`Findings.watch`), with the games that
-would confirm it. Every family also states what it could have seen: the minimum detectable
-effect of its typical and its best-informed row, or "too few games to tell".
+(analysis.decisions). The kinds of thousands of thinly played rows (lineups, lineup matchups)
+are screened first (`Source.screen`): only the rows whose sides could clear the minimum are
+tested, and share the kind's budget, so a lineup played enough is not drowned by 5,039 that
+never could be; the screen reads sides, never outcomes. A row whose interval is clear of zero
+and whose estimate is beyond the minimum, but not yet its interval, is on the watch list
+(`Findings.watch`), with the games that would confirm it. Every family also states what it
+could have seen: the minimum detectable effect of its typical and its best-informed row, or "too
+few games to tell".
 
 Outcomes of play (side events: a side that stunned a crown) and recording conventions (side 0)
 are not balance levers: they are read into a descriptive section with their intervals only.
@@ -398,10 +402,11 @@ QUALIFY family_rank = 1 OR ((found OR watch) AND family_rank <= {int(per_family)
 def _screen_sql(s: Source, alpha: float, minimum: float, pol: dc.Policy) -> str:
     """CTEs c2, c3: which rows are tested (`testable`), how many a family (`rows_tested`) and
     how many families have any (`families_tested`). Unscreened: every row. Screened: a row is
-    tested when an estimate twice the minimum would clear it, its interval's half-width at an
-    even game's binomial error (its sides alone, not its outcome) at most the minimum, at the
-    level it would get as the family's k-th best-informed row (k: its place by sides); the
-    half-width grows with k, so the tested rows are the family's first K by sides."""
+    tested when its sides could show an effect twice the minimum (clear of zero: the watch
+    list; three times: a finding): its interval's half-width at an even game's binomial error
+    (its sides alone, not its outcome) at most twice the minimum, at the level it would get as
+    the family's k-th best-informed row (k: its place by sides); the half-width grows with k,
+    so the tested rows are the family's first K by sides."""
     if not s.screen:
         return """c2 AS (SELECT *, true AS testable FROM c
 ), c3 AS (
@@ -413,7 +418,7 @@ def _screen_sql(s: Source, alpha: float, minimum: float, pol: dc.Policy) -> str:
   SELECT *, row_number() OVER (PARTITION BY family_keys ORDER BY n DESC NULLS LAST, keys)
     AS by_n FROM c
 ), c2 AS (
-  SELECT *, coalesce({hw0} <= {minimum!r}, false) AS testable FROM c1
+  SELECT *, coalesce({hw0} <= {2 * minimum!r}, false) AS testable FROM c1
 ), c2b AS (
   SELECT *, sum(testable::INTEGER) OVER (PARTITION BY family_keys) AS rows_tested FROM c2
 ), c3 AS (

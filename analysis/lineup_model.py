@@ -24,7 +24,8 @@ the intercept is free. Intervals come from the posterior covariance (the penalis
 inverse, binomial: conservative with draws, as the Wilson intervals are); theta's and each
 lineup's prediction's by the linear map from the basis. `predicted` is that projection alone
 (what the cells say); a lineup's own effect beyond its cells is a random effect per lineup with
-a two-group prior whose spread and share are estimated from the family (analysis.lineup_effect),
+a two-group prior whose spread is estimated from the board's lineups (analysis.lineup_effect),
+read from the lineup's sides in every variant of its board (one lever, one effect a board),
 and `rate` (with `rate_lo`, `rate_hi`) is the projection plus it: the lineup's own strength, a
 lone lineup's quirk included once its games can tell it.
 """

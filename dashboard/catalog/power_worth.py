@@ -9,8 +9,8 @@ from __future__ import annotations
 import polars as pl
 
 from .. import charts
-from ..render import Chart, Ctx, frame_of
 from ..console.sqlsafe import QueryError
+from ..render import Chart, Ctx, frame_of
 from .base import analysis_views
 
 
