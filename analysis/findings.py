@@ -15,10 +15,14 @@ all the board's games.
 
 A row is a finding when its always-valid interval lies wholly beyond its kind's minimum effect;
 the report's budget of false findings is split over the kinds, families and rows
-(analysis.decisions). A row whose interval is clear of zero and whose estimate is beyond the
-minimum, but not yet its interval, is on the watch list (`Findings.watch`), with the games that
-would confirm it. Every family also states what it could have seen: the minimum detectable
-effect of its typical and its best-informed row, or "too few games to tell".
+(analysis.decisions). The kinds of thousands of thinly played rows (lineups, lineup matchups)
+are screened first (`Source.screen`): only the rows whose sides could clear the minimum are
+tested, and share the kind's budget, so a lineup played enough is not drowned by 5,039 that
+never could be; the screen reads sides, never outcomes. A row whose interval is clear of zero
+and whose estimate is beyond the minimum, but not yet its interval, is on the watch list
+(`Findings.watch`), with the games that would confirm it. Every family also states what it
+could have seen: the minimum detectable effect of its typical and its best-informed row, or "too
+few games to tell".
 
 Outcomes of play (side events: a side that stunned a crown) and recording conventions (side 0)
 are not balance levers: they are read into a descriptive section with their intervals only.
@@ -81,6 +85,9 @@ class Source:
     # those come from, the columns read from it, the SQL joined after FROM)
     join: tuple[str, tuple[str, ...], str] | None = None
     rows: str = ""  # a query over `table` whose rows are tested instead (a pooled question)
+    # test only the rows with the sides to clear the minimum (a score rate's rows, screened on
+    # their sides alone, never their outcome): the kind's share is split over those rows only
+    screen: bool = False
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,9 @@ SOURCES: tuple[Source, ...] = (
         "power((predicted_hi - predicted_lo) / 3.92, 2))) / (sum(n) * sum(n)) AS spread "
         "FROM agg_lineup_model GROUP BY board, lineup)",
         needs=("score", "predicted_hi", "predicted_lo"),
+        # 120 lineups of 5×5, 5,040 of 7×7, most with a handful of sides: only those that
+        # could clear the minimum share the kind's budget
+        screen=True,
     ),
     Source(
         "power_pair", "agg_power_pair_rates", ("board",), ("board", "power_a", "power_b"),
@@ -211,6 +221,7 @@ SOURCES: tuple[Source, ...] = (
         "lineup {lineup} against {opp_lineup}", filter="lineup < opp_lineup",
         games=(("board", "board"), ("variant", "variant"), ("lineup", "lineup")),
         join=("agg_lineup_model", ("board", "variant", "lineup", "predicted"), _LINEUP_PS),
+        screen=True,
     ),
     Source(
         "lane_distance", "agg_lane_distance_rates", ("board", "variant"),
@@ -343,12 +354,15 @@ def source_sql(s: Source, per_family: int = PER_FAMILY, policy: dc.Policy | None
 ), c AS (
   SELECT *, count(*) OVER (PARTITION BY family_keys) AS family_rows,
     dense_rank() OVER (ORDER BY family_keys) AS family_no FROM r
+), {_screen_sql(s, alpha, minimum, pol)}
 ), d AS (
-  SELECT *, {alpha!r} / (max(family_no) OVER () * family_rows) AS alpha_row FROM c
+  SELECT *, CASE WHEN testable THEN {alpha!r} / (families_tested * rows_tested)
+    ELSE {alpha!r} / (greatest(families_tested, 1) * (rows_tested + 1)) END AS alpha_row
+  FROM c3
 ), d2 AS (
   SELECT *, ({pol.tau_sql("alpha_row", minimum)})::DOUBLE AS tau FROM d
 ), e AS (
-  SELECT *, {hw} AS hw,
+  SELECT *, CASE WHEN testable THEN {hw} END AS hw,
     min(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_best,
     median(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_typical,
     median(tol) OVER (PARTITION BY family_keys) AS tol_typical
@@ -383,6 +397,33 @@ SELECT {sql_literal(s.kind)} AS kind, {sql_literal(s.table)} AS source, 'finding
     z_beyond DESC NULLS LAST, keys) AS family_rank
 FROM g
 QUALIFY family_rank = 1 OR ((found OR watch) AND family_rank <= {int(per_family)})"""
+
+
+def _screen_sql(s: Source, alpha: float, minimum: float, pol: dc.Policy) -> str:
+    """CTEs c2, c3: which rows are tested (`testable`), how many a family (`rows_tested`) and
+    how many families have any (`families_tested`). Unscreened: every row. Screened: a row is
+    tested when its sides could show an effect twice the minimum (clear of zero: the watch
+    list; three times: a finding): its interval's half-width at an even game's binomial error
+    (its sides alone, not its outcome) at most twice the minimum, at the level it would get as
+    the family's k-th best-informed row (k: its place by sides); the half-width grows with k,
+    so the tested rows are the family's first K by sides."""
+    if not s.screen:
+        return """c2 AS (SELECT *, true AS testable FROM c
+), c3 AS (
+  SELECT *, family_rows AS rows_tested, max(family_no) OVER () AS families_tested FROM c2"""
+    level = f"({alpha!r} / (max(family_no) OVER () * by_n))"
+    se0 = "CASE WHEN n > 0 THEN sqrt(0.25 / n) END"
+    hw0 = dc.half_width_sql(se0, level, pol.tau_sql(level, minimum))
+    return f"""c1 AS (
+  SELECT *, row_number() OVER (PARTITION BY family_keys ORDER BY n DESC NULLS LAST, keys)
+    AS by_n FROM c
+), c2 AS (
+  SELECT *, coalesce({hw0} <= {2 * minimum!r}, false) AS testable FROM c1
+), c2b AS (
+  SELECT *, sum(testable::INTEGER) OVER (PARTITION BY family_keys) AS rows_tested FROM c2
+), c3 AS (
+  SELECT *, count(DISTINCT CASE WHEN rows_tested > 0 THEN family_keys END) OVER ()
+    AS families_tested FROM c2b"""
 
 
 def described_sql(d: Described) -> str:

@@ -8,13 +8,15 @@ each lineup l with games gets its own log-odds effect u_l on top of the projecti
 
 read from its own sides: the one-step (score-test) estimate d_l = (y_l - p_l) / (p_l (1 - p_l))
 with variance v_l = 1 / (n_l p_l (1 - p_l)) + se(eta_l)^2 (y_l its score rate, p_l = expit
-eta_l). The effects have a two-group prior: most lineups are like the rest, u ~ N(0, sigma^2),
-and a share PI (one in fifty) may be set apart, u ~ N(0, OUTLIER_SD^2). sigma^2 is estimated by
-marginal likelihood (EM over the family's lineups, numpy, no loop over rows): a family of even
-lineups gets sigma ~ 0. PI is fixed, not estimated: with one lineup at 0.60 among 120 its
-maximum-likelihood share collapses to 0 (the normal group absorbs it), and a Gaussian prior
-alone flattens that lineup to its cells (one lineup among 120 barely moves sigma^2); a fixed
-share lets its own games set it apart once they can (about 1,000 sides of 5×5).
+eta_l); analysis.lineup_model pools each variant's d_l, v_l over the board by inverse variance
+(one lineup, one effect a board). The effects have a two-group prior: most lineups are like the
+rest, u ~ N(0, sigma^2), and a share PI (one in fifty) may be set apart, u ~ N(0, OUTLIER_SD^2).
+sigma^2 is estimated by marginal likelihood (EM over the board's lineups, numpy, no loop over
+rows): a board of even lineups gets sigma ~ 0. PI is fixed, not estimated: with one lineup at
+0.60 among 120 its maximum-likelihood share collapses to 0 (the normal group absorbs it), and a
+Gaussian prior alone flattens that lineup to its cells (one lineup among 120 barely moves
+sigma^2); a fixed share lets its own games set it apart once they can (a few hundred sides of
+5×5).
 
 Each lineup's posterior is a mixture of two normals; `posterior` returns its mean and its 2.5%
 and 97.5% quantiles (by bisection on the mixture's distribution function), so a lineup whose

@@ -24,7 +24,8 @@ the intercept is free. Intervals come from the posterior covariance (the penalis
 inverse, binomial: conservative with draws, as the Wilson intervals are); theta's and each
 lineup's prediction's by the linear map from the basis. `predicted` is that projection alone
 (what the cells say); a lineup's own effect beyond its cells is a random effect per lineup with
-a two-group prior whose spread and share are estimated from the family (analysis.lineup_effect),
+a two-group prior whose spread is estimated from the board's lineups (analysis.lineup_effect),
+read from the lineup's sides in every variant of its board (one lever, one effect a board),
 and `rate` (with `rate_lo`, `rate_hi`) is the projection plus it: the lineup's own strength, a
 lone lineup's quirk included once its games can tell it.
 """
@@ -130,25 +131,63 @@ def fit_family(size: int, n: np.ndarray, score: np.ndarray, prior_sd: float = PR
 REFITS = 1
 
 
-def family_tables(size: int, counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
-    """(lineup rows, term rows) of one board and variant; `counts`: lineup, n, score."""
-    names, ranks = lineups(size)
+def _counts(size: int, counts: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    names, _ = lineups(size)
     full = pl.DataFrame({"lineup": names}).join(counts, on="lineup", how="left")
     n = full["n"].fill_null(0).to_numpy().astype(np.int64)
     score = full["score"].fill_null(0.0).to_numpy().astype(np.float64)
+    return n, score
+
+
+def pool(d: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each lineup's own effect over the variants (rows of d, v), inverse-variance weighted:
+    the same lineup is one lever in every variant; v = inf where no variant has its games."""
+    w = np.where(np.isfinite(v), 1 / np.where(np.isfinite(v), v, 1.0), 0.0)
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d_pool = np.where(total > 0, (w * d).sum(axis=0) / np.where(total > 0, total, 1), 0.0)
+        v_pool = np.where(total > 0, 1 / np.where(total > 0, total, 1), np.inf)
+    return d_pool, v_pool
+
+
+def board_tables(size: int, variants: list[pl.DataFrame], prior_sd: float = PRIOR_SD):
+    """[(lineup rows, term rows)] of one board, one pair a variant (`variants`: lineup, n,
+    score each). Each variant has its own cells and projection; a lineup's own effect is one
+    a board, read from its sides in every variant (`pool`), so a lone lineup's quirk has all
+    its games behind it, not a third of them a variant."""
     x, m = design(size)
+    data = [_counts(size, c) for c in variants]
     keep = None
     for _ in range(REFITS + 1):
-        f = fit_family(size, n, score, prior_sd, keep)
-        cov = f.cov_model
-        eta = x @ f.coef
-        eta_se = np.sqrt(np.maximum(((x @ cov) * x).sum(axis=1), 0.0))
-        # each lineup's own effect beyond its cells (analysis.lineup_effect): its rate is the
-        # projection plus that effect, its interval the projection's and the effect's together
-        d, v, _ = lineup_effect.one_step(n, score, eta, eta_se)
+        fits = [fit_family(size, n, score, prior_sd, keep) for n, score in data]
+        etas = [x @ f.coef for f in fits]
+        eta_ses = [np.sqrt(np.maximum(((x @ f.cov_model) * x).sum(axis=1), 0.0)) for f in fits]
+        # each lineup's own effect beyond its cells (analysis.lineup_effect), pooled over
+        # the variants: its rate in a variant is that variant's projection plus the effect
+        steps = [
+            lineup_effect.one_step(n, score, eta, se)
+            for (n, score), eta, se in zip(data, etas, eta_ses, strict=True)
+        ]
+        d, v = pool(np.stack([s[0] for s in steps]), np.stack([s[1] for s in steps]))
         s2, pi = lineup_effect.fit_prior(d, v)
         u, u_lo, u_hi, apart = lineup_effect.posterior(d, v, s2, pi)
         keep = 1 - np.maximum(apart - pi, 0.0) / (1 - pi)
+    return [
+        _frames(size, n, score, f, eta, eta_se, (u, u_lo, u_hi, apart))
+        for (n, score), f, eta, eta_se in zip(data, fits, etas, eta_ses, strict=True)
+    ]
+
+
+def family_tables(size: int, counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
+    """(lineup rows, term rows) of one board and variant alone; `counts`: lineup, n, score."""
+    return board_tables(size, [counts], prior_sd)[0]
+
+
+def _frames(size, n, score, f, eta, eta_se, own_effect):
+    names, ranks = lineups(size)
+    _, m = design(size)
+    cov = f.cov_model
+    u, u_lo, u_hi, apart = own_effect
     p_line = st.normal_p(eta, eta_se)
     q_line, flag_line = st.bh(p_line)
     own = eta + u
@@ -215,13 +254,19 @@ def tables(lineup_counts: pl.DataFrame, prior_sd: float = PRIOR_SD):
     lines, terms = [], []
     if lineup_counts.height:
         fams = lineup_counts.group_by([*FAMILY, "lineup"]).agg(pl.col("n", "score").sum())
+        by_board: dict[int, list[tuple[str, pl.DataFrame]]] = {}
         for (board, variant), counts in sorted(fams.group_by(FAMILY), key=lambda g: g[0]):
-            if counts["n"].sum() == 0:
-                continue
-            ln, tm = family_tables(int(board), counts.select("lineup", "n", "score"), prior_sd)
-            keys = [pl.lit(board).cast(pl.UInt8).alias("board"), pl.lit(variant).alias("variant")]
-            lines.append(ln.with_columns(keys))
-            terms.append(tm.with_columns(keys))
+            if counts["n"].sum() > 0:
+                by_board.setdefault(int(board), []).append((variant, counts))
+        for board, fam in by_board.items():
+            out = board_tables(board, [c.select("lineup", "n", "score") for _, c in fam], prior_sd)
+            for (variant, _), (ln, tm) in zip(fam, out, strict=True):
+                keys = [
+                    pl.lit(board).cast(pl.UInt8).alias("board"),
+                    pl.lit(variant).alias("variant"),
+                ]
+                lines.append(ln.with_columns(keys))
+                terms.append(tm.with_columns(keys))
     source = setups.source(pl.col("variant")).cast(pl.String)
     if not lines:
         return pl.DataFrame(schema=LINEUP_SCHEMA), pl.DataFrame(schema=TERM_SCHEMA)

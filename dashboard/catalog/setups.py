@@ -147,7 +147,8 @@ model_lineups = Chart(
     ),  # fmt: skip
     note="rate: what the lineup's ranks' places project (predicted: the heat map below, fitted "
     "on all the games of its board and variant) plus the lineup's own effect beyond its cells "
-    "(own_effect, a random effect read from its own n sides with a two-group prior: a lineup "
+    "(own_effect, a random effect read from its sides in every variant of its board, one a "
+    "board, with a two-group prior: a lineup "
     "its games set apart keeps its own strength, set_apart is how sure the model is of that; "
     "one with few games stays near its cells, its interval saying how little it knows). Only "
     "lineups with games are ranked. The Findings page tests each lineup's own score against "

@@ -10,6 +10,7 @@ empty; a family without the data to tell says so instead of "0 flagged".
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import duckdb
 import polars as pl
@@ -305,3 +306,63 @@ def test_the_mixture_is_tuned_to_be_tightest_where_it_starts_to_see_the_minimum(
     # and the SQL gives the same scale
     (sql_tau,) = duckdb.sql(f"SELECT {decisions.scale_sql(repr(alpha), m)}").fetchone()
     assert float(sql_tau) == pytest.approx(float(tau), rel=1e-12)
+
+
+def _lineups(con, planted: float, sides: int) -> findings.Findings:
+    """agg_lineup_model of 5×5 over three variants: every lineup even and at its cells, most
+    with 30 sides a variant; 21435 and four others with `sides` a variant, 21435 at
+    `planted`."""
+    con.execute("DROP TABLE IF EXISTS agg_lineup_model")
+    names = _names()
+    busy = set(names[:5])
+    rows = []
+    for v in ("classic", "powers", "hidden"):
+        for lu in names:
+            n = sides if lu in busy else 30
+            rate = planted if lu == "21435" else 0.5
+            rows.append(f"(5, '{v}', '{lu}', {n}, {rate * n}, {rate}, 0.5, 0.49, 0.51)")
+    _table(
+        con,
+        "agg_lineup_model",
+        f"""SELECT * FROM (VALUES {", ".join(rows)}) t(board, variant, lineup, n, score,
+        score_rate, predicted, predicted_lo, predicted_hi)""",
+    )
+    return collect(con)
+
+
+def _names() -> list[str]:
+    """The 120 lineups of 5×5, 21435 first."""
+    every = ["".join(map(str, p)) for p in itertools.permutations(range(1, 6))]
+    return ["21435", *(n for n in every if n != "21435")]
+
+
+def test_a_lone_lineup_is_one_finding_for_its_board_once_its_sides_can_tell():
+    con = duckdb.connect()
+    # 21435 scores 0.60 where its cells say 0.50, on 700 sides in each of three variants: one
+    # finding for 5×5 (its variants pooled), not one a variant (700 sides alone cannot tell)
+    f = _lineups(con, 0.60, 700)
+    (row,) = f.table.to_dicts()
+    assert row["kind"] == "lineup" and row["item"] == "lineup 21435"
+    assert row["family"] == "lineup 5×5" and row["n"] == 2100
+    assert row["lo"] > row["minimum"] == pytest.approx(0.05)
+    assert row["sql"] == ('SELECT * FROM agg_lineup_model WHERE "board" = 5 AND '
+                          "\"lineup\" = '21435'")  # fmt: skip
+    # only the five lineups with the sides to clear the minimum are tested, and they share
+    # the kind's budget: 115 lineups of 90 sides could not clear it, whatever their outcome
+    fam = f.families.filter(pl.col("kind") == "lineup").row(0, named=True)
+    assert (fam["rows"], fam["tested"], fam["flagged"]) == (120, 5, 1)
+    share = decisions.REPORT_ALPHA * decisions.WEIGHTS["lineup"]
+    assert row["alpha"] == pytest.approx(share / 5)
+    # split over all 120 lineups instead, the same lineup is only on the watch list
+    unscreened = replace(findings.KINDS["lineup"], screen=False)
+    frame = con.sql(findings.source_sql(unscreened)).pl()
+    (old,) = frame.filter(pl.col("keys").str.contains("21435")).to_dicts()
+    assert old["watch"] and not old["flagged"] and old["alpha_row"] == pytest.approx(share / 120)
+    # the same store with 21435 even: nothing found, nothing to watch
+    f = _lineups(con, 0.50, 700)
+    assert not f.table.height and not f.watch.height
+    # and with 90 sides a variant no lineup can tell: none tested, said so
+    f = _lineups(con, 0.60, 30)
+    fam = f.families.filter(pl.col("kind") == "lineup").row(0, named=True)
+    assert fam["tested"] == 0 and fam["verdict"] == findings.TOO_FEW
+    assert not f.table.height and not f.watch.height

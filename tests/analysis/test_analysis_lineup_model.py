@@ -129,3 +129,26 @@ def test_a_lone_lineups_own_strength_shows_in_its_rate_once_its_games_can_tell()
     lone = _lone_lineup(60, 0).filter(pl.col("lineup") == "21435").row(0, named=True)
     assert lone["rate_lo"] <= lone["rate"] <= lone["rate_hi"]
     assert abs(lone["rate"] - lone["predicted"]) < 0.05
+
+
+def test_a_lineups_own_effect_is_read_from_its_sides_in_every_variant():
+    # 21435 scores 0.60 on 200 sides in each of three variants, every other lineup 0.50: one
+    # variant's sides alone cannot set it apart, the board's 600 can, and each variant's row
+    # carries that one effect (each on its own variant's projection)
+    names, _ = lm.lineups(5)
+    p = np.where(np.array(names) == "21435", 0.60, 0.5)
+    n = np.full(len(names), 200)
+    fam = pl.DataFrame({"lineup": names, "n": n, "score": n * p})
+    out = lm.board_tables(5, [fam, fam, fam])
+    rows = [ln.filter(pl.col("lineup") == "21435").row(0, named=True) for ln, _ in out]
+    assert len({(r["own_effect"], r["set_apart"]) for r in rows}) == 1
+    (lone,) = {r["set_apart"] for r in rows}
+    alone = lm.family_tables(5, fam)[0].filter(pl.col("lineup") == "21435").row(0, named=True)
+    assert lone > 0.9 and alone["set_apart"] < 0.1, (lone, alone["set_apart"])
+    for r in rows:
+        assert r["rate_lo"] < 0.60 < r["rate_hi"] and r["strength_rank"] == 1
+    assert not alone["rate_lo"] < 0.60 < alone["rate_hi"]
+    # the even lineups stay with the rest, in every variant
+    for ln, _ in out:
+        rest = ln.filter(pl.col("lineup") != "21435")
+        assert (rest["set_apart"] < 0.5).all()
