@@ -108,7 +108,7 @@ def main(argv=None) -> int:
         if reason:
             print(f"no lake here: {reason}")
             return 1
-        from ingest.storage.lake_admin import init_lake
+        from ingest.storage.lake.admin import init_lake
 
         cluster = Cluster.start(fsync=True)
         made = 0

@@ -20,7 +20,7 @@ import pytest
 from support import examples_dir
 
 from ingest.server.pipeline import Judge, utcnow
-from ingest.storage import StorageUnavailable, Store, lake_staging
+from ingest.storage import StorageUnavailable, Store
 from ingest.storage import lake as lake_module
 from ingest.storage.lake import (
     LAKE_SCHEMA_VERSION,
@@ -30,8 +30,9 @@ from ingest.storage.lake import (
     lake_schema_sql,
     parquet_files,
 )
-from ingest.storage.lake_admin import check, import_store, maintain
-from ingest.storage.lake_claims import Claims
+from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake.admin import check, import_store, maintain
+from ingest.storage.lake.claims import Claims
 
 pytest_plugins = ["lake_cluster"]  # its fixtures: lake, pg_cluster, lake_extensions
 
@@ -456,7 +457,7 @@ def test_an_interrupted_import_is_resumed(lake, tmp_path, monkeypatch):
     """Run 1 dies after a chunk's commit, before marking its claims; run 2 dies in a chunk's
     commit; run 3 settles both (the lake holds the first chunk, not the second) and ends with
     every game once and the counts equal."""
-    from ingest.storage import lake_admin
+    from ingest.storage.lake import admin as lake_admin
 
     db = tmp_path / "file.duckdb"
     games = [fresh(SLOW6[i % len(SLOW6)]) for i in range(25)]
@@ -515,7 +516,7 @@ def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing
 ):
     """A lake whose data path is a real 24 MB disk: batches go in until the reserve is
     reached, then 503; every acknowledged game is in the lake, which stays readable."""
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     disk = small_disk(24)
     catalog = pg_cluster.create_db(f"full_{os.getpid()}_{time.monotonic_ns() % 10**9}")
@@ -715,7 +716,7 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
 def _as_version_1(catalog: str) -> None:
     """Make `catalog`'s lake what version 1 of this code left: no commit gate in the catalog
     (its table and the claim function's check), store_meta saying 1."""
-    from ingest.storage.lake_claims import SCHEMA
+    from ingest.storage.lake.claims import SCHEMA
 
     con = connect(catalog)
     try:

@@ -16,10 +16,11 @@ import psycopg
 import pytest
 from test_lake import SLOW6, altered, fresh, lake_rows, pending
 
-from ingest.storage import StorageUnavailable, lake_staging
+from ingest.storage import StorageUnavailable
 from ingest.storage import lake as lake_module
 from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
-from ingest.storage.lake_admin import check
+from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake.admin import check
 
 pytest_plugins = ["lake_cluster"]
 
@@ -259,7 +260,7 @@ def test_setup_as_documented_needs_the_database_owned_by_the_lakes_user(pg_clust
     """docs/lake.md's setup on PostgreSQL 15: a database made by another role refuses the
     lake's user its `public` schema (`lake init` fails); `createdb -O balance` works."""
     from ingest.storage.lake import LakeError
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     tag = f"{time.monotonic_ns() % 10**9}"
     role = f"balance_{tag}"
@@ -305,7 +306,7 @@ def test_the_documented_analyst_user_keeps_reading_tables_made_later(pg_cluster,
     new catalog tables (DuckLake's inlined rows of a small commit). With the documented ALTER
     DEFAULT PRIVILEGES it reads them; with GRANT ... ON ALL TABLES alone it does not."""
     from ingest.storage.lake import connect
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     tag = f"{time.monotonic_ns() % 10**9}"
     owner, db = f"balance_{tag}", f"lake_{tag}"
@@ -373,7 +374,7 @@ def test_a_stage_whose_claims_were_taken_over_stages_nothing(stores, lake):
 
     import pyarrow as pa
 
-    from ingest.storage.lake_claims import STORED
+    from ingest.storage.lake.claims import STORED
 
     stores(loader=False)  # staging and claims installed; no loader (these rows are no games)
     pg = conninfo(lake)
@@ -425,7 +426,7 @@ def test_lake_check_goes_on_from_its_last_clean_run_and_still_finds_what_is_wron
     (a run with errors does not move the mark)."""
     import uuid
 
-    from ingest.storage.lake_admin import check_since
+    from ingest.storage.lake.admin import check_since
 
     store = stores(load_every=0.2)
 

@@ -74,15 +74,12 @@ import orjson
 import psycopg
 import pyarrow as pa
 
-from . import codec, lake_staging, registry, rows, settings
-from . import failures as failures_mod
-from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
-from .interface import Pinned
-from .lake_claims import STORED, Claims
-from .lake_staging import Loader, LostClaims, Stager
-from .lake_token import CommitToken
-from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
-from .shared import (
+from .. import codec, registry, rows, settings
+from .. import failures as failures_mod
+from ..failures import Failures, StorageUnavailable, logged_reason, without_passwords
+from ..interface import Pinned
+from ..rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
+from ..shared import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
@@ -94,6 +91,10 @@ from .shared import (
     storage_error,
     transaction,
 )
+from . import staging as lake_staging
+from .claims import STORED, Claims
+from .staging import Loader, LostClaims, Stager
+from .token import CommitToken
 
 log = logging.getLogger("ingest.lake")
 

@@ -29,8 +29,9 @@ from typing import Any
 
 import duckdb
 
-from . import lake_staging, registry, rows
-from .lake import (
+from .. import registry, rows
+from ..shared import missing_columns
+from . import (
     FENCES,
     LAKE,
     LAKE_SCHEMA_VERSION,
@@ -43,8 +44,8 @@ from .lake import (
     stored_version,
     sweep_stale,
 )
-from .lake_claims import STORED, Claims
-from .shared import missing_columns
+from . import staging as lake_staging
+from .claims import STORED, Claims
 
 log = logging.getLogger("ingest.lake")
 
@@ -212,8 +213,8 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
     the file's game_ids, as many rows as the file. Returns the summary."""
     import hashlib
 
-    from .lake import drop_fence
-    from .store import Store
+    from ..store import Store
+    from . import drop_fence
 
     db = str(db)
     if not os.path.isfile(db):
@@ -278,7 +279,7 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
 def _settle_earlier(con, claims: Claims, earlier: list[tuple[int, str]]) -> int:
     """Claims of earlier runs of this import: fence each run (none of its commits can land
     from now on), mark stored what the lake holds, release the rest; how many were stored."""
-    from .lake import drop_fence, lake_hashes
+    from . import drop_fence, lake_hashes
 
     for who in sorted({w for _, w in earlier}):
         drop_fence(con, who)

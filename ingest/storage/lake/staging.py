@@ -61,8 +61,8 @@ import psycopg
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from .failures import without_passwords
-from .lake_claims import Claim, _signed, _unsigned
+from ..failures import without_passwords
+from .claims import Claim, _signed, _unsigned
 
 log = logging.getLogger("ingest.lake")
 
