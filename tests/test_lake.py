@@ -21,7 +21,6 @@ from support import examples_dir
 
 from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store
-from ingest.storage import lake as lake_module
 from ingest.storage.lake import (
     LAKE_SCHEMA_VERSION,
     LakeError,
@@ -31,6 +30,7 @@ from ingest.storage.lake import (
     parquet_files,
 )
 from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake import store as lake_store
 from ingest.storage.lake.admin import check, import_store, maintain
 from ingest.storage.lake.claims import Claims
 
@@ -208,7 +208,7 @@ def test_in_flight_elsewhere_is_retried_then_503(stores, lake):
 def _stall_commits(monkeypatch, gate: threading.Event, entered: threading.Event):
     """Make LakeStore commits wait, inside their lake transaction (inserts done, COMMIT not
     sent), until `gate` is set: a writer stalled mid-commit."""
-    real = lake_module.transaction
+    real = lake_store.transaction
 
     @contextlib.contextmanager
     def stalled(con):
@@ -217,7 +217,7 @@ def _stall_commits(monkeypatch, gate: threading.Event, entered: threading.Event)
             entered.set()
             gate.wait(60)
 
-    monkeypatch.setattr(lake_module, "transaction", stalled)
+    monkeypatch.setattr(lake_store, "transaction", stalled)
 
 
 def test_stale_claim_lake_lacks_it_stalled_writer_is_fenced(stores, monkeypatch):
@@ -320,7 +320,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
     """A COMMIT that raised after landing is found in the lake (accepted, claims stored);
     one that raised before landing is a 503 whose claims are released (a retry stores)."""
     store = stores(staging=False)
-    real = lake_module.transaction
+    real = lake_store.transaction
 
     @contextlib.contextmanager
     def lost_ack(con):
@@ -328,7 +328,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
             yield
         raise duckdb.IOException("connection lost after COMMIT")
 
-    monkeypatch.setattr(lake_module, "transaction", lost_ack)
+    monkeypatch.setattr(lake_store, "transaction", lost_ack)
     records = [fresh(SLOW6[0]), fresh(SLOW6[1])]
     assert store.ingest([pending(r) for r in records]) == ["accepted", "accepted"]
 
@@ -339,7 +339,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
         con.execute("ROLLBACK")
         raise duckdb.IOException("connection lost before COMMIT")
 
-    monkeypatch.setattr(lake_module, "transaction", lost)
+    monkeypatch.setattr(lake_store, "transaction", lost)
     third = fresh(SLOW6[2])
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(third)])

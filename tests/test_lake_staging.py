@@ -1,4 +1,4 @@
-"""Staging on a real lake (lake_staging.py): an upload acknowledged once PostgreSQL holds it,
+"""Staging on a real lake (lake/staging.py): an upload acknowledged once PostgreSQL holds it,
 the elected loader moving it into the lake once, a loader dying between its lake commit and
 its delete, a loader that lost its election fenced off, a stage of unknown outcome, a claim
 lost while staging, back-pressure past the staging limit. In-process LakeStores on the
@@ -17,10 +17,12 @@ import pytest
 from test_lake import SLOW6, altered, fresh, lake_rows, pending
 
 from ingest.storage import StorageUnavailable
-from ingest.storage import lake as lake_module
-from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
+from ingest.storage.lake import LakeStore, conninfo
+from ingest.storage.lake import loader as lake_loader
 from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake import store as lake_store
 from ingest.storage.lake.admin import check
+from ingest.storage.lake.loader import _LoaderFences
 
 pytest_plugins = ["lake_cluster"]
 
@@ -74,7 +76,7 @@ def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monk
     for k in range(0, 30, 10):
         assert a.ingest([pending(r) for r in records[k : k + 10]]) == ["accepted"] * 10
     died = []
-    real = lake_module.load_commit
+    real = lake_loader.load_commit
 
     def commit_then_die(con, tables, owner, *rest):
         real(con, tables, owner, *rest)
@@ -82,7 +84,7 @@ def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monk
             died.append(owner)
             raise psycopg.OperationalError("the loader died after its lake commit")
 
-    monkeypatch.setattr(lake_module, "load_commit", commit_then_die)
+    monkeypatch.setattr(lake_loader, "load_commit", commit_then_die)
     b = stores(load_every=0.2)
     b.wait_loaded(30)
     assert died and b._loader is not None and b._loader.counters["recovered"] == 3
@@ -112,7 +114,7 @@ def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
     assert b.ingest([pending(record)]) == ["accepted"]
     b.flush_rows()
     with pytest.raises(Exception, match="does not exist|conflict|Conflict"):
-        lake_module.load_commit(old_lake, {}, old_owner)
+        lake_loader.load_commit(old_lake, {}, old_owner)
     old_lake.close()
     assert check(lake)["ok"]
 
@@ -286,7 +288,7 @@ def test_healthz_says_degraded_while_the_loader_is_behind(stores, monkeypatch):
     still stores uploads) but says "degraded" and why, with the staging backlog."""
     from ingest.server.app import create_app
 
-    monkeypatch.setattr(lake_module, "LOADER_LATE", 1.0)
+    monkeypatch.setattr(lake_store, "LOADER_LATE", 1.0)
     store = stores(loader=False, load_every=0.2)
     client = create_app({"STORE": store}).test_client()
     first = client.get("/healthz").get_json()

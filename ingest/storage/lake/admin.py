@@ -3,7 +3,7 @@
 
 - `init_lake`: the store's tables in the catalog (lake.lake_schema_sql: schema.sql without
   what DuckLake cannot express), the fence schema, the claims table and its functions
-  (lake_claims.py), and safe retention defaults for DuckLake's own cleanup.
+  (claims.py), and safe retention defaults for DuckLake's own cleanup.
 - `upgrade_lake`: a lake made by an earlier version brought to this one (DuckLake's format,
   missing tables, the steps of UPGRADES, the claims' functions), checked against schema.sql;
 - `import_store`: the games of a store file (its journal loaded first) into the lake, claims
@@ -31,7 +31,9 @@ import duckdb
 
 from .. import registry, rows
 from ..shared import missing_columns
-from . import (
+from . import staging as lake_staging
+from .claims import STORED, Claims
+from .connections import (
     FENCES,
     LAKE,
     LAKE_SCHEMA_VERSION,
@@ -42,10 +44,8 @@ from . import (
     data_path_of,
     lake_schema_sql,
     stored_version,
-    sweep_stale,
 )
-from . import staging as lake_staging
-from .claims import STORED, Claims
+from .loader import sweep_stale
 
 log = logging.getLogger("ingest.lake")
 
@@ -214,7 +214,7 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
     import hashlib
 
     from ..store import Store
-    from . import drop_fence
+    from .loader import drop_fence
 
     db = str(db)
     if not os.path.isfile(db):
@@ -279,7 +279,7 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
 def _settle_earlier(con, claims: Claims, earlier: list[tuple[int, str]]) -> int:
     """Claims of earlier runs of this import: fence each run (none of its commits can land
     from now on), mark stored what the lake holds, release the rest; how many were stored."""
-    from . import drop_fence, lake_hashes
+    from .loader import drop_fence, lake_hashes
 
     for who in sorted({w for _, w in earlier}):
         drop_fence(con, who)
