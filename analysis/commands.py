@@ -212,7 +212,7 @@ def _wait_loaded(catalog: str, timeout: float = 120.0) -> None:
     counts every game acknowledged before it began); past `timeout` the run goes on with the
     lake as it is (the next run counts the rest: late games only change weeks)."""
     from ingest.storage.lake import conninfo
-    from ingest.storage.lake_staging import wait_loaded
+    from ingest.storage.lake.staging import wait_loaded
 
     try:
         if not wait_loaded(conninfo(catalog), timeout):
@@ -260,7 +260,7 @@ def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
     loader = None
     if catalog:  # the lake's loader may be this process (docs/lake.md, "Staging")
         from ingest.storage.lake import conninfo, make_loader
-        from ingest.storage.lake_token import CommitToken
+        from ingest.storage.lake.token import CommitToken
 
         loader = make_loader(catalog, token=CommitToken(conninfo(catalog))).start()
     while not stop.is_set():
@@ -272,7 +272,7 @@ def _loop(args: argparse.Namespace, db: str | None, catalog: str | None) -> int:
         if catalog and args.maintain_every and time.monotonic() - maintained >= args.maintain_every:
             maintained = time.monotonic()
             try:
-                from ingest.storage.lake_admin import maintain
+                from ingest.storage.lake.admin import maintain
 
                 maintain(catalog, echo=_say)
             except Exception as exc:

@@ -123,7 +123,7 @@ class Load:
 
 def lake_ids(catalog: str) -> list[str]:
     from ingest.storage.lake import connect, conninfo
-    from ingest.storage.lake_staging import wait_loaded
+    from ingest.storage.lake.staging import wait_loaded
 
     if not wait_loaded(conninfo(catalog), 300):
         raise RuntimeError("the loader did not catch up in 300 s")
@@ -189,7 +189,7 @@ def main() -> int:
     if reason:
         print(f"lake faults not run: {reason}", file=sys.stderr)
         return 2
-    from ingest.storage.lake_admin import check, init_lake
+    from ingest.storage.lake.admin import check, init_lake
 
     cluster = Cluster.for_benchmark(fsync=True)
     work = Path(tempfile.mkdtemp(prefix="lake-faults-"))

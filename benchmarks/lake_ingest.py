@@ -184,7 +184,7 @@ def run_setup(name, servers, lines, args) -> list[dict]:
 
 def lake_count(catalog: str) -> int:
     from ingest.storage.lake import connect, conninfo
-    from ingest.storage.lake_staging import wait_loaded
+    from ingest.storage.lake.staging import wait_loaded
 
     wait_loaded(conninfo(catalog), 300)
     con = connect(catalog, claims=False)
@@ -270,7 +270,7 @@ def main() -> int:
     cluster = Cluster.for_benchmark(fsync=True)
     work = Path(tempfile.mkdtemp(prefix="lake-bench-"))
     try:
-        from ingest.storage.lake_admin import init_lake
+        from ingest.storage.lake.admin import init_lake
 
         tokens = {"on": ["1"], "off": ["0"], "both": ["1", "0"]}[args.token]
         stagings = {"on": ["1"], "off": ["0"], "both": ["1", "0"]}[args.staging]

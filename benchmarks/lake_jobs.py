@@ -167,7 +167,7 @@ def main(argv=None) -> int:
         import duckdb
 
         from ingest.storage.lake import connect
-        from ingest.storage.lake_admin import init_lake, maintain
+        from ingest.storage.lake.admin import init_lake, maintain
 
         path = store_file(args.games)
         cluster = Cluster.for_benchmark(fsync=True)

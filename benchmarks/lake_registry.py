@@ -43,7 +43,7 @@ def main(argv=None) -> int:
         from ingest.server import rulesets as ops
         from ingest.server.pipeline import Judge, recheck_unknown
         from ingest.storage.lake import LakeStore
-        from ingest.storage.lake_admin import init_lake
+        from ingest.storage.lake.admin import init_lake
 
         cluster = Cluster.for_benchmark(fsync=False)
         try:

@@ -4,7 +4,7 @@ writers each on a lake of its own: the control that tells the lake's cost of mor
 
     python -m benchmarks.lake_writers [--writers 1,2,3] [--batches 12] [--batch 500]
 
-Each writer is a process with a LakeStore (ingest/storage/lake.py) committing batches of
+Each writer is a process with a LakeStore (ingest/storage/lake/store.py) committing batches of
 `--batch` games that were judged, with their rows, before the clock starts (no HTTP, no
 judging: only the store's path); all writers of a setup start together, after one warm-up
 commit each. It prints, per setup, each writer's CPU milliseconds per stored game (its
@@ -107,7 +107,7 @@ def main(argv=None) -> int:
         if reason:
             print(f"no lake here: {reason}")
             return 1
-        from ingest.storage.lake_admin import init_lake
+        from ingest.storage.lake.admin import init_lake
 
         cluster = Cluster.for_benchmark(fsync=True)
         made = 0

@@ -236,7 +236,7 @@ def _loaded(catalog: str, timeout: float = 10.0) -> None:
     the query then sees every game acknowledged before it; past `timeout` it reads the lake
     as it is, and says so."""
     from ingest.storage.lake import conninfo
-    from ingest.storage.lake_staging import wait_loaded
+    from ingest.storage.lake.staging import wait_loaded
 
     try:
         if wait_loaded(conninfo(catalog), timeout):

@@ -146,7 +146,7 @@ def _fails(exc: Exception) -> int:
 
 
 def run_init(args) -> int:
-    from ..storage.lake_admin import init_lake
+    from ..storage.lake.admin import init_lake
 
     try:
         out = init_lake(_needs_catalog(args), args.data_path, args.inline_rows)
@@ -157,7 +157,7 @@ def run_init(args) -> int:
 
 
 def run_upgrade(args) -> int:
-    from ..storage.lake_admin import upgrade_lake
+    from ..storage.lake.admin import upgrade_lake
 
     try:
         out = upgrade_lake(_needs_catalog(args))
@@ -172,7 +172,7 @@ def run_upgrade(args) -> int:
 
 
 def run_import(args) -> int:
-    from ..storage.lake_admin import import_store
+    from ..storage.lake.admin import import_store
 
     try:
         out = import_store(_needs_catalog(args), args.db, chunk=args.chunk)
@@ -188,7 +188,7 @@ def run_import(args) -> int:
 
 
 def run_maintain(args) -> int:
-    from ..storage.lake_admin import maintain
+    from ..storage.lake.admin import maintain
 
     try:
         out = maintain(
@@ -203,7 +203,7 @@ def run_maintain(args) -> int:
 
 
 def run_check(args) -> int:
-    from ..storage.lake_admin import check, check_since
+    from ..storage.lake.admin import check, check_since
 
     try:
         out = (check if args.full else check_since)(_needs_catalog(args))

@@ -51,7 +51,7 @@ TABLE: tuple[Setting, ...] = (
     Setting("LAKE_LOAD_EVERY", 1.0, float, "`1`",
             "seconds between the loader's lake commits while fewer than 20,000 games wait"),
     Setting("LAKE_COMMIT_TOKEN", 1, int, "`1`",
-            "`1`: the servers take turns to commit (ingest/storage/lake_token.py); `0`: they race"),
+            "`1`: the servers take turns to commit (ingest/storage/lake/token.py); `0`: they race"),
     Setting("LAKE_STALL", 20.0, float, "`20`",
             "seconds a lake call may hang before uploads get 503 and `/healthz` says so"),
     Setting("RATE_LIMIT", 20.0, float, "`20`",

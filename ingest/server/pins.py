@@ -67,7 +67,7 @@ DUCKDB = Pin(
     "1.5.5",
     (
         Recheck(
-            "ingest/storage/lake.py",
+            "ingest/storage/lake/connections.py",
             "BUILT_FOR = ",
             "the ducklake, postgres_scanner and httpfs extension wheels are pinned to the same "
             "version (pyproject.toml) and the lake's catalog format still reads: "

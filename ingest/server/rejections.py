@@ -15,7 +15,7 @@ the rows of past days are rolled up into one per (day, field, problem), in one t
 the sums are read, the rows they sum deleted and the sums inserted. Rows of a flush that
 commits meanwhile are not in the transaction's snapshot and stay as they are (on the file);
 on a lake both hold the commit token, and should one go without it (ingest/storage/
-lake_token.py), one of the two fails on the conflict and is tried again (a flush keeps its
+lake/token.py), one of the two fails on the conflict and is tried again (a flush keeps its
 counts; a roll-up runs again at the next flush).
 """
 

@@ -20,7 +20,7 @@ import pyarrow as pa
 from ..storage import QUARANTINED, VERIFIED, codec, insert_tables, registry, rows
 from ..storage.interface import GameStore
 from ..storage.lake import PG, commits_paused, staged_loaded
-from ..storage.lake_claims import Claims
+from ..storage.lake.claims import Claims
 from ..storage.shared import rollback
 from .pipeline import Judge
 

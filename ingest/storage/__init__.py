@@ -5,7 +5,7 @@ The public surface, for the server (ingest/), the jobs (analysis/) and the dashb
 - `GameStore` (interface.py): what every backend offers, its named errors, and `open_store`
   (`Target`: a file or a lake), the one way to make one;
 - `Store`: the file backend, the server process's one read-write connection, its group
-  commit, journal and rows thread (store.py); `LakeStore` (lake.py): several servers on one
+  commit, journal and rows thread (store.py); `LakeStore` (lake/store.py): several servers on one
   DuckLake; `open_db` for a connection of one's own on a stopped store file;
 - `Pending`, the statuses and outcomes: what an upload hands the store and what it answers
   (shared.py, with the schema and transaction helpers both backends use);

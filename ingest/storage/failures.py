@@ -1,6 +1,6 @@
 """Storage failures: why a store cannot store uploads now, and since when.
 
-Both stores (the DuckDB file store, store.py, and the lake, lake.py) keep them the same way:
+Both stores (the DuckDB file store, store.py, and the lake, lake/store.py) keep them the same way:
 each cause ("journal", "space", "lake", ...) is set when a write fails and cleared when writes
 work again; while any is set, uploads are refused with `StorageUnavailable` (503) and /healthz
 says why and for how long.

@@ -2,7 +2,7 @@
 to make one.
 
 Two backends implement it: `Store` (store.py: one DuckDB file, one writing process) and
-`LakeStore` (lake.py: several servers on one DuckLake). The server (ingest/), the jobs and the
+`LakeStore` (lake/store.py: several servers on one DuckLake). The server (ingest/), the jobs and the
 dashboard use a store only through `GameStore`: where the backends differ (a lake is written
 by other servers too, keeps versions, has a catalog to lock), the difference is a method or
 a declared capability here, never a test of the backend's class. A third backend is one more

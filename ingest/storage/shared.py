@@ -1,7 +1,7 @@
 """What every backend of the store shares: the tables (schema.sql), what an upload hands a store
 (`Pending`) and what it answers (the outcomes), a `submit`ted call, which errors are the
 storage's own, and the transaction and insert helpers. The file backend (store.py) and the
-lake (lake.py) both build on these; the surface they both offer is interface.py's."""
+lake (lake/store.py) both build on these; the surface they both offer is interface.py's."""
 
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ class Pending:
 
 @dataclass(slots=True)
 class Call:
-    """A `submit`ted function, run on the store's one writing connection (lake.py too)."""
+    """A `submit`ted function, run on the store's one writing connection (lake/store.py too)."""
 
     fn: Callable
     transaction: bool = True

@@ -15,7 +15,7 @@ import pytest
 @pytest.fixture
 def lake(pg_cluster, tmp_path):
     """A new lake (`balance lake init`'s): its catalog string; data in tmp_path/data."""
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     name = f"lake_{os.getpid()}_{time.monotonic_ns() % 10**9}"
     catalog = pg_cluster.create_db(name)

@@ -20,8 +20,7 @@ import pytest
 from support import examples_dir, wait_for
 
 from ingest.server.pipeline import Judge, utcnow
-from ingest.storage import StorageUnavailable, Store, lake_staging
-from ingest.storage import lake as lake_module
+from ingest.storage import StorageUnavailable, Store
 from ingest.storage.lake import (
     LAKE_SCHEMA_VERSION,
     LakeError,
@@ -30,8 +29,10 @@ from ingest.storage.lake import (
     lake_schema_sql,
     parquet_files,
 )
-from ingest.storage.lake_admin import check, import_store, maintain
-from ingest.storage.lake_claims import Claims
+from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake import store as lake_store
+from ingest.storage.lake.admin import check, import_store, maintain
+from ingest.storage.lake.claims import Claims
 
 EXAMPLES = examples_dir()
 
@@ -205,7 +206,7 @@ def test_in_flight_elsewhere_is_retried_then_503(stores, lake):
 def _stall_commits(monkeypatch, gate: threading.Event, entered: threading.Event):
     """Make LakeStore commits wait, inside their lake transaction (inserts done, COMMIT not
     sent), until `gate` is set: a writer stalled mid-commit."""
-    real = lake_module.transaction
+    real = lake_store.transaction
 
     @contextlib.contextmanager
     def stalled(con):
@@ -214,7 +215,7 @@ def _stall_commits(monkeypatch, gate: threading.Event, entered: threading.Event)
             entered.set()
             gate.wait(60)
 
-    monkeypatch.setattr(lake_module, "transaction", stalled)
+    monkeypatch.setattr(lake_store, "transaction", stalled)
 
 
 def test_stale_claim_lake_lacks_it_stalled_writer_is_fenced(stores, monkeypatch):
@@ -317,7 +318,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
     """A COMMIT that raised after landing is found in the lake (accepted, claims stored);
     one that raised before landing is a 503 whose claims are released (a retry stores)."""
     store = stores(staging=False)
-    real = lake_module.transaction
+    real = lake_store.transaction
 
     @contextlib.contextmanager
     def lost_ack(con):
@@ -325,7 +326,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
             yield
         raise duckdb.IOException("connection lost after COMMIT")
 
-    monkeypatch.setattr(lake_module, "transaction", lost_ack)
+    monkeypatch.setattr(lake_store, "transaction", lost_ack)
     records = [fresh(SLOW6[0]), fresh(SLOW6[1])]
     assert store.ingest([pending(r) for r in records]) == ["accepted", "accepted"]
 
@@ -336,7 +337,7 @@ def test_commit_of_unknown_outcome(stores, monkeypatch):
         con.execute("ROLLBACK")
         raise duckdb.IOException("connection lost before COMMIT")
 
-    monkeypatch.setattr(lake_module, "transaction", lost)
+    monkeypatch.setattr(lake_store, "transaction", lost)
     third = fresh(SLOW6[2])
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(third)])
@@ -451,7 +452,7 @@ def test_an_interrupted_import_is_resumed(lake, tmp_path, monkeypatch):
     """Run 1 dies after a chunk's commit, before marking its claims; run 2 dies in a chunk's
     commit; run 3 settles both (the lake holds the first chunk, not the second) and ends with
     every game once and the counts equal."""
-    from ingest.storage import lake_admin
+    from ingest.storage.lake import admin as lake_admin
 
     db = tmp_path / "file.duckdb"
     games = [fresh(SLOW6[i % len(SLOW6)]) for i in range(25)]
@@ -507,7 +508,7 @@ def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing
 ):
     """A lake whose data path is a real 24 MB disk: batches go in until the reserve is
     reached, then 503; every acknowledged game is in the lake, which stays readable."""
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     disk = small_disk(24)
     catalog = pg_cluster.create_db(f"full_{os.getpid()}_{time.monotonic_ns() % 10**9}")
@@ -707,7 +708,7 @@ def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
 def _as_version_1(catalog: str) -> None:
     """Make `catalog`'s lake what version 1 of this code left: no commit gate in the catalog
     (its table and the claim function's check), store_meta saying 1."""
-    from ingest.storage.lake_claims import SCHEMA
+    from ingest.storage.lake.claims import SCHEMA
 
     con = connect(catalog)
     try:

@@ -20,7 +20,7 @@ from ingest import cli
 from ingest.server.demo import DATA_DIR, load_records, register_demo_rulesets
 from ingest.storage import Store
 from ingest.storage.lake import LakeStore, connect
-from ingest.storage.lake_admin import import_store, maintain
+from ingest.storage.lake.admin import import_store, maintain
 
 pytestmark = pytest.mark.slow  # a PostgreSQL cluster, every job on two stores several times
 
@@ -151,7 +151,7 @@ def test_balance_jobs_run_names_what_it_cannot_open(tmp_path, capsys):
 def test_load_demo_into_a_lake_then_its_tables(lake, capsys):
     """`balance load-demo --lake`: simulated games through the upload path into the lake,
     every claim settled, and the jobs' tables there for the servers' dashboards."""
-    from ingest.storage.lake_admin import check
+    from ingest.storage.lake.admin import check
 
     assert cli.main(["load-demo", "--lake", lake, "-n", "12", "--slide", "4", "--level", "1"]) == 0
     out = capsys.readouterr().out
@@ -234,7 +234,7 @@ def _quarantined_by_a_buggy_engine(store: LakeStore) -> tuple[list[dict], set[st
 def _reverified(lake: str, recs: list[dict], wrong: set[str], appended: list[str]) -> None:
     """The games the buggy engine quarantined are verified with all their rows; nothing is
     half moved; every acknowledged game is stored."""
-    from ingest.storage.lake_admin import check
+    from ingest.storage.lake.admin import check
 
     con = connect(lake, read_only=True, claims=False)
     try:

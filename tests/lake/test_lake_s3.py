@@ -60,7 +60,7 @@ def s3_server():
 @pytest.fixture
 def s3_lake(pg_cluster, s3_server, monkeypatch):
     """A new lake with its data on the S3 server: (catalog, data path URL, boto3 client)."""
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     endpoint, client = s3_server
     for name, value in {
@@ -86,7 +86,7 @@ def objects(client, prefix: str) -> list[str]:
 
 def test_servers_store_games_on_object_storage_once_each(s3_lake):
     from ingest.storage.lake import LakeStore, connect
-    from ingest.storage.lake_admin import check
+    from ingest.storage.lake.admin import check
 
     catalog, data, client, prefix = s3_lake
     one, two = LakeStore(catalog), LakeStore(catalog)
@@ -126,7 +126,7 @@ def test_jobs_console_and_maintenance_on_object_storage(s3_lake, capsys, tmp_pat
     from dashboard.snapshot import Snapshots
     from ingest import cli
     from ingest.storage.lake import LakeStore, connect
-    from ingest.storage.lake_admin import maintain
+    from ingest.storage.lake.admin import maintain
 
     catalog, data, client, prefix = s3_lake
     store = LakeStore(catalog, staging=False)  # a lake commit per upload: small files

@@ -22,8 +22,8 @@ pytest.register_assert_rewrite("lake_cluster")
 from lake_cluster import Cluster, LakeServer, Reply  # noqa: E402
 
 from ingest.storage.lake import connect, conninfo  # noqa: E402
-from ingest.storage.lake_admin import check, init_lake  # noqa: E402
-from ingest.storage.lake_staging import wait_loaded  # noqa: E402
+from ingest.storage.lake.admin import check, init_lake  # noqa: E402
+from ingest.storage.lake.staging import wait_loaded  # noqa: E402
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""Staging on a real lake (lake_staging.py): an upload acknowledged once PostgreSQL holds it,
+"""Staging on a real lake (lake/staging.py): an upload acknowledged once PostgreSQL holds it,
 the elected loader moving it into the lake once, a loader dying between its lake commit and
 its delete, a loader that lost its election fenced off, a stage of unknown outcome, a claim
 lost while staging, back-pressure past the staging limit. In-process LakeStores on the
@@ -17,10 +17,13 @@ import pytest
 from support import wait_for
 from test_lake import SLOW6, altered, fresh, lake_rows, pending
 
-from ingest.storage import StorageUnavailable, lake_staging
-from ingest.storage import lake as lake_module
-from ingest.storage.lake import LakeStore, _LoaderFences, conninfo
-from ingest.storage.lake_admin import check
+from ingest.storage import StorageUnavailable
+from ingest.storage.lake import LakeStore, conninfo
+from ingest.storage.lake import loader as lake_loader
+from ingest.storage.lake import staging as lake_staging
+from ingest.storage.lake import store as lake_store
+from ingest.storage.lake.admin import check
+from ingest.storage.lake.loader import _LoaderFences
 
 
 def _staged(catalog: str) -> int:
@@ -69,7 +72,7 @@ def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monk
     for k in range(0, 30, 10):
         assert a.ingest([pending(r) for r in records[k : k + 10]]) == ["accepted"] * 10
     died = []
-    real = lake_module.load_commit
+    real = lake_loader.load_commit
 
     def commit_then_die(con, tables, owner, *rest):
         real(con, tables, owner, *rest)
@@ -77,7 +80,7 @@ def test_a_loader_dying_after_its_lake_commit_doubles_nothing(stores, lake, monk
             died.append(owner)
             raise psycopg.OperationalError("the loader died after its lake commit")
 
-    monkeypatch.setattr(lake_module, "load_commit", commit_then_die)
+    monkeypatch.setattr(lake_loader, "load_commit", commit_then_die)
     b = stores(load_every=0.2)
     b.wait_loaded(30)
     assert died and b._loader is not None and b._loader.counters["recovered"] == 3
@@ -107,7 +110,7 @@ def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
     assert b.ingest([pending(record)]) == ["accepted"]
     b.flush_rows()
     with pytest.raises(Exception, match="does not exist|conflict|Conflict"):
-        lake_module.load_commit(old_lake, {}, old_owner)
+        lake_loader.load_commit(old_lake, {}, old_owner)
     old_lake.close()
     assert check(lake)["ok"]
 
@@ -255,7 +258,7 @@ def test_setup_as_documented_needs_the_database_owned_by_the_lakes_user(pg_clust
     """docs/lake.md's setup on PostgreSQL 15: a database made by another role refuses the
     lake's user its `public` schema (`lake init` fails); `createdb -O balance` works."""
     from ingest.storage.lake import LakeError
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     tag = f"{time.monotonic_ns() % 10**9}"
     role = f"balance_{tag}"
@@ -281,7 +284,7 @@ def test_healthz_says_degraded_while_the_loader_is_behind(stores, monkeypatch):
     still stores uploads) but says "degraded" and why, with the staging backlog."""
     from ingest.server.app import create_app
 
-    monkeypatch.setattr(lake_module, "LOADER_LATE", 1.0)
+    monkeypatch.setattr(lake_store, "LOADER_LATE", 1.0)
     store = stores(loader=False, load_every=0.2)
     client = create_app({"STORE": store}).test_client()
     first = client.get("/healthz").get_json()
@@ -301,7 +304,7 @@ def test_the_documented_analyst_user_keeps_reading_tables_made_later(pg_cluster,
     new catalog tables (DuckLake's inlined rows of a small commit). With the documented ALTER
     DEFAULT PRIVILEGES it reads them; with GRANT ... ON ALL TABLES alone it does not."""
     from ingest.storage.lake import connect
-    from ingest.storage.lake_admin import init_lake
+    from ingest.storage.lake.admin import init_lake
 
     tag = f"{time.monotonic_ns() % 10**9}"
     owner, db = f"balance_{tag}", f"lake_{tag}"
@@ -369,7 +372,7 @@ def test_a_stage_whose_claims_were_taken_over_stages_nothing(stores, lake):
 
     import pyarrow as pa
 
-    from ingest.storage.lake_claims import STORED
+    from ingest.storage.lake.claims import STORED
 
     stores(loader=False)  # staging and claims installed; no loader (these rows are no games)
     pg = conninfo(lake)
@@ -421,7 +424,7 @@ def test_lake_check_goes_on_from_its_last_clean_run_and_still_finds_what_is_wron
     (a run with errors does not move the mark)."""
     import uuid
 
-    from ingest.storage.lake_admin import check_since
+    from ingest.storage.lake.admin import check_since
 
     store = stores(load_every=0.2)
 

@@ -1,4 +1,4 @@
-"""The lake's commit token (ingest/storage/lake_token.py) on a real PostgreSQL catalog: one
+"""The lake's commit token (ingest/storage/lake/token.py) on a real PostgreSQL catalog: one
 holder at a time, a waiter that costs no CPU while it waits, a dead holder's token freed, a
 stuck holder or an unreachable catalog never blocking a commit, and the store's commits
 waiting for it. Skipped, with the reason, where PostgreSQL cannot be had (lake_cluster.py)."""
@@ -19,9 +19,9 @@ import pytest
 from support import examples_dir
 
 from ingest.server.pipeline import Judge, utcnow
-from ingest.storage import lake_token
 from ingest.storage.lake import LakeStore, connect, conninfo
-from ingest.storage.lake_token import CommitToken
+from ingest.storage.lake import token as lake_token
+from ingest.storage.lake.token import CommitToken
 
 RECORD = json.loads((examples_dir() / "slow6-valid.ndjson").read_text().splitlines()[0])
 

@@ -23,7 +23,7 @@ from ingest.server.pipeline import Judge  # noqa: E402
 from ingest.server.rulesets_api import FRESH  # noqa: E402
 from ingest.storage import Store  # noqa: E402
 from ingest.storage.lake import LAKE_SCHEMA_VERSION, connect, stored_version  # noqa: E402
-from ingest.storage.lake_admin import init_lake  # noqa: E402
+from ingest.storage.lake.admin import init_lake  # noqa: E402
 from ingest.storage.registry import Refused  # noqa: E402
 
 pytestmark = pytest.mark.slow

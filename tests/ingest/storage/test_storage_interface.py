@@ -5,7 +5,7 @@ A backend's conformance is checked twice: mypy holds `Store` and `LakeStore` to 
 (interface.py's TYPE_CHECKING block, run by CI), and here every member's signature is compared
 (names, kinds and defaults of the parameters), and a real `Store` is an instance of it. The
 in-memory backend below is written against the protocol alone (shared.py's helpers, nothing of
-store.py or lake.py): the whole app, uploads to /healthz, /metrics and the admin routes, runs
+store.py or lake/store.py): the whole app, uploads to /healthz, /metrics and the admin routes, runs
 on it."""
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 
 - `init_lake`: the store's tables in the catalog (lake.lake_schema_sql: schema.sql without
   what DuckLake cannot express), the fence schema, the claims table and its functions
-  (lake_claims.py), and safe retention defaults for DuckLake's own cleanup.
+  (claims.py), and safe retention defaults for DuckLake's own cleanup.
 - `upgrade_lake`: a lake made by an earlier version brought to this one (DuckLake's format,
   missing tables, the steps of UPGRADES, the claims' functions), checked against schema.sql;
 - `import_store`: the games of a store file (its journal loaded first) into the lake, claims
@@ -29,8 +29,11 @@ from typing import Any
 
 import duckdb
 
-from . import lake_staging, registry, rows
-from .lake import (
+from .. import registry, rows
+from ..shared import missing_columns
+from . import staging as lake_staging
+from .claims import STORED, Claims
+from .connections import (
     FENCES,
     LAKE,
     LAKE_SCHEMA_VERSION,
@@ -41,10 +44,8 @@ from .lake import (
     data_path_of,
     lake_schema_sql,
     stored_version,
-    sweep_stale,
 )
-from .lake_claims import STORED, Claims
-from .shared import missing_columns
+from .loader import sweep_stale
 
 log = logging.getLogger("ingest.lake")
 
@@ -212,8 +213,8 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
     the file's game_ids, as many rows as the file. Returns the summary."""
     import hashlib
 
-    from .lake import drop_fence
-    from .store import Store
+    from ..store import Store
+    from .loader import drop_fence
 
     db = str(db)
     if not os.path.isfile(db):
@@ -278,7 +279,7 @@ def import_store(catalog: str, db: str | Path, chunk: int = 50_000, echo=print) 
 def _settle_earlier(con, claims: Claims, earlier: list[tuple[int, str]]) -> int:
     """Claims of earlier runs of this import: fence each run (none of its commits can land
     from now on), mark stored what the lake holds, release the rest; how many were stored."""
-    from .lake import drop_fence, lake_hashes
+    from .loader import drop_fence, lake_hashes
 
     for who in sorted({w for _, w in earlier}):
         drop_fence(con, who)

@@ -1,21 +1,14 @@
-"""The lake: the store's tables in a DuckLake (a PostgreSQL catalog, Parquet files on a shared
-data path) that several servers write at once; `LakeStore` is the server's store on it, with
-the surface the app uses of `Store` (docs/lake.md).
+"""`LakeStore`, the server's store on a lake, with the surface the app uses of `Store`
+(docs/lake.md).
 
-Extensions. They are never downloaded: DuckDB opens with `extension_directory` set to a
-directory of ours and autoinstall/autoload off, the `ducklake` and `postgres_scanner` binaries
-come from their wheels (duckdb-extension-ducklake, duckdb-extension-postgres-scanner, built for
-one DuckDB version each) and are FORCE INSTALLed from those files once (`install_extensions`).
-`LakeUnavailable` says why they cannot load (a wheel missing, another DuckDB version).
-
-With staging (the default, lake_staging.py) a group's claims, their marking and its rows are
+With staging (the default, staging.py) a group's claims, their marking and its rows are
 one PostgreSQL transaction and the lake's elected loader commits them to the lake later; the
 steps below are the direct path (`staging=False`), which imports and the fencing tests use.
 
 Storing a group of games (the committer thread, one group at a time; requests queue meanwhile
 and make the next group, as in store.py):
 
-1. claim every new game_id of the group in PostgreSQL (lake_claims.py): one round trip; a
+1. claim every new game_id of the group in PostgreSQL (claims.py): one round trip; a
    stored claim answers duplicate / conflict, a pending claim of a live server defers the
    request (answered again after a moment, else 503 + Retry-After: it is in flight there);
 2. a stale pending claim (its lease ran out: its server died between its claim and marking it
@@ -50,11 +43,8 @@ probe retries every few seconds (`failure`, /healthz).
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import importlib.util
 import logging
 import os
-import re
 import shutil
 import socket
 import tempfile
@@ -74,15 +64,12 @@ import orjson
 import psycopg
 import pyarrow as pa
 
-from . import codec, lake_staging, registry, rows, settings
-from . import failures as failures_mod
-from .failures import Failures, StorageUnavailable, logged_reason, without_passwords
-from .interface import Pinned
-from .lake_claims import STORED, Claims
-from .lake_staging import Loader, LostClaims, Stager
-from .lake_token import CommitToken
-from .rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
-from .shared import (
+from .. import codec, registry, rows
+from .. import failures as failures_mod
+from ..failures import Failures, StorageUnavailable, logged_reason, without_passwords
+from ..interface import Pinned
+from ..rejudge import QUARANTINED, VERIFIED, Rejudge, rows_judged_again
+from ..shared import (
     ACCEPTED,
     CONFLICT,
     DUPLICATE,
@@ -90,50 +77,42 @@ from .shared import (
     Call,
     Pending,
     insert_tables,
-    schema_sql,
     storage_error,
     transaction,
 )
+from . import staging as lake_staging
+from .claims import STORED, Claims
+from .connections import (
+    FENCES,
+    LAKE,
+    PG,
+    _local_data_path,
+    check_version,
+    connect,
+    conninfo,
+    latest_snapshot,
+)
+from .loader import (
+    COMMIT_RETRIES,
+    _is_conflict,
+    _missing_fence,
+    drop_fence,
+    lake_hashes,
+    make_fence,
+    make_loader,
+    sweep_stale,
+)
+from .staging import Loader, LostClaims, Stager
+from .token import CommitToken
 
 log = logging.getLogger("ingest.lake")
 
-# The version of what this code keeps in a lake's catalog besides DuckLake's own tables: the
-# store's tables (schema.sql) and the claims' tables and functions (lake_claims.SCHEMA).
-# Raise it with every change there, and give lake_admin.UPGRADES the step from the one before.
-LAKE_SCHEMA_VERSION = "3"
-LAKE = "lake"  # the lake's name in every connection made here
-PG = "balance_pg"  # the catalog's database, attached as a postgres database (the claims)
-FENCES = "balance_fence"  # the lake schema of the servers' fence tables
-EXTENSIONS = {  # extension -> the wheel's package
-    "ducklake": "duckdb_extension_ducklake",
-    "postgres_scanner": "duckdb_extension_postgres_scanner",
-    "httpfs": "duckdb_extension_httpfs",  # a data path on object storage (s3://)
-}
-# A data path on S3-compatible object storage: the credentials from the standard AWS_*
-# variables, the endpoint and its details from BALANCE_S3_* (docs/lake.md, "The data path").
-S3_SETTINGS = {  # DuckDB S3 secret key -> environment variable
-    "KEY_ID": "AWS_ACCESS_KEY_ID",
-    "SECRET": "AWS_SECRET_ACCESS_KEY",
-    "SESSION_TOKEN": "AWS_SESSION_TOKEN",
-    "REGION": "AWS_REGION",
-    "ENDPOINT": "BALANCE_S3_ENDPOINT",
-    "URL_STYLE": "BALANCE_S3_URL_STYLE",
-}
-BUILT_FOR = "1.5.5"  # the DuckDB the extension wheels are pinned to (pyproject.toml)
 # seconds a pending claim is its owner's before it may be taken over: with staging a claim is
 # pending only while its group is judged and staged (milliseconds to a second or two), and the
-# staging transaction's compare-and-set (lake_staging.py) needs no clock to stay correct
+# staging transaction's compare-and-set (staging.py) needs no clock to stay correct
 LEASE = 10.0
 IN_FLIGHT_WAIT = 5.0  # seconds a request waits for a game another server is committing
 RETRY_AFTER_IN_FLIGHT = 1
-# DuckLake retries a commit that lost the race for the next snapshot id itself; with several
-# writers its default (10 tries, 100 ms, x1.5) ran out: more, shorter waits.
-DUCKLAKE_RETRIES, DUCKLAKE_RETRY_MS, DUCKLAKE_BACKOFF = 60, 20, 1.2
-COMMIT_RETRIES = 5  # and the application's retries of a commit that still failed on a conflict
-# A reverify batch pauses every server's new claims while it applies (`commits_paused`): the
-# gate closes for at most GATE_SECONDS (should the reverify die holding it) and waits up to
-# DRAIN_WAIT for the commits already claimed to land.
-GATE_SECONDS, DRAIN_WAIT = 30.0, 5.0
 _FENCE_TRIM = 500  # a server empties its fence table every this many commits
 _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # A lake call (a group commit, a call, the probe) that has not returned after this long means
@@ -148,14 +127,6 @@ DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
 # A call (a jobs run's publish, a rejections flush) may be long on a large lake: its own
 # limit (uploads queued behind it still time out at their deadline).
 CALL_STALL_AFTER = 300.0
-
-
-class LakeUnavailable(RuntimeError):
-    """The ducklake / postgres extensions cannot be loaded here (the reason says why)."""
-
-
-class LakeError(RuntimeError):
-    """The lake is not usable as asked (no lake in that catalog, a wrong data path)."""
 
 
 class _Fenced(Exception):
@@ -175,337 +146,6 @@ class _Busy(StorageUnavailable):
     request is answered 503, the store is not failing."""
 
 
-# -- extensions and connections ------------------------------------------------------------
-
-
-def extension_files() -> dict[str, Path]:
-    """The extension binaries the wheels carry for this DuckDB version; LakeUnavailable
-    (with the reason) when a wheel is missing or built for another version."""
-    out = {}
-    for name, package in EXTENSIONS.items():
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            wheel = package.replace("_", "-")
-            raise LakeUnavailable(
-                f"{wheel} is not installed (the lake is built on duckdb=={BUILT_FOR} with "
-                f"duckdb-extension-ducklake, -postgres-scanner and -httpfs {BUILT_FOR}; "
-                f"this is duckdb {_version()})"
-            )
-        root = Path(list(spec.submodule_search_locations)[0]) / "extensions"
-        path = root / f"v{_version()}" / f"{name}.duckdb_extension"
-        if not path.is_file():
-            built = sorted(p.name for p in root.glob("v*")) if root.is_dir() else []
-            raise LakeUnavailable(
-                f"{package} carries {name} for DuckDB {', '.join(built) or 'no version'}, "
-                f"this is DuckDB {_version()}: install the matching duckdb and extension wheels"
-            )
-        out[name] = path
-    return out
-
-
-def _version() -> str:
-    return duckdb.__version__
-
-
-def extension_dir() -> Path:
-    """Where the extensions are installed: $BALANCE_LAKE_EXTENSIONS, else a directory of
-    ours in the user's cache (never DuckDB's shared ~/.duckdb)."""
-    explicit = (settings.value("LAKE_EXTENSIONS") or "").strip()
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache")
-    return Path(base) / "slow6-balance" / "duckdb-extensions"
-
-
-def install_extensions(directory: Path | None = None) -> Path:
-    """FORCE INSTALL the wheels' extension files into `directory` unless the same files are
-    there already (under a lock: servers start at once). Returns the directory."""
-    directory = Path(directory or extension_dir())
-    files = extension_files()
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        con = None
-        try:
-            for name, source in files.items():
-                installed = next(
-                    iter(directory.glob(f"v{_version()}/*/{name}.duckdb_extension")), None
-                )
-                if installed is not None and installed.stat().st_size == source.stat().st_size:
-                    continue
-                if con is None:
-                    con = duckdb.connect(config=_config(directory))
-                con.execute(f"FORCE INSTALL {_literal(str(source))}")
-        except duckdb.Error as exc:
-            raise LakeUnavailable(f"cannot install the DuckDB extensions: {exc}") from exc
-        finally:
-            if con is not None:
-                con.close()
-    return directory
-
-
-def object_store_secret(con: duckdb.DuckDBPyConnection) -> None:
-    """httpfs loaded, and an S3 secret for this connection from the environment (S3_SETTINGS)
-    when any of it is set: the lake's files on object storage are then readable and
-    writable. Nothing is written to disk (a TEMPORARY secret)."""
-    con.execute("LOAD httpfs")
-    given = {key: _setting(var) for key, var in S3_SETTINGS.items()}
-    given = {key: value for key, value in given.items() if value}
-    if not given:
-        return
-    options = [f"{key} {_literal(value)}" for key, value in given.items()]
-    ssl = settings.value("S3_USE_SSL")
-    if ssl is not None:
-        options.append(f"USE_SSL {'true' if ssl else 'false'}")
-    con.execute(f"CREATE OR REPLACE TEMPORARY SECRET balance_s3 (TYPE s3, {', '.join(options)})")
-
-
-def _setting(variable: str) -> str:
-    """An S3_SETTINGS variable: BALANCE_* through the storage table, AWS_* as DuckDB's own."""
-    if variable.startswith(settings.PREFIX):
-        return (settings.value(variable.removeprefix(settings.PREFIX)) or "").strip()
-    return os.environ.get(variable, "").strip()
-
-
-def _config(directory: Path) -> dict:
-    return {
-        "extension_directory": str(directory),
-        "autoinstall_known_extensions": "false",
-        "autoload_known_extensions": "false",
-    }
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
-def conninfo(catalog: str) -> str:
-    """The PostgreSQL connection string of a CATALOG argument: a libpq string
-    ('host=... dbname=...') or URI ('postgresql://...'), with or without 'ducklake:' and
-    'postgres:' in front."""
-    text = catalog.strip()
-    for prefix in ("ducklake:", "postgres:"):
-        if text.startswith(prefix):
-            text = text[len(prefix) :]
-    if not text:
-        raise LakeError("no catalog: give a PostgreSQL connection string (--lake)")
-    return text
-
-
-def connect(
-    catalog: str,
-    data_path: str | None = None,
-    *,
-    read_only: bool = False,
-    create: bool = False,
-    claims: bool = True,
-    threads: int = 0,
-    extensions: Path | None = None,
-    migrate: bool = False,
-) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the lake attached as `lake` (and USEd), the catalog's
-    database as `balance_pg` when `claims`, raw_json() registered. Without `create` the lake
-    must exist (`balance lake init`). `data_path` is needed only to create one; given for an
-    existing lake, it must be the lake's."""
-    directory = install_extensions(extensions)
-    con = duckdb.connect(config=_config(directory))
-    try:
-        con.execute("LOAD ducklake")
-        con.execute("LOAD postgres")
-        object_store_secret(con)
-        if threads > 0:
-            con.execute(f"SET threads = {int(threads)}")
-        con.execute(f"SET GLOBAL ducklake_max_retry_count = {DUCKLAKE_RETRIES}")
-        con.execute(f"SET GLOBAL ducklake_retry_wait_ms = {DUCKLAKE_RETRY_MS}")
-        con.execute(f"SET GLOBAL ducklake_retry_backoff = {DUCKLAKE_BACKOFF}")
-        pg = conninfo(catalog)
-        if claims or not create:
-            ro = ", READ_ONLY" if read_only and not claims else ""
-            try:
-                con.execute(f"ATTACH {_literal(pg)} AS {PG} (TYPE postgres{ro})")
-            except duckdb.IOException as exc:  # every command says so, with no traceback
-                first = without_passwords(str(exc).splitlines()[0])
-                raise LakeError(f"cannot reach the catalog: {first}") from exc
-            if not create and not _has_lake(con):
-                raise LakeError(
-                    "no lake in this catalog yet: run `balance lake init --lake CATALOG "
-                    "--data-path DIR` first"
-                )
-            if not claims:
-                con.execute(f"DETACH {PG}")
-        options = []
-        if data_path:
-            options.append(f"DATA_PATH {_literal(_data_path(data_path))}")
-        if read_only:
-            options.append("READ_ONLY")
-        if migrate:  # DuckLake's own catalog format, to this extension's (`balance lake upgrade`)
-            options.append("AUTOMATIC_MIGRATION TRUE")
-        opts = f" ({', '.join(options)})" if options else ""
-        try:
-            con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {LAKE}{opts}")
-        except duckdb.Error as exc:
-            if "does not match existing data path" in str(exc):
-                first = str(exc).splitlines()[0]  # (not DuckDB's OVERRIDE_DATA_PATH hint)
-                raise LakeError(f"--data-path is not this lake's: {first}") from exc
-            raise
-        con.execute(f"USE {LAKE}")
-        codec.register_sql(con)
-    except BaseException:
-        con.close()
-        raise
-    return con
-
-
-def read_only_config() -> dict:
-    """The settings a connection of one's own needs to attach the lake (`attach_read_only`):
-    the extension directory, nothing autoloaded."""
-    return _config(install_extensions())
-
-
-def attach_read_only(
-    con: duckdb.DuckDBPyConnection, catalog: str, alias: str, snapshot: int | None = None
-) -> str:
-    """Attach the lake READ_ONLY as `alias` on `con` (opened with `read_only_config()`), at
-    its latest snapshot or at `snapshot` (a version: what every query then sees, however many
-    commits land meanwhile), and nothing else of the catalog: the claims are not reachable
-    through it. Returns the lake's data path."""
-    con.execute("LOAD ducklake")
-    con.execute("LOAD postgres")
-    object_store_secret(con)
-    pg = conninfo(catalog)
-    pin = "" if snapshot is None else f", SNAPSHOT_VERSION {int(snapshot)}"
-    try:
-        con.execute(f"ATTACH {_literal('ducklake:postgres:' + pg)} AS {alias} (READ_ONLY{pin})")
-    except duckdb.Error as exc:
-        if "ducklake" in str(exc).lower() and "metadata" in str(exc).lower():
-            raise LakeError(f"no lake in this catalog: {without_passwords(str(exc))}") from exc
-        raise
-    # The lake's Parquet files stay readable once the caller turns external access off (the
-    # SQL console does): that directory only, and only through the lake's tables.
-    path = data_path_of(con, alias)
-    con.execute(f"SET allowed_directories = [{_literal(path.rstrip('/') + '/')}]")
-    return path
-
-
-def latest_snapshot(con: duckdb.DuckDBPyConnection) -> tuple[int, str]:
-    """The lake's latest snapshot on `con` (a lake connection): its version and its time
-    (ISO 8601, UTC, to the second)."""
-    ((version, at),) = con.execute(
-        f"SELECT s.snapshot_id, epoch(s.snapshot_time) FROM ducklake_snapshots('{LAKE}') s "
-        f"WHERE s.snapshot_id = (SELECT id FROM {LAKE}.current_snapshot())"
-    ).fetchall()
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(at)))
-    return int(version), stamp
-
-
-def stored_version(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The lake's schema version (store_meta), None for a lake made before it was kept."""
-    found = con.execute(
-        "SELECT max(value::INTEGER)::VARCHAR FROM store_meta WHERE key = 'lake_schema_version'"
-    ).fetchall()
-    return found[0][0] if found else None
-
-
-def check_version(con: duckdb.DuckDBPyConnection) -> None:
-    """LakeError unless the lake's schema is this code's: a server never writes a lake whose
-    tables or claim functions are another version's."""
-    found = stored_version(con) or "1"
-    if found != LAKE_SCHEMA_VERSION:
-        raise LakeError(
-            f"the lake's schema is version {found}, this server's is {LAKE_SCHEMA_VERSION}: "
-            + (
-                "stop the servers and run `balance lake upgrade --lake CATALOG`"
-                if int(found) < int(LAKE_SCHEMA_VERSION)
-                else "run this version's servers on it (the lake is newer)"
-            )
-        )
-
-
-def data_path_of(con: duckdb.DuckDBPyConnection, alias: str = LAKE) -> str:
-    """The data path the lake's catalog records (DuckLake writes it with the catalog)."""
-    row = con.execute(
-        f"SELECT value FROM __ducklake_metadata_{alias}.ducklake_metadata "
-        "WHERE key = 'data_path' AND scope IS NULL"
-    ).fetchone()
-    if row is None:  # (never: DuckLake writes it with the catalog)
-        raise RuntimeError("the lake's catalog has no data_path")
-    return row[0]
-
-
-def _local_data_path(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The lake's data path when it is a local directory (None for a URL: object storage)."""
-    path = data_path_of(con)
-    return None if "://" in path else path
-
-
-def _data_path(path: str) -> str:
-    """A local data path as an absolute directory with its trailing slash (DuckLake stores
-    it as given, and every server and analyst must resolve it the same way); URLs as given."""
-    if "://" in path:
-        return path if path.endswith("/") else path + "/"
-    return str(Path(path).resolve()) + "/"
-
-
-def _has_lake(con: duckdb.DuckDBPyConnection) -> bool:
-    ((found,),) = con.execute(
-        f"SELECT * FROM postgres_query('{PG}', "
-        "'SELECT to_regclass(''ducklake_metadata'') IS NOT NULL')"
-    ).fetchall()
-    return bool(found)
-
-
-def parquet_files(con: duckdb.DuckDBPyConnection, table: str) -> list[str]:
-    """The Parquet files that hold `table` now, from the lake's catalog (never a directory
-    listing: the data path also holds files of expired snapshots and uncommitted writes), for
-    readers that take a file list (Polars). Raises LakeError when those files alone would not
-    give the table exactly: rows still inlined in the catalog (small commits, until `balance
-    lake maintain` flushes them) or deletions; read it through DuckDB then (`.pl()`)."""
-    if not re.fullmatch(r"[a-z_][a-z0-9_]*", table):
-        raise ValueError(f"not a table name: {table!r}")
-    con.execute("BEGIN TRANSACTION")  # one snapshot for the list and the counts
-    try:
-        listed = con.execute(
-            f"SELECT data_file, delete_file FROM ducklake_list_files('{LAKE}', ?)", [table]
-        ).fetchall()
-        files = [f for f, _ in listed]
-        ((rows_in_lake,),) = con.execute(f"SELECT count(*) FROM {LAKE}.main.{table}").fetchall()
-        in_files = 0
-        if files:
-            ((in_files,),) = con.execute("SELECT count(*) FROM read_parquet(?)", [files]).fetchall()
-    finally:
-        con.execute("ROLLBACK")
-    if any(d for _, d in listed):
-        raise LakeError(f"{table} has deletions (delete files): read it through DuckDB")
-    if in_files != rows_in_lake:
-        raise LakeError(
-            f"{table}: {rows_in_lake - in_files} rows are not in Parquet files yet (inlined in "
-            "the catalog until `balance lake maintain`): read it through DuckDB"
-        )
-    return files
-
-
-def lake_schema_sql() -> str:
-    """schema.sql as DuckLake takes it. DuckLake has no PRIMARY KEY, UNIQUE or index (NOT
-    NULL it has): store_meta's key is NOT NULL but no longer unique, and its INSERT OR IGNORE
-    (which needs the key) becomes an insert of what is missing. Every table, column, type and
-    NOT NULL is the same."""
-    sql = re.sub(r"--[^\n]*", "", schema_sql())
-    sql = re.sub(r",\s*PRIMARY KEY \([^)]*\)", "", sql)  # a table's key (its columns: NOT NULL)
-    sql = sql.replace("PRIMARY KEY", "NOT NULL")  # (what of it DuckLake keeps)
-    sql = re.sub(
-        r"INSERT OR IGNORE INTO store_meta VALUES \('([^']*)', '([^']*)'\)",
-        r"INSERT INTO store_meta SELECT '\1', '\2' WHERE NOT EXISTS "
-        r"(SELECT 1 FROM store_meta WHERE key = '\1')",
-        sql,
-    )
-    if "INSERT OR IGNORE" in sql or "PRIMARY KEY" in sql:
-        raise AssertionError("schema.sql has a statement lake_schema_sql does not translate")
-    return sql
-
-
-# -- the server's store --------------------------------------------------------------------
-
-
 @dataclass(slots=True, eq=False)
 class _Task:
     """One request's games in the committer's queue; `done` is set once it is answered."""
@@ -522,13 +162,6 @@ def _new_owner() -> str:
     return f"s{os.getpid()}_{uuid.uuid4().hex[:12]}"
 
 
-def _is_conflict(exc: BaseException) -> bool:
-    """A lake commit that certainly did not land: a logical conflict, or DuckLake out of
-    retries for a snapshot id."""
-    text = str(exc).lower()
-    return "conflict" in text or "maximum retry count" in text or "exceeded the maximum" in text
-
-
 def lake_error(exc: BaseException) -> bool:
     """Whether `exc` says the lake's storage failed (PostgreSQL unreachable, the data path
     failing) rather than that some rows did not fit."""
@@ -537,7 +170,7 @@ def lake_error(exc: BaseException) -> bool:
     if isinstance(exc, (duckdb.TransactionException, duckdb.InternalException)):
         return True
     if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
-        return True  # staging's connection (lake_staging.py)
+        return True  # staging's connection (staging.py)
     text = str(exc).lower()
     return any(w in text for w in ("postgres", "connect", "server closed", "timeout", "ssl"))
 
@@ -575,7 +208,7 @@ class LakeStore:
         stagers: int = STAGERS,
     ):
         self.catalog = catalog
-        # staging (lake_staging.py): an upload is acknowledged once PostgreSQL holds it, and
+        # staging (staging.py): an upload is acknowledged once PostgreSQL holds it, and
         # the lake's one loader moves it into the lake; off: each group waits for its own lake
         # commit (the path `balance lake import` and the tests of fencing use)
         self.staging = staging
@@ -1374,7 +1007,7 @@ class LakeStore:
     def _lake_hashes(self, keys: list[int]) -> dict[int, int]:
         return lake_hashes(self._writer, keys)
 
-    # -- staging (lake_staging.py) -------------------------------------------------------------
+    # -- staging (staging.py) -------------------------------------------------------------
 
     def _stage(self, items: list[Pending]) -> None:
         """In the group's transaction (`_group`): its claims marked stored, its rows staged.
@@ -1622,198 +1255,11 @@ class LakeStore:
                 return
 
 
-def make_loader(
-    catalog: str,
-    *,
-    threads: int = 0,
-    token: CommitToken | None = None,
-    retries: int = COMMIT_RETRIES,
-    **kw,
-) -> Loader:
-    """The lake's loader for a process (a server, the jobs runner): not started; `kw` go to
-    lake_staging.Loader. `token`: the commit token its commits hold (its own: a token is one
-    connection, used by one thread)."""
-
-    def open_lake() -> duckdb.DuckDBPyConnection:
-        return connect(catalog, claims=False, threads=threads)
-
-    def commit(lake: duckdb.DuckDBPyConnection, tables: dict, owner: str) -> None:
-        load_commit(lake, tables, owner, token, retries)
-
-    return Loader(conninfo(catalog), open_lake, commit, _LoaderFences, **kw)
-
-
-def load_commit(
-    lake: duckdb.DuckDBPyConnection,
-    tables: dict,
-    owner: str,
-    token: CommitToken | None = None,
-    retries: int = COMMIT_RETRIES,
-) -> None:
-    """The loader's lake commit: `tables` and a row in the loader's fence, holding the commit
-    token; conflicts retried. Raises unless it landed (a commit of unknown outcome too: the
-    next election settles it)."""
-    for attempt in range(retries):
-        try:
-            with token.held() if token is not None else contextlib.nullcontext():
-                with transaction(lake):
-                    insert_tables(lake, tables)
-                    lake.execute(
-                        f"INSERT INTO {LAKE}.{FENCES}.{owner} VALUES (?, now()::TIMESTAMP)",
-                        [attempt],
-                    )
-            return
-        except Exception as exc:
-            if not _is_conflict(exc) or _missing_fence(exc, owner) or attempt == retries - 1:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-
-
-class _LoaderFences:
-    """The loaders' fence tables (lake_staging.Loader): `balance_fence.l...`."""
-
-    @staticmethod
-    def create(con: duckdb.DuckDBPyConnection, owner: str) -> None:
-        make_fence(con, owner)
-
-    @staticmethod
-    def drop(con: duckdb.DuckDBPyConnection, owner: str) -> None:
-        drop_fence(con, owner)
-
-    @staticmethod
-    def loaders(con: duckdb.DuckDBPyConnection) -> list[str]:
-        rows = con.execute(
-            "SELECT table_name FROM duckdb_tables() WHERE database_name = ? AND schema_name = ? "
-            "AND table_name LIKE 'l%'",
-            [LAKE, FENCES],
-        ).fetchall()
-        return [name for (name,) in rows]
-
-
 def _by_owner(batch: list[tuple[list[int], str]]) -> list[tuple[list[int], str]]:
     merged: dict[str, list[int]] = {}
     for keys, owner in batch:
         merged.setdefault(owner, []).extend(keys)
     return [(keys, owner) for owner, keys in merged.items()]
-
-
-def sweep_stale(con: duckdb.DuckDBPyConnection, claims: Claims, mine: str | None = None) -> dict:
-    """Settle the stale pending claims of other owners (dead, or stalled past their lease):
-    fence each owner, then mark stored the claims whose games the lake holds and drop the
-    others (a client's retry then stores them). `con`: a lake connection (USE lake). Run by
-    every server now and then and by `balance lake maintain`; idempotent, safe at once."""
-    stale = [(k, o) for k, o in claims.stale() if o != mine]
-    if not stale:
-        return {"adopted": 0, "released": 0}
-    for owner in sorted({o for _, o in stale}):
-        drop_fence(con, owner)
-    present = lake_hashes(con, [k for k, _ in stale])
-    adopted = claims.adopt([(k, o, present[k]) for k, o in stale if k in present])
-    claims.release_stale([(k, o) for k, o in stale if k not in present])
-    log.warning(
-        "stale claims of %d dead or stalled servers settled: %d stored, %d dropped",
-        len({o for _, o in stale}),
-        len(adopted),
-        len([k for k, _ in stale if k not in present]),
-    )
-    return {"adopted": len(adopted), "released": len(stale) - len(present)}
-
-
-@contextlib.contextmanager
-def commits_paused(
-    con: duckdb.DuckDBPyConnection, *, seconds: float = GATE_SECONDS, drain: float = DRAIN_WAIT
-):
-    """While inside, no server claims a new game (its uploads wait, answered again after a
-    moment: in flight), and the commits claimed before have landed (or `drain` ran out), so
-    that a lake transaction made inside meets no concurrent insert. `con`: a connection with
-    the catalog attached (`connect(..., claims=True)`). For a delete on the tables the servers
-    append to (reverify), which DuckLake fails when an insert commits beside it."""
-    claims = Claims(con.cursor(), PG)
-    holder = f"gate_{os.getpid()}_{uuid.uuid4().hex[:8]}"
-    try:
-        claims.close_gate(holder, seconds)
-    except BaseException:
-        claims.con.close()
-        raise
-    try:
-        deadline = time.monotonic() + drain
-        while True:  # (a claim made as the gate closed shows once its transaction commits)
-            time.sleep(0.05)
-            if not claims.in_flight() or time.monotonic() > deadline:
-                break
-        # and the loader has committed what was staged: its inserts would meet the deletes
-        staged_loaded(claims, max(0.0, deadline - time.monotonic()) + drain)
-        yield
-    finally:
-        try:
-            claims.open_gate(holder)
-        except Exception as exc:  # noqa: BLE001 - it opens by itself after `seconds`
-            log.warning("the commit gate stays closed until its time runs out: %s", exc)
-        claims.con.close()
-
-
-def staged_loaded(claims: Claims, timeout: float) -> bool:
-    """Until the groups staged so far are in the lake (through the catalog attached to
-    `claims`' connection); False if the loader did not get there within `timeout`."""
-    groups = f"{lake_staging.SCHEMA}.groups"
-    try:
-        ((upto,),) = claims._query(f"SELECT coalesce(max(id), 0) FROM {groups}")
-    except duckdb.Error as exc:  # a lake no server with staging has opened
-        if lake_staging.SCHEMA in str(exc):
-            return True
-        raise
-    deadline = time.monotonic() + timeout
-    while True:
-        ((left,),) = claims._query(f"SELECT count(*) FROM {groups} WHERE id <= {int(upto)}")
-        if not left:
-            return True
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-
-
-def make_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
-    """Make `owner`'s fence table (a server's or a loader's), retried on a commit conflict:
-    its commits write to it, so dropping it (drop_fence) stops every one still in flight."""
-    for attempt in range(10):
-        try:
-            con.execute(f"CREATE SCHEMA IF NOT EXISTS {LAKE}.{FENCES}")
-            con.execute(f"CREATE TABLE {LAKE}.{FENCES}.{owner} (n BIGINT, committed_at TIMESTAMP)")
-            return
-        except duckdb.Error as exc:
-            if not _is_conflict(exc) or attempt == 9:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-
-
-def drop_fence(con: duckdb.DuckDBPyConnection, owner: str) -> None:
-    """Drop `owner`'s fence table: no commit of it can land from now on."""
-    for attempt in range(10):
-        try:
-            con.execute(f"DROP TABLE IF EXISTS {LAKE}.{FENCES}.{owner}")
-            return
-        except duckdb.Error as exc:
-            if not _is_conflict(exc) or attempt == 9:
-                raise
-            time.sleep(0.05 * (attempt + 1))
-
-
-def lake_hashes(con: duckdb.DuckDBPyConnection, keys: list[int]) -> dict[int, int]:
-    """game_id -> content_hash of those of `keys` the lake holds (its latest snapshot)."""
-    if not keys:
-        return {}
-    ids = [str(uuid.UUID(int=k)) for k in keys]
-    found = con.execute(
-        "SELECT game_id::VARCHAR, content_hash FROM raw_records "
-        "WHERE game_id IN (SELECT unnest(?::UUID[]))",
-        [ids],
-    ).fetchall()
-    return {uuid.UUID(g).int: h for g, h in found}
-
-
-def _missing_fence(exc: BaseException, owner: str) -> bool:
-    text = str(exc)
-    return owner in text and "does not exist" in text
 
 
 def _stall_reason(waited: float) -> str:

@@ -17,7 +17,7 @@ the group in one lake commit, then marks its claims stored (`mark_stored`). The 
 - a pending claim of another server whose lease runs: that server is committing the game now
   (in flight): answered again after a moment, or 503 + Retry-After;
 - a pending claim whose lease ran out: its owner died (or stalled) between its claim and
-  marking the claim stored. lake.py takes it over only after fencing the owner (so that no
+  marking the claim stored. store.py takes it over only after fencing the owner (so that no
   commit of it can land any more) and looking in the lake: held there, the claim is marked
   stored (`adopt`); not there, it changes owner (`take_over`, a compare-and-set).
 

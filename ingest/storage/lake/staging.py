@@ -4,7 +4,7 @@ Why: a DuckLake commit costs ~40 catalog statements and 60-150 ms whatever its s
 commits are serialized across the lake (one snapshot id after another), so acknowledging each
 group of uploads after its own lake commit capped single-game uploads at a few hundred a
 second for the whole lake, fewer with more servers. Here a server acknowledges a
-group once one short PostgreSQL transaction in the catalog's database holds it (lake.py,
+group once one short PostgreSQL transaction in the catalog's database holds it (store.py,
 `LakeStore._group`):
 
     SELECT * FROM balance_claim(...)            -- claim the group's game_ids (in order)
@@ -61,8 +61,8 @@ import psycopg
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from .failures import without_passwords
-from .lake_claims import Claim, _signed, _unsigned
+from ..failures import without_passwords
+from .claims import Claim, _signed, _unsigned
 
 log = logging.getLogger("ingest.lake")
 
@@ -201,7 +201,7 @@ class Stager:
             self._con = None
 
     def claim(self, keys: Sequence[int], hashes: Sequence[int], owner: str, lease: float):
-        """lake_claims.Claims.claim, on this connection (psycopg: one round trip, no DuckDB
+        """claims.Claims.claim, on this connection (psycopg: one round trip, no DuckDB
         in the way); the claims by key."""
         if not keys:
             return {}
