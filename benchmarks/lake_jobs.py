@@ -113,28 +113,6 @@ def remove_new(open_con, new: int) -> None:
         con.close()
 
 
-class _FileStore:
-    """What dashboard.snapshot.Snapshots uses of a server's store, on a stopped store file."""
-
-    def __init__(self, path: Path):
-        import duckdb
-
-        self.con = duckdb.connect(str(path))
-
-    def submit(self, fn, transaction: bool = True):
-        from concurrent.futures import Future
-
-        done: Future = Future()
-        done.set_result(fn(self.con))
-        return done
-
-    def reader(self):
-        return self.con.cursor()
-
-    def close(self) -> None:
-        self.con.close()
-
-
 def dashboard_snapshot(store, directory: Path) -> tuple[float, float]:
     """Seconds to take the dashboard's snapshot of `store` (a file: checkpoint and copy; a
     lake: pin its latest version) and to answer a chart-sized query on it."""
@@ -197,9 +175,10 @@ def main(argv=None) -> int:
                 s = run_jobs(opener, args.memory_limit)
                 new[name] = (s["seconds"], s.get("mode"), s.get("new_games"))
                 remove_new(opener, args.new)
+            from ingest.storage import Store
             from ingest.storage.lake import LakeStore
 
-            file_store = _FileStore(path)
+            file_store = Store(path)  # the server's own file store, as a server holds it
             try:
                 snap = {"file": dashboard_snapshot(file_store, Path(tmp) / "snap-file")}
             finally:
