@@ -22,12 +22,12 @@ import http.client
 import json
 import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
+
+from benchmarks.serving import start_server, stop_server
 
 ROOT = Path(__file__).resolve().parents[1]
 # cached corpora and stores; BALANCE_BENCH_OUT puts them elsewhere (the smoke runs: a tmp dir)
@@ -85,12 +85,6 @@ def copy_times(db: Path, work: Path, rounds: int = 3) -> None:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def request(port: int, method: str, path: str, headers=None, body=None, timeout=600):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
@@ -122,24 +116,8 @@ def main(argv=None) -> int:
     served = work / "store.duckdb"
     shutil.copy(db, served)
     copy_times(served, work)
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    env.update({"BALANCE_RATE_LIMIT": "0", "BALANCE_JOBS_INTERVAL": "0",
-                "PYTHONPATH": str(ROOT)})  # fmt: skip
-    log = open(work / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", "serve", "--db", str(served), "--port", str(port),
-         "--quiet"],
-        cwd=ROOT, env=env, stdout=log, stderr=log,
-    )  # fmt: skip
+    proc, port, log = start_server(served, work)
     try:
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            try:
-                if request(port, "GET", "/healthz", timeout=2)[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
         status, body, ms, _ = request(port, "POST", "/sql/snapshot", body=b"")
         print(f"first snapshot of the store: {ms / 1000:.2f} s ({status})")
         status, body, ms, _ = request(port, "POST", "/sql/snapshot", body=b"")
@@ -165,9 +143,7 @@ def main(argv=None) -> int:
         print(f"slowest page median: {worst:.0f} ms (target < {TARGET_MS} ms)")
         print(json.dumps({"games": args.games, "slowest_median_ms": round(worst, 1)}))
     finally:
-        proc.terminate()
-        proc.wait(60)
-        log.close()
+        stop_server(proc, log)
     return 0
 
 

@@ -20,22 +20,16 @@ import http.client
 import json
 import os
 import shutil
-import socket
-import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+from benchmarks.serving import start_server, stop_server
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or ROOT / "benchmarks" / "out")
 MAX_BYTES = 64 * 1024
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def request(port: int, method: str, path: str, body: bytes | None = None):
@@ -77,25 +71,10 @@ def main(argv=None) -> int:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     db = work / "store.duckdb"
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    env.update({"BALANCE_RATE_LIMIT": "0", "BALANCE_JOBS_INTERVAL": "0", "PYTHONPATH": str(ROOT),
-                "BALANCE_SAVED_RATE": "0", "BALANCE_SAVED_MAX": str(args.saves + 10),
-                "BALANCE_SAVED_TOTAL_BYTES": str((args.saves + 10) * MAX_BYTES)})  # fmt: skip
-    log = open(work / "server.log", "wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "ingest.cli", "serve", "--db", str(db), "--port", str(port),
-         "--quiet"],
-        cwd=ROOT, env=env, stdout=log, stderr=log,
-    )  # fmt: skip
+    proc, port, log = start_server(db, work, {
+        "BALANCE_SAVED_RATE": "0", "BALANCE_SAVED_MAX": str(args.saves + 10),
+        "BALANCE_SAVED_TOTAL_BYTES": str((args.saves + 10) * MAX_BYTES)})  # fmt: skip
     try:
-        deadline = time.time() + 300
-        while time.time() < deadline:
-            try:
-                if request(port, "GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
         size0 = db.stat().st_size
         start_rss, _ = memory(worker_pid(proc.pid))
         text = "SELECT 1 AS one -- "
@@ -147,9 +126,7 @@ def main(argv=None) -> int:
             f"{rss1} MB after (high-water {hwm} MB)"
         )
     finally:
-        proc.terminate()
-        proc.wait(60)
-        log.close()
+        stop_server(proc, log)
     return 0
 
 
