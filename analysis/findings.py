@@ -678,14 +678,17 @@ WATCH_COLUMNS = [
 ]  # fmt: skip
 
 
+# the columns a finding and a watch-list row share (each adds its own: `_finish`, `_finish_watch`)
+_ROW_SCHEMA = {
+    "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
+    "effect": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "beyond": pl.Float64,
+    "minimum": pl.Float64, "n": pl.Int64, "test": pl.String, "alpha": pl.Float64,
+    "chart": pl.String, "games": pl.String, "sql": pl.String, "key": pl.String,
+}  # fmt: skip
+
+
 def _finish_watch(rows: list[dict]) -> pl.DataFrame:
-    schema = {
-        "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
-        "effect": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "beyond": pl.Float64,
-        "minimum": pl.Float64, "n": pl.Int64, "to_confirm": pl.Int64, "confirm": pl.String,
-        "test": pl.String, "z_zero": pl.Float64, "alpha": pl.Float64, "chart": pl.String,
-        "games": pl.String, "sql": pl.String, "key": pl.String,
-    }  # fmt: skip
+    schema = {**_ROW_SCHEMA, "to_confirm": pl.Int64, "confirm": pl.String, "z_zero": pl.Float64}
     out = pl.DataFrame(rows, schema=schema)
     out = out.sort(pl.col("z_zero"), "statement", descending=[True, False], nulls_last=True)
     return out.with_columns(rank=pl.int_range(1, out.height + 1, dtype=pl.Int64)).select(
@@ -720,13 +723,8 @@ def finding_key(kind: str, keys_json: str) -> str:
 
 
 def _finish(found: list[dict]) -> pl.DataFrame:
-    schema = {
-        "statement": pl.String, "item": pl.String, "family": pl.String, "kind": pl.String,
-        "effect": pl.Float64, "lo": pl.Float64, "hi": pl.Float64, "beyond": pl.Float64,
-        "minimum": pl.Float64, "n": pl.Int64, "since": pl.String, "first_flagged": pl.String,
-        "test": pl.String, "z_beyond": pl.Float64, "alpha": pl.Float64, "chart": pl.String,
-        "games": pl.String, "sql": pl.String, "key": pl.String,
-    }  # fmt: skip
+    schema = {**_ROW_SCHEMA, "since": pl.String, "first_flagged": pl.String,
+              "z_beyond": pl.Float64}  # fmt: skip
     out = pl.DataFrame(found, schema=schema)
     # strongest evidence first: how many standard errors the estimate clears the minimum by
     out = out.sort(
