@@ -35,5 +35,28 @@ def main(argv: list[str] | None = None) -> int:
     return int(args.run(args) or 0)
 
 
+def run() -> None:
+    """The `balance` process: `main`, then out without the interpreter's teardown.
+
+    Arrow's and DuckDB's native thread pools can still hold a joinable worker when the
+    interpreter destroys them, and the process then aborts ("terminate called without an
+    active exception", SIGABRT) after its work is done and reported: apache/arrow#34314,
+    duckdb/duckdb#13904; seen once in `balance export --server`. Every command has closed its
+    files and connections by the time `main` returns, so what is left to do is flush: the
+    streams and the log handlers, then `os._exit` with the command's code. An exception still
+    takes the ordinary way out (traceback, exit 1)."""
+    import logging
+    import os
+
+    code = main()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed or broken pipe: nothing more can be said
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,7 +1,5 @@
 """`python -m ingest.cli ...`: the `balance` command."""
 
-import sys
+from . import run
 
-from . import main
-
-sys.exit(main())
+run()
