@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 import threading
 
-from analysis import jobs as analysis_jobs
-
 log = logging.getLogger("ingest.jobs")
 
 
 def run_once(store) -> dict:
     """One analysis run through the store: reads on a cursor, writes on the store's calls thread."""
+    # imported at the first run, not with the app: a server whose schedule is off (or not yet
+    # due) starts without the analysis stack (about 0.6 s of a worker's start)
+    from analysis import jobs as analysis_jobs
+
     reader = store.reader()  # sees every game stored so far, derived rows included
     try:
         # analysis.jobs opens its own transaction (and falls back to ours if one is open)

@@ -21,6 +21,7 @@ import time
 from . import config
 
 PORT_ENV = "BALANCE_SERVER_PORT"  # set for the worker: the port whose connections it reaps
+PARENT_ENV = "BALANCE_SERVER_PID"  # set for the worker: the process it dies with (wsgi.py)
 
 
 def configure_logging(access_log: bool = True) -> None:
@@ -45,8 +46,6 @@ def run(settings: dict[str, str], host: str, port: int, threads: int = 8) -> int
     from granian.constants import Interfaces
     from granian.http import HTTP1Settings
     from granian.log import LogLevels
-
-    from .wsgi import PARENT_ENV
 
     os.environ.update(settings)
     # dashboard pages waiting on a hung store must leave threads to /healthz and the rest

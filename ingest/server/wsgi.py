@@ -26,7 +26,6 @@ from .serve import configure_logging
 log = logging.getLogger("ingest.serve")
 
 ON_STOP: list = []  # called once when the worker is told to stop, before granian stops
-PARENT_ENV = "BALANCE_SERVER_PID"  # set by `balance serve`: the process this worker dies with
 _PR_SET_PDEATHSIG = 1
 
 
