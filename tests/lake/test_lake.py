@@ -506,20 +506,20 @@ def test_uploads_stop_at_the_data_paths_reserve_and_resume(stores):
 def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing(
     small_disk, pg_cluster
 ):
-    """A lake whose data path is a real 24 MB disk: batches go in until the reserve is
+    """A lake whose data path is a real 12 MB disk: batches go in until the reserve is
     reached, then 503; every acknowledged game is in the lake, which stays readable."""
     from ingest.storage.lake.admin import init_lake
 
-    disk = small_disk(24)
+    disk = small_disk(12)
     catalog = pg_cluster.create_db(f"full_{os.getpid()}_{time.monotonic_ns() % 10**9}")
     init_lake(catalog, str(disk), inline_rows=0)  # every commit writes Parquet files
-    reserve = 8 * 1024 * 1024
+    reserve = 4 * 1024 * 1024
     store = LakeStore(catalog, min_free=reserve, heartbeat=0.2)
     acknowledged: list[str] = []
     refused = 0
     try:
         for _ in range(400):
-            batch = [fresh(SLOW6[i % len(SLOW6)]) for i in range(150)]
+            batch = [fresh(SLOW6[i % len(SLOW6)]) for i in range(400)]
             try:
                 verdicts = store.ingest([pending(r) for r in batch])
             except StorageUnavailable as exc:

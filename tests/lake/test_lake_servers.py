@@ -279,7 +279,9 @@ def test_kill_9_mid_load_loses_no_acknowledged_game(servers, lake):
         loaders.append(threading.Thread(target=load, args=(b,)))
         for t in loaders:
             t.start()
-        time.sleep(2.0 + cycle)
+        # killed mid-load: once this cycle's uploads are acknowledged (a later point each cycle)
+        before = len(acknowledged)
+        wait_for(lambda: len(acknowledged) >= before + 40 * (cycle + 1), 120, "uploads under way")
         a.kill()
         stop.set()
         for t in loaders:
