@@ -280,8 +280,8 @@ def test_kill_9_mid_load_loses_no_acknowledged_game(servers, lake):
         for t in loaders:
             t.start()
         # killed mid-load: once this cycle's uploads are acknowledged (a later point each cycle)
-        before = len(acknowledged)
-        wait_for(lambda: len(acknowledged) >= before + 40 * (cycle + 1), 120, "uploads under way")
+        enough = len(acknowledged) + 40 * (cycle + 1)
+        wait_for(lambda n=enough: len(acknowledged) >= n, 120, "uploads under way")
         a.kill()
         stop.set()
         for t in loaders:
