@@ -206,6 +206,7 @@ class LakeStore:
         load_every: float = lake_staging.LOAD_EVERY,
         load_games: int = lake_staging.LOAD_GAMES,
         stagers: int = STAGERS,
+        stage_new: bool = True,
     ):
         self.catalog = catalog
         # staging (staging.py): an upload is acknowledged once PostgreSQL holds it, and
@@ -213,6 +214,9 @@ class LakeStore:
         # commit (the path `balance lake import` and the tests of fencing use)
         self.staging = staging
         self.staging_max = int(staging_max)
+        # a group of games nobody claimed yet staged in one statement (Stager.stage_new);
+        # off: every group claims, then stages, in a transaction of its own
+        self.stage_new = stage_new
         self._threads = threads
         self.min_free = failures_mod.min_free(min_free)
         self.commit_max = commit_max
@@ -854,9 +858,13 @@ class LakeStore:
             return
         stager = cast("Stager", self._claimer())
         sent: list[tuple[list[int], str]] = []  # the staged keys, once the statements went
+        answers: list[Callable[[], None]] = []  # what answers the group, once it is known
         try:
-            with stager.transaction():
-                answer = self._group_body(tasks, sent)
+            if self.stage_new:
+                self._stage_new(stager, tasks, sent, answers)
+            if not answers:  # a game of the group was claimed already: claim, then stage
+                with stager.transaction():
+                    answers.append(self._group_body(tasks, sent))
         except LostClaims as exc:
             log.warning("staging: %s (taken over meanwhile): tried again", exc)
             raise _Fenced(self.owner) from exc
@@ -875,10 +883,56 @@ class LakeStore:
                 # answers a retry `duplicate`
                 raise StorageUnavailable(_reason("staging", named)) from exc
             log.warning("a staging commit that raised had landed: %d games", len(keys))
-        answer()
+        answers[-1]()
         if self._loader is not None and sent:
             if self._loader.staged + len(sent[0][0]) >= self._loader.batch_games:
                 self._loader.kick()
+
+    def _stage_new(self, stager: Stager, tasks: list[_Task], sent: list, answers: list) -> None:
+        """The group as games no server has claimed: their rows built, then claims and rows
+        in one statement (`Stager.stage_new`). What answers the tasks goes to `answers` (the
+        statement's keys to `sent`) before the statement, so that one of unknown outcome is
+        answered if it landed; both are emptied again when nothing was written because a game
+        of the group was claimed already. Its rows are built before the
+        claim, so a retry's are built in vain: retries are the exception, and the claim's row
+        locks are then held for a round trip, not for the rows' building."""
+        started = time.perf_counter()
+        first: dict[int, Pending] = {}
+        for task in tasks:
+            for item in task.items:
+                first.setdefault(item.key, item)
+        keys = sorted(first)
+        items = [first[k] for k in keys]
+        self._fill_rows(items)
+        tables = self._tables(items)
+        received = (min(i.received for i in items), max(i.received for i in items))
+
+        def answer() -> None:
+            self._known += len(keys)
+            for task in tasks:
+                out = []
+                for item in task.items:
+                    stored = first[item.key]
+                    if stored is item:
+                        out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
+                    else:  # a repeat within the group answers from its first occurrence
+                        same = stored.content_hash == item.content_hash
+                        out.append(DUPLICATE if same else CONFLICT)
+                task.outcomes = out
+            if self._on_commit is not None:
+                self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+
+        sent.append((keys, self.owner))  # from here on a failure may have landed
+        answers.append(answer)
+        group = stager.stage_new(
+            keys, [item.content_hash for item in items], self.owner, received, tables
+        )
+        if group is None:
+            sent.clear()
+            answers.clear()
+            return
+        self._last_group = group
+        self.commit_seconds.append(time.perf_counter() - started)
 
     def _group_body(self, tasks: list[_Task], sent: list | None = None) -> Callable[[], None]:
         """The group's claims, decisions and write; returns what answers its tasks (called
@@ -1014,6 +1068,14 @@ class LakeStore:
         LostClaims when a claim is not this owner's pending one any more."""
         keys = [item.key for item in items]
         owner = self.owner
+        tables = self._tables(items)
+        received = (min(i.received for i in items), max(i.received for i in items))
+        began = time.perf_counter()
+        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
+        self.commit_seconds.append(time.perf_counter() - began)
+
+    def _tables(self, items: list[Pending]) -> dict[str, pa.Table]:
+        """The staged tables of `items` (their rows built); _NotStored if they do not fit."""
         try:
             tables = {"raw_records": rows.to_arrow("raw_records", [i.raw_row() for i in items])}
             games: list[rows.Rows | rows.Part] = []
@@ -1024,10 +1086,7 @@ class LakeStore:
             tables.update(rows.tables_of(games))
         except Exception as exc:  # rows that do not fit (a bug): nothing written
             raise _NotStored(exc) from exc
-        received = (min(i.received for i in items), max(i.received for i in items))
-        began = time.perf_counter()
-        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
-        self.commit_seconds.append(time.perf_counter() - began)
+        return tables
 
     def _backlog(self, staged: int, oldest: float) -> None:
         """The loader's look at staging: past `staging_max` games uploads are refused
