@@ -859,10 +859,12 @@ class LakeStore:
         stager = cast("Stager", self._claimer())
         sent: list[tuple[list[int], str]] = []  # the staged keys, once the statements went
         answers: list[Callable[[], None]] = []  # what answers the group, once it is known
+        one_statement = self.stage_new
         try:
-            if self.stage_new:
+            if one_statement:
                 self._stage_new(stager, tasks, sent, answers)
             if not answers:  # a game of the group was claimed already: claim, then stage
+                one_statement = False
                 with stager.transaction():
                     answers.append(self._group_body(tasks, sent))
         except LostClaims as exc:
@@ -881,6 +883,8 @@ class LakeStore:
             if not landed:  # no (False), or not known while the catalog is gone (None): a
                 # transaction that did not commit left nothing behind, and one that did
                 # answers a retry `duplicate`
+                if one_statement:  # the group's first statement failed: as a claim that
+                    raise named from exc  # failed, the store probes the catalog
                 raise StorageUnavailable(_reason("staging", named)) from exc
             log.warning("a staging commit that raised had landed: %d games", len(keys))
         answers[-1]()
