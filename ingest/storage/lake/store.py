@@ -182,6 +182,9 @@ class LakeStore:
 
     defer_rows = True  # takes verified games without their rows (gather.py): built before commit
     shared_writers = True  # every server of the lake writes it (interface.GameStore)
+    # a group's rows are staged with it: built in the gatherer's judge process, in the replay
+    # that judged the game, not in a second replay on the judge pool before the commit
+    rows_when_judged = True
 
     def __init__(
         self,
