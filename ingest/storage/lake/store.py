@@ -120,7 +120,11 @@ _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
 # wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
 STALL_AFTER = 20.0
-STAGERS = 4  # committer threads of a server with staging (each its own PostgreSQL connection)
+# committer threads of a server with staging (each its own PostgreSQL connection): a group's
+# one statement takes about a round trip, and with more threads the gatherer's chunks, and so
+# the groups, were smaller, each costing its statement, its Arrow tables and the loader's
+# unpacking (measured: 4 threads did not store more games a second than 2, at more CPU a game)
+STAGERS = 2
 # /healthz says "degraded" (still 200) once a lake call has waited this long, or the loader is
 # this many seconds behind: the load balancer may prefer other servers before anything fails
 DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
