@@ -278,9 +278,7 @@ class Gatherer:
         try:
             lines = [line for r in requests for line in r.lines]
             received = [r.received for r in requests for _ in r.lines]
-            judged = recheck_unknown(
-                self.judge, judged, lines, received, with_rows=self.with_rows
-            )
+            judged = recheck_unknown(self.judge, judged, lines, received, with_rows=self.with_rows)
             pending = [j.pending for j in judged if j.pending is not None]
             outcomes = self.store.ingest(pending, timeout=self.commit_timeout)
         except Exception as exc:  # busy, closed, a failed write: each request answers it
