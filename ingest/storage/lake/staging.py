@@ -224,6 +224,43 @@ def unpack(names: Sequence[str], blobs: Sequence[bytes]) -> dict[str, pa.Table]:
     }
 
 
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"  # an IPC stream's end
+
+
+def gather(names_blobs: Sequence[tuple[Sequence[str], Sequence[bytes]]]) -> dict[str, pa.Table]:
+    """The staged tables of several groups as one Arrow table per table (`merge` of their
+    `unpack`), read as one IPC stream per table: each group's stream is its schema message,
+    its record batches and an end marker, so the streams of one table with the same schema
+    are one stream once the later schemas and ends are cut out. A loader's hundreds of small
+    groups were a reader each, per table. Tables whose streams differ in schema (or that
+    cannot be read so) go through `unpack` and `merge`."""
+    by_table: dict[str, list[bytes]] = {}
+    for names, blobs in names_blobs:
+        for name, blob in zip(names, blobs, strict=True):
+            by_table.setdefault(name, []).append(bytes(blob))
+    out: dict[str, pa.Table] = {}
+    for name, blobs in by_table.items():
+        try:
+            out[name] = _one_stream(blobs)
+        except (ValueError, pa.ArrowException):
+            out[name] = merge([unpack([name], [blob]) for blob in blobs])[name]
+    return out
+
+
+def _one_stream(blobs: list[bytes]) -> pa.Table:
+    head_size = 8 + int.from_bytes(blobs[0][4:8], "little", signed=True)
+    head = blobs[0][:head_size]
+    if blobs[0][:4] != b"\xff\xff\xff\xff" or head_size <= 8:
+        raise ValueError("not an IPC stream")
+    body = [head]
+    for blob in blobs:
+        if blob[:head_size] != head or not blob.endswith(_EOS):
+            raise ValueError("streams of different schemas")
+        body.append(blob[head_size:-8])
+    body.append(_EOS)
+    return ipc.open_stream(pa.py_buffer(b"".join(body))).read_all().combine_chunks()
+
+
 def merge(groups: list[dict[str, pa.Table]]) -> dict[str, pa.Table]:
     """The tables of several groups as one Arrow table per table, each in one chunk: DuckDB's
     insert of a table made of many small chunks (a load of hundreds of one-game groups) cost
@@ -630,13 +667,14 @@ class Loader:
                 break
             take.append(gid)
             games += n
-        rows = con.execute(
+        rows = con.execute(  # binary: the blobs as bytes, not hex text to decode
             f"SELECT id, games, tables, blobs FROM {SCHEMA}.groups WHERE id = ANY (%s) ORDER BY id",
             (take,),
+            binary=True,
         ).fetchall()
         if not rows:
             return 0
-        tables = merge([unpack(names, blobs) for _, _, names, blobs in rows])
+        tables = gather([(names, blobs) for _, _, names, blobs in rows])
         self._commit(lake, tables, owner)
         ids = [r[0] for r in rows]
         games = sum(r[1] for r in rows)
