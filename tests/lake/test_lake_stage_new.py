@@ -145,3 +145,27 @@ def test_a_closed_gate_is_not_stepped_over(stores, lake):
     finally:
         con.close()
     assert store.ingest([pending(record)]) == ["accepted"]
+
+
+def test_the_loader_reads_many_groups_as_one_stream_a_table():
+    """`gather` (the loader's read of staged groups) gives what reading each group's streams
+    and concatenating them gives; groups whose schemas differ (a column all null in one) are
+    read one by one and promoted."""
+    import pyarrow as pa
+
+    groups = [
+        lake_staging.pack(
+            {
+                "a": pa.table({"x": [i, i + 1], "y": [f"g{i}", None]}),
+                "b": pa.table({"z": [float(i)]}),
+            }
+        )
+        for i in range(30)
+    ]
+    one = lake_staging.gather(groups)
+    each = lake_staging.merge([lake_staging.unpack(n, b) for n, b in groups])
+    assert set(one) == {"a", "b"} and all(one[n].equals(each[n]) for n in one)
+    assert one["a"]["x"].num_chunks == 1 and one["a"].num_rows == 60
+    odd = lake_staging.pack({"a": pa.table({"x": pa.array([None], pa.null()), "y": ["n"]})})
+    mixed = lake_staging.gather([groups[0], odd])
+    assert mixed["a"].column("x").to_pylist() == [0, 1, None]
