@@ -91,7 +91,11 @@ def _serve(conn: Connection, parent: int) -> None:
 
     threading.Thread(target=read, name="judge-inbox", daemon=True).start()
     while (message := inbox.get()) is not None:
-        conn.send(workers._judge_light(*message))
+        lines, received, rulesets, with_rows = message
+        if with_rows:
+            conn.send(workers._judge_rowed(lines, received, rulesets))
+        else:
+            conn.send(workers._judge_light(lines, received, rulesets))
 
 
 class Gatherer:
@@ -107,6 +111,8 @@ class Gatherer:
     ):
         self.store = store
         self.judge = judge
+        # the judge process builds verified games' rows in the replay that judges them
+        self.with_rows = bool(store.rows_when_judged)
         self.commit_timeout = commit_timeout
         # A chunk is a few records, judged in milliseconds: a judge process silent this long
         # is stuck (stopped, swapping) and is replaced, its chunk judged here.
@@ -208,7 +214,7 @@ class Gatherer:
         lines = [line for r in requests for line in r.lines]
         received = [r.received for r in requests for _ in r.lines]
         try:
-            self._conn.send((lines, received, self.judge.registry.state()))
+            self._conn.send((lines, received, self.judge.registry.state(), self.with_rows))
             return True
         except (OSError, ValueError):
             return False
@@ -219,7 +225,8 @@ class Gatherer:
                 log.error("the gatherer's judge process is silent; replacing it")
                 self._process.kill()
                 return None
-            return workers.unlight(self._conn.recv())
+            judged = self._conn.recv()
+            return judged if self.with_rows else workers.unlight(judged)
         except (OSError, EOFError, ValueError):
             return None
 
@@ -271,7 +278,7 @@ class Gatherer:
         try:
             lines = [line for r in requests for line in r.lines]
             received = [r.received for r in requests for _ in r.lines]
-            judged = recheck_unknown(self.judge, judged, lines, received, with_rows=False)
+            judged = recheck_unknown(self.judge, judged, lines, received, with_rows=self.with_rows)
             pending = [j.pending for j in judged if j.pending is not None]
             outcomes = self.store.ingest(pending, timeout=self.commit_timeout)
         except Exception as exc:  # busy, closed, a failed write: each request answers it

@@ -90,6 +90,19 @@ def _judge_light(
     return out
 
 
+def _judge_rowed(
+    lines: list[tuple[int, bytes]], received: list[dt.datetime], rulesets: tuple | None = None
+) -> _Chunk:
+    """Judged lines with a verified game's rows (one replay a game), as a `_Chunk`: for a
+    store that writes the rows at once (GameStore.rows_when_judged)."""
+    judge = _judge(rulesets)
+    judged = [
+        judge.judge(number, text, at) for (number, text), at in zip(lines, received, strict=True)
+    ]
+    share_block([j.pending for j in judged if j.pending is not None])
+    return _Chunk(judged)
+
+
 def _rows_chunk(
     lines: list[tuple[int, bytes]], received: list[dt.datetime], rulesets: tuple | None = None
 ) -> list[tuple]:

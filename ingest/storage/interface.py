@@ -68,6 +68,11 @@ class GameStore(Protocol):
     """Takes verified games without their rows (`Pending.rows` None) and builds them before
     they are readable: the app hands such games over (gather.py) only when this is true."""
 
+    rows_when_judged: bool
+    """Wants a verified game's rows built where it is judged (the gatherer's judge process,
+    one replay) rather than later (`rebuild`): a store that writes them at once (a lake
+    stages them with the game). False: the rows are built later, in batches."""
+
     shared_writers: bool
     """Other processes write the same store (a lake's other servers). A long write (reverify)
     then runs in batches on a connection of its own, pausing commits for each batch, rather

@@ -194,6 +194,7 @@ class Store:
     (interface.GameStore's file backend)."""
 
     shared_writers = False  # the file has one writing process: this one
+    rows_when_judged = False  # journaled games' rows are built later, in batches
 
     def __init__(
         self,

@@ -357,6 +357,7 @@ def test_unreachable_catalog_is_503_then_recovers(stores, monkeypatch):
         raise psycopg.OperationalError("could not connect to server: Connection refused")
 
     monkeypatch.setattr(lake_staging.Stager, "claim", unreachable)  # (its claims' connection)
+    monkeypatch.setattr(lake_staging.Stager, "stage_new", unreachable)  # (a new group's)
     with pytest.raises(StorageUnavailable):
         store.ingest([pending(fresh(SLOW6[0]))])
     assert store.failure is not None and store.health()["failure"]

@@ -117,8 +117,10 @@ def test_a_loader_that_lost_its_election_cannot_commit(stores, lake):
 
 def test_a_stage_of_unknown_outcome(stores, monkeypatch):
     """A staging COMMIT whose answer was lost is found landed (accepted); a transaction that
-    failed before its COMMIT is a 503 and leaves nothing (the retry is stored)."""
-    store = stores(loader=False)
+    failed before its COMMIT is a 503 and leaves nothing (the retry is stored). (The claim-then-
+    stage transaction, which groups holding a game claimed before take; the one-statement
+    stage of new games: test_lake_stage_new.py.)"""
+    store = stores(loader=False, stage_new=False)
     real = lake_staging.Stager.transaction  # (every committer thread's)
 
     @contextlib.contextmanager
@@ -152,8 +154,9 @@ def test_a_concurrent_claim_waits_for_the_staging_transaction(stores, monkeypatc
     """A group's claims are made in its staging transaction: another server asking for the
     same game meanwhile waits for it (PostgreSQL's row lock) and then reads it stored,
     `duplicate`; a connection that dies inside it leaves no claim (rolled back): nothing
-    waits for a lease."""
-    a, b = stores(loader=False), stores(loader=False)
+    waits for a lease. (The claim-then-stage transaction; the one-statement stage has no
+    moment between its claims and its rows.)"""
+    a, b = stores(loader=False, stage_new=False), stores(loader=False, stage_new=False)
     record = fresh(SLOW6[0])
     real = lake_staging.Stager.stage
     inside = threading.Event()

@@ -120,7 +120,11 @@ _PROBE_FIRST, _PROBE_MAX = 0.5, 10.0
 # are answered 503 at once, and /healthz says so, until it returns. Above the commit token's
 # wait (TOKEN_WAIT) and a commit's conflict retries, which a busy lake may take.
 STALL_AFTER = 20.0
-STAGERS = 4  # committer threads of a server with staging (each its own PostgreSQL connection)
+# committer threads of a server with staging (each its own PostgreSQL connection): a group's
+# one statement takes about a round trip, and with more threads the gatherer's chunks, and so
+# the groups, were smaller, each costing its statement, its Arrow tables and the loader's
+# unpacking (measured: 4 threads did not store more games a second than 2, at more CPU a game)
+STAGERS = 2
 # /healthz says "degraded" (still 200) once a lake call has waited this long, or the loader is
 # this many seconds behind: the load balancer may prefer other servers before anything fails
 DEGRADED_AFTER, LOADER_LATE = 2.0, 10.0
@@ -182,6 +186,9 @@ class LakeStore:
 
     defer_rows = True  # takes verified games without their rows (gather.py): built before commit
     shared_writers = True  # every server of the lake writes it (interface.GameStore)
+    # a group's rows are staged with it: built in the gatherer's judge process, in the replay
+    # that judged the game, not in a second replay on the judge pool before the commit
+    rows_when_judged = True
 
     def __init__(
         self,
@@ -206,6 +213,7 @@ class LakeStore:
         load_every: float = lake_staging.LOAD_EVERY,
         load_games: int = lake_staging.LOAD_GAMES,
         stagers: int = STAGERS,
+        stage_new: bool = True,
     ):
         self.catalog = catalog
         # staging (staging.py): an upload is acknowledged once PostgreSQL holds it, and
@@ -213,6 +221,9 @@ class LakeStore:
         # commit (the path `balance lake import` and the tests of fencing use)
         self.staging = staging
         self.staging_max = int(staging_max)
+        # a group of games nobody claimed yet staged in one statement (Stager.stage_new);
+        # off: every group claims, then stages, in a transaction of its own
+        self.stage_new = stage_new
         self._threads = threads
         self.min_free = failures_mod.min_free(min_free)
         self.commit_max = commit_max
@@ -854,9 +865,15 @@ class LakeStore:
             return
         stager = cast("Stager", self._claimer())
         sent: list[tuple[list[int], str]] = []  # the staged keys, once the statements went
+        answers: list[Callable[[], None]] = []  # what answers the group, once it is known
+        one_statement = self.stage_new
         try:
-            with stager.transaction():
-                answer = self._group_body(tasks, sent)
+            if one_statement:
+                self._stage_new(stager, tasks, sent, answers)
+            if not answers:  # a game of the group was claimed already: claim, then stage
+                one_statement = False
+                with stager.transaction():
+                    answers.append(self._group_body(tasks, sent))
         except LostClaims as exc:
             log.warning("staging: %s (taken over meanwhile): tried again", exc)
             raise _Fenced(self.owner) from exc
@@ -873,12 +890,60 @@ class LakeStore:
             if not landed:  # no (False), or not known while the catalog is gone (None): a
                 # transaction that did not commit left nothing behind, and one that did
                 # answers a retry `duplicate`
+                if one_statement:  # the group's first statement failed: as a claim that
+                    raise named from exc  # failed, the store probes the catalog
                 raise StorageUnavailable(_reason("staging", named)) from exc
             log.warning("a staging commit that raised had landed: %d games", len(keys))
-        answer()
+        answers[-1]()
         if self._loader is not None and sent:
             if self._loader.staged + len(sent[0][0]) >= self._loader.batch_games:
                 self._loader.kick()
+
+    def _stage_new(self, stager: Stager, tasks: list[_Task], sent: list, answers: list) -> None:
+        """The group as games no server has claimed: their rows built, then claims and rows
+        in one statement (`Stager.stage_new`). What answers the tasks goes to `answers` (the
+        statement's keys to `sent`) before the statement, so that one of unknown outcome is
+        answered if it landed; both are emptied again when nothing was written because a game
+        of the group was claimed already. Its rows are built before the
+        claim, so a retry's are built in vain: retries are the exception, and the claim's row
+        locks are then held for a round trip, not for the rows' building."""
+        started = time.perf_counter()
+        first: dict[int, Pending] = {}
+        for task in tasks:
+            for item in task.items:
+                first.setdefault(item.key, item)
+        keys = sorted(first)
+        items = [first[k] for k in keys]
+        self._fill_rows(items)
+        tables = self._tables(items)
+        received = (min(i.received for i in items), max(i.received for i in items))
+
+        def answer() -> None:
+            self._known += len(keys)
+            for task in tasks:
+                out = []
+                for item in task.items:
+                    stored = first[item.key]
+                    if stored is item:
+                        out.append(ACCEPTED if item.status == VERIFIED else QUARANTINED)
+                    else:  # a repeat within the group answers from its first occurrence
+                        same = stored.content_hash == item.content_hash
+                        out.append(DUPLICATE if same else CONFLICT)
+                task.outcomes = out
+            if self._on_commit is not None:
+                self._on_commit(sum(len(t.items) for t in tasks), time.perf_counter() - started)
+
+        sent.append((keys, self.owner))  # from here on a failure may have landed
+        answers.append(answer)
+        group = stager.stage_new(
+            keys, [item.content_hash for item in items], self.owner, received, tables
+        )
+        if group is None:
+            sent.clear()
+            answers.clear()
+            return
+        self._last_group = group
+        self.commit_seconds.append(time.perf_counter() - started)
 
     def _group_body(self, tasks: list[_Task], sent: list | None = None) -> Callable[[], None]:
         """The group's claims, decisions and write; returns what answers its tasks (called
@@ -1014,6 +1079,14 @@ class LakeStore:
         LostClaims when a claim is not this owner's pending one any more."""
         keys = [item.key for item in items]
         owner = self.owner
+        tables = self._tables(items)
+        received = (min(i.received for i in items), max(i.received for i in items))
+        began = time.perf_counter()
+        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
+        self.commit_seconds.append(time.perf_counter() - began)
+
+    def _tables(self, items: list[Pending]) -> dict[str, pa.Table]:
+        """The staged tables of `items` (their rows built); _NotStored if they do not fit."""
         try:
             tables = {"raw_records": rows.to_arrow("raw_records", [i.raw_row() for i in items])}
             games: list[rows.Rows | rows.Part] = []
@@ -1024,10 +1097,7 @@ class LakeStore:
             tables.update(rows.tables_of(games))
         except Exception as exc:  # rows that do not fit (a bug): nothing written
             raise _NotStored(exc) from exc
-        received = (min(i.received for i in items), max(i.received for i in items))
-        began = time.perf_counter()
-        self._last_group = cast("Stager", self._claimer()).stage(keys, owner, received, tables)
-        self.commit_seconds.append(time.perf_counter() - began)
+        return tables
 
     def _backlog(self, staged: int, oldest: float) -> None:
         """The loader's look at staging: past `staging_max` games uploads are refused
