@@ -115,6 +115,7 @@ class MemoryStore:
 
     shared_writers = False
     defer_rows = False  # the app hands it games with their rows
+    rows_when_judged = False  # built later, as the file store's
 
     @property
     def parallel_groups(self) -> int:
