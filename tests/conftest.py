@@ -22,6 +22,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -65,13 +66,8 @@ def longest_first(items: list) -> list:
     runs, two minutes, came last by name). So the lake's files first (PostgreSQL and lake
     servers), then the other files with real processes, most such tests first, then the
     in-process files, which fill in at the end."""
-    slow: dict = {}
-    lake: set = set()
-    for item in items:
-        slow.setdefault(item.path, 0)
-        slow[item.path] += item.get_closest_marker("slow") is not None
-        if item.get_closest_marker("lake"):
-            lake.add(item.path)
+    slow = Counter(i.path for i in items if i.get_closest_marker("slow"))
+    lake = {i.path for i in items if i.get_closest_marker("lake")}
     return sorted(items, key=lambda i: (i.path not in lake, slow[i.path] == 0, -slow[i.path]))
 
 

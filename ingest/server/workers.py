@@ -66,12 +66,7 @@ def _judge_chunk(
     """The Judged lines, as a `_Chunk`: a list that pickles compactly (the pool hands the
     server the plain list `_unchunk` rebuilds). `rulesets`: the server's Registry.state(), the
     rulesets to judge by (adopted when they changed)."""
-    judge = _judge(rulesets)
-    judged = [judge.judge(number, text, received) for number, text in lines]
-    # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
-    # game took a third of the server process's time (its GIL bounds batch uploads).
-    share_block([j.pending for j in judged if j.pending is not None])
-    return _Chunk(judged)
+    return _judge_rowed(lines, [received] * len(lines), rulesets)
 
 
 def _judge_light(
@@ -93,12 +88,15 @@ def _judge_light(
 def _judge_rowed(
     lines: list[tuple[int, bytes]], received: list[dt.datetime], rulesets: tuple | None = None
 ) -> _Chunk:
-    """Judged lines with a verified game's rows (one replay a game), as a `_Chunk`: for a
-    store that writes the rows at once (GameStore.rows_when_judged)."""
+    """Judged lines with a verified game's rows (one replay a game), each received at its own
+    time, as a `_Chunk`: the pool's chunks of a batch (`_judge_chunk`), and the gatherer's for
+    a store that writes the rows at once (GameStore.rows_when_judged)."""
     judge = _judge(rulesets)
     judged = [
         judge.judge(number, text, at) for (number, text), at in zip(lines, received, strict=True)
     ]
+    # Arrow tables here, not tuples: unpickling and converting a batch's ~40 row tuples a
+    # game took a third of the server process's time (its GIL bounds batch uploads).
     share_block([j.pending for j in judged if j.pending is not None])
     return _Chunk(judged)
 

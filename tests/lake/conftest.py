@@ -32,11 +32,11 @@ def lake(pg_cluster, lake_template, tmp_path):
     pg_cluster.psql(f'CREATE DATABASE "{name}" TEMPLATE "{lake_template}"')
     data = tmp_path / "data"
     data.mkdir()
-    pg_cluster.psql(
-        f"UPDATE ducklake_metadata SET value = '{data}/' WHERE key = 'data_path'", dbname=name
+    moved = pg_cluster.psql(
+        f"UPDATE ducklake_metadata SET value = '{data}/' WHERE key = 'data_path' RETURNING value",
+        dbname=name,
     )
-    where = "SELECT value FROM ducklake_metadata WHERE key = 'data_path'"
-    assert pg_cluster.psql(where, dbname=name).strip() == f"{data}/"
+    assert moved.splitlines()[0] == f"{data}/", moved  # the row, then psql's "UPDATE 1"
     return pg_cluster.conninfo(name)
 
 
