@@ -507,16 +507,17 @@ def test_uploads_stop_at_the_data_paths_reserve_and_resume(stores):
 def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing(
     small_disk, pg_cluster
 ):
-    """A lake whose data path is a real 12 MB disk: batches go in until the reserve is
+    """A lake whose data path is a real 8 MB disk: batches go in until the reserve is
     reached, then 503; every acknowledged game is in the lake, which stays readable."""
     from ingest.storage.lake.admin import init_lake
 
-    disk = small_disk(12)
+    disk = small_disk(8)
     catalog = pg_cluster.create_db(f"full_{os.getpid()}_{time.monotonic_ns() % 10**9}")
     init_lake(catalog, str(disk), inline_rows=0)  # every commit writes Parquet files
     reserve = 4 * 1024 * 1024
     store = LakeStore(catalog, min_free=reserve, heartbeat=0.2)
     acknowledged: list[str] = []
+    free: list[int] = []  # after each acknowledged batch, for the failure's message
     refused = 0
     try:
         for _ in range(400):
@@ -531,8 +532,9 @@ def test_a_filling_data_path_refuses_uploads_before_it_is_full_and_loses_nothing
                 continue
             assert verdicts == ["accepted"] * len(batch)
             acknowledged += [r["game_id"] for r in batch]
-        assert refused, "the disk never reached the reserve"
-        assert free_bytes(disk) > reserve // 2  # stopped before the disk was full
+            free.append(free_bytes(disk))
+        assert refused, f"the disk never reached the reserve: {free}"
+        assert free_bytes(disk) > reserve // 2, free  # stopped before the disk was full
     finally:
         store.close()
     stored = {g for (g,) in lake_rows(catalog, "SELECT game_id::VARCHAR FROM raw_records")}
