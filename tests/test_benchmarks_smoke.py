@@ -136,6 +136,12 @@ RUNS = {
         r"2 writer\(s\), one lake, no token +CPU.*2 writer\(s\), a lake each +CPU",
         [slow, lake],
     ),
+    "suite_time.py": (
+        "--top 2 -- --basetemp {out}/basetemp tests/test_pins.py tests/test_harness.py",
+        r"tests +\d+ in 2 files; pytest exit 0.*wall +[\d.]+ s.*CPU +[\d.]+ s +\([\d.]+ cores"
+        r".*in tests +[\d.]+ s.*tests/test_pins.py::",
+        [slow],
+    ),
     "verify_slide.py": (
         "--games 5 --seconds 0.05",
         r"2 players: [\d,]+ games/s text->verdict.*6 players: [\d,]+ games/s",
