@@ -12,6 +12,7 @@
     engines    engines with a planted bug
     processes  a process's children, free ports, free bytes on a disk
     wait       wait_for(predicate, within, what): wait for a state, never for a time
+    census     a pytest plugin writing each test's CPU (benchmarks/suite_time.py loads it)
 
 Tests import it as `harness` (tests/ is on pytest's path); benchmarks, run from the checkout
 as `python -m benchmarks.NAME`, as `tests.harness`. Its modules import each other relatively,
