@@ -92,6 +92,12 @@ RUNS = {
         r"server memory: \d+ MB before the saves",
         [slow],
     ),
+    "server_start.py": (
+        "--starts 1",
+        r"start 1: CPU +[\d.]+ s +healthy after +[\d.]+ s.*median of 1 .*CPU [\d.]+ s a start"
+        r".*processes while it ran.*ingest.cli serve",
+        [slow],
+    ),
     "simulate_slide.py": ("--games 2", r"\n +2 +[\d,]+ +[\d,]+ +[\d,]+\n.*greedy vs", []),
     "soak.py": (
         "--seconds 2 --uploaders 1 --silent 1 --trickle 1 --idle 2 --flood 2 --slow-console 1 "

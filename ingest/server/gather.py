@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import multiprocessing
 import os
 import queue
 import threading
@@ -69,13 +68,13 @@ class _Request:
         self.wake.release()
 
 
-def _serve(conn: Connection, parent: int) -> None:
+def _serve(conn: Connection, server: int) -> None:
     """The judge process: chunks of (lines, received) in, judged chunks out, until EOF.
 
     A thread of its own reads the chunks, so that the gatherer's send of the next chunk never
     waits on this process: with both sides sending more than a socket buffer holds (large
     records), each would wait for the other to read."""
-    workers._init(parent)
+    workers._init(server)
     conn.send(_READY)
     inbox: queue.SimpleQueue = queue.SimpleQueue()
 
@@ -123,7 +122,7 @@ class Gatherer:
         self._doorbell.acquire()
         self._sleeping = False
         self._closed = False
-        self._ctx = multiprocessing.get_context("spawn")  # the server has threads: no fork
+        self._ctx = workers.judge_context()
         self._process, self._conn = self._start_judge()
         parallel = max(1, store.parallel_groups)
         self._storers: ThreadPoolExecutor | None = None

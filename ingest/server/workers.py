@@ -11,6 +11,7 @@ import datetime as dt
 import logging
 import multiprocessing
 import os
+import select
 import signal
 import threading
 import time
@@ -35,13 +36,25 @@ _CHUNK = 50  # lines per task: enough to amortise the hand-off, small enough to 
 _LOCAL_MAX = 2
 
 
-def _init(parent: int) -> None:
+def judge_context() -> multiprocessing.context.ForkServerContext:
+    """Where judge processes start: forked from a fork server that imported this module once.
+
+    Not `fork`: the server has threads and an open DuckDB database. Spawning each judge paid
+    a fresh interpreter and its imports (Arrow, DuckDB, the engines) every time; the fork
+    server pays them once, at the first judge, and every judge after is a fork of it (a
+    server's pool and its gatherer's judge, a replacement for one that died)."""
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
+
+
+def _init(server: int) -> None:
     global _worker_judge
     # A terminal's Ctrl-C reaches the whole process group: the pool, not the signal, ends a
     # judge (the server shuts it down), so that the server closes cleanly and quietly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_judge = Judge()
-    threading.Thread(target=_exit_with, args=(parent,), daemon=True).start()
+    threading.Thread(target=_exit_with, args=(server,), daemon=True).start()
 
 
 def _judge(rulesets: tuple | None = None) -> Judge:
@@ -52,12 +65,31 @@ def _judge(rulesets: tuple | None = None) -> Judge:
     return _worker_judge
 
 
-def _exit_with(parent: int) -> None:
-    # A server killed with SIGKILL cannot stop its workers, and their task pipe stays open
-    # (every worker holds both ends): leave when the parent is gone.
-    while os.getppid() == parent:
-        time.sleep(1.0)
+def _exit_with(server: int) -> None:
+    # A server killed with SIGKILL cannot stop its judges, and their task pipe stays open
+    # (every judge holds both ends): leave when the server is gone. The server, not this
+    # process's parent: that is the fork server (`judge_context`), which stays as long as one
+    # of its children does.
+    try:
+        watch = os.pidfd_open(server)  # readable once the server has ended (Linux)
+    except ProcessLookupError:
+        os._exit(0)
+    except (AttributeError, OSError):
+        while _alive(server):
+            time.sleep(1.0)
+    else:
+        select.select([watch], [], [])
     os._exit(0)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _judge_chunk(
@@ -168,8 +200,7 @@ class JudgePool:
         self._pool = self._start() if workers > 0 else None
 
     def _start(self) -> ProcessPoolExecutor:
-        # spawn, not fork: the server process has threads and an open DuckDB database
-        ctx = multiprocessing.get_context("spawn")
+        ctx = judge_context()
         pool = ProcessPoolExecutor(
             self.workers, mp_context=ctx, initializer=_init, initargs=(os.getpid(),)
         )
