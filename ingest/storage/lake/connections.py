@@ -6,6 +6,8 @@ Extensions. They are never downloaded: DuckDB opens with `extension_directory` s
 directory of ours and autoinstall/autoload off, the `ducklake` and `postgres_scanner` binaries
 come from their wheels (duckdb-extension-ducklake, duckdb-extension-postgres-scanner, built for
 one DuckDB version each) and are FORCE INSTALLed from those files once (`install_extensions`).
+The connections that run only this code's SQL load the wheels' files themselves, unsigned
+(`_own_config`); those that run an analyst's SQL load the installed copies, signature checked.
 `LakeUnavailable` says why they cannot load (a wheel missing, another DuckDB version).
 """
 
@@ -129,11 +131,19 @@ def install_extensions(directory: Path | None = None) -> Path:
     return directory
 
 
-def object_store_secret(con: duckdb.DuckDBPyConnection) -> None:
-    """httpfs loaded, and an S3 secret for this connection from the environment (S3_SETTINGS)
-    when any of it is set: the lake's files on object storage are then readable and
-    writable. Nothing is written to disk (a TEMPORARY secret)."""
-    con.execute("LOAD httpfs")
+def _load(con: duckdb.DuckDBPyConnection, name: str, files: dict[str, Path] | None) -> None:
+    """LOAD extension `name`: the installed one, its signature checked (`files` None), or the
+    wheel's own file (on a connection opened with `_own_config`)."""
+    con.execute(f"LOAD {_literal(str(files[name])) if files else name}")
+
+
+def object_store_secret(
+    con: duckdb.DuckDBPyConnection, files: dict[str, Path] | None = None
+) -> None:
+    """httpfs loaded (`files`: as `_load`), and an S3 secret for this connection from the
+    environment (S3_SETTINGS) when any of it is set: the lake's files on object storage are
+    then readable and writable. Nothing is written to disk (a TEMPORARY secret)."""
+    _load(con, "httpfs", files)
     given = {key: _setting(var) for key, var in S3_SETTINGS.items()}
     given = {key: value for key, value in given.items() if value}
     if not given:
@@ -158,6 +168,15 @@ def _config(directory: Path) -> dict:
         "autoinstall_known_extensions": "false",
         "autoload_known_extensions": "false",
     }
+
+
+def _own_config(directory: Path) -> dict:
+    """The settings of a connection that runs only this code's SQL (never an analyst's): it
+    loads the wheels' files themselves, without DuckDB's signature check. The check hashes
+    ~100 MB of binaries at every connection, ~0.3 s of CPU; the wheels' files are installed
+    with this code and as trusted as it. A connection that runs an analyst's SQL (the
+    console's, `read_only_config`) loads the installed copies, checked."""
+    return {**_config(directory), "allow_unsigned_extensions": "true"}
 
 
 def _literal(text: str) -> str:
@@ -193,11 +212,12 @@ def connect(
     must exist (`balance lake init`). `data_path` is needed only to create one; given for an
     existing lake, it must be the lake's."""
     directory = install_extensions(extensions)
-    con = duckdb.connect(config=_config(directory))
+    files = extension_files()
+    con = duckdb.connect(config=_own_config(directory))
     try:
-        con.execute("LOAD ducklake")
-        con.execute("LOAD postgres")
-        object_store_secret(con)
+        _load(con, "ducklake", files)
+        _load(con, "postgres_scanner", files)
+        object_store_secret(con, files)
         if threads > 0:
             con.execute(f"SET threads = {int(threads)}")
         con.execute(f"SET GLOBAL ducklake_max_retry_count = {DUCKLAKE_RETRIES}")
@@ -254,8 +274,8 @@ def attach_read_only(
     its latest snapshot or at `snapshot` (a version: what every query then sees, however many
     commits land meanwhile), and nothing else of the catalog: the claims are not reachable
     through it. Returns the lake's data path."""
-    con.execute("LOAD ducklake")
-    con.execute("LOAD postgres")
+    _load(con, "ducklake", None)
+    _load(con, "postgres", None)
     object_store_secret(con)
     pg = conninfo(catalog)
     pin = "" if snapshot is None else f", SNAPSHOT_VERSION {int(snapshot)}"
