@@ -130,6 +130,11 @@ RUNS = {
         r'"doubled": 0, "check_ok": true',
         [slow, lake],
     ),
+    "lake_latency.py": (
+        "--uploads 40",
+        r"file \{'uploads_per_s'.*lake \{'uploads_per_s'.*'statement_ms'",
+        [slow, lake],
+    ),
     "lake_registry.py": (
         "--reads 2 --burst 100",
         r"full read of the rulesets from the lake: [\d.]+ ms.*counter check: +[\d.]+ ms.*"
