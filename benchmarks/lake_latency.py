@@ -1,6 +1,6 @@
 """Where one single-game upload's time goes, on a lake and on the file, in one process.
 
-    python -m benchmarks.lake_latency [--uploads 3000] [--connections 8] [--no-file]
+    python -m benchmarks.lake_latency [--uploads 3000] [--connections 8] [--pool 1000] [--no-file]
 
 The server's path without HTTP: `--connections` threads each call the gatherer
 (ingest/server/gather.py) with one fresh record at a time, as granian's request threads do,
@@ -230,6 +230,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uploads", type=int, default=3000)
     ap.add_argument("--connections", type=int, default=8)
+    ap.add_argument("--pool", type=int, default=1000, help="simulated records to send again")
     ap.add_argument("--no-file", action="store_true")
     ap.add_argument("--stagers", type=int, default=0, help="the lake's (0: its default)")
     ap.add_argument(
@@ -244,7 +245,7 @@ def main() -> int:
     if reason:
         print(f"lake latency not measured: {reason}", file=sys.stderr)
         return 2
-    records = pool("slow6", 1000)
+    records = pool("slow6", args.pool)
     work = Path(tempfile.mkdtemp(prefix="lake-lat-"))
     cluster = Cluster.for_benchmark(fsync=True)
     try:

@@ -114,7 +114,7 @@ RUNS = {
         [slow],
     ),
     "lake_jobs.py": (
-        "--games 1500 --new 100",
+        "--games 1500 --new 100 --repeat 1",
         r"lake / file +[\d.]+ .*after 100 new games, lake +[\d.]+ s +\(incremental, 100\)"
         r".*live Parquet +[\d.]+ B/game",
         [slow, lake],
@@ -131,7 +131,7 @@ RUNS = {
         [slow, lake],
     ),
     "lake_latency.py": (
-        "--uploads 40",
+        "--uploads 40 --pool 10",
         r"file \{'uploads_per_s'.*lake \{'uploads_per_s'.*'statement_ms'",
         [slow, lake],
     ),
