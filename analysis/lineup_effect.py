@@ -115,4 +115,6 @@ def _quantile(q: float, w, m0, sd0, m1, sd1) -> np.ndarray:
         mid = (lo + hi) / 2
         below = _cdf(mid, w, m0, sd0, m1, sd1) < q
         lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+        if not np.any(hi - lo > 1e-12):  # every bracket as narrow as a float's last digits
+            break
     return (lo + hi) / 2
