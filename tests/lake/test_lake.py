@@ -73,6 +73,28 @@ def lake_rows(catalog: str, sql: str, params=None) -> list[tuple]:
         con.close()
 
 
+def test_only_our_own_connections_load_the_extensions_unchecked(lake):
+    """Our connections (servers, loader, jobs, commands) load the wheels' extension files
+    without DuckDB's signature check; a connection for analysts' SQL (the console's) keeps
+    the check, and loads the installed copies only."""
+    from ingest.storage.lake import attach_read_only, read_only_config
+
+    unchecked = "SELECT current_setting('allow_unsigned_extensions')"
+    own = connect(lake, claims=False)
+    try:
+        assert own.execute(unchecked).fetchone() == (True,)
+        assert own.execute("SELECT count(*) FROM raw_records").fetchone() == (0,)
+    finally:
+        own.close()
+    console = duckdb.connect(config=read_only_config())
+    try:
+        assert console.execute(unchecked).fetchone() == (False,)
+        attach_read_only(console, lake, "shown")
+        assert console.execute("SELECT count(*) FROM shown.raw_records").fetchone() == (0,)
+    finally:
+        console.close()
+
+
 def test_lake_schema_is_the_file_schema(lake, tmp_path):
     """Every table and column of schema.sql, with its type and NOT NULL, is in the lake."""
     file = duckdb.connect(str(tmp_path / "f.duckdb"))

@@ -172,10 +172,10 @@ def _config(directory: Path) -> dict:
 
 def _own_config(directory: Path) -> dict:
     """The settings of a connection that runs only this code's SQL (never an analyst's): it
-    loads the wheels' files themselves, without DuckDB's signature check. The check hashes
-    ~100 MB of binaries at every connection, ~0.3 s of CPU; the wheels' files are installed
-    with this code and as trusted as it. A connection that runs an analyst's SQL (the
-    console's, `read_only_config`) loads the installed copies, checked."""
+    loads the wheels' files themselves, without DuckDB's signature check, which hashes every
+    binary whole at every connection (most of what opening one cost: docs/lake.md); the
+    wheels' files are installed with this code and as trusted as it. A connection that runs
+    an analyst's SQL (the console's, `read_only_config`) loads the installed copies, checked."""
     return {**_config(directory), "allow_unsigned_extensions": "true"}
 
 
