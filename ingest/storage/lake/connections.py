@@ -211,9 +211,10 @@ def connect(
     database as `balance_pg` when `claims`, raw_json() registered. Without `create` the lake
     must exist (`balance lake init`). `data_path` is needed only to create one; given for an
     existing lake, it must be the lake's."""
-    directory = install_extensions(extensions)
+    # the wheels' files themselves: nothing to install (the console's connections install
+    # the copies they load, `read_only_config`)
     files = extension_files()
-    con = duckdb.connect(config=_own_config(directory))
+    con = duckdb.connect(config=_own_config(Path(extensions or extension_dir())))
     try:
         _load(con, "ducklake", files)
         _load(con, "postgres_scanner", files)
