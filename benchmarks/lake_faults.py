@@ -42,7 +42,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks.ingest_pool import pool, with_fresh_ids
-from tests.harness.lake import Cluster, LakeServer, lake_unavailable
+from tests.harness.lake import Cluster, LakeServer, benchmark_extensions
 
 
 class Load:
@@ -181,11 +181,7 @@ def main() -> int:
     ap.add_argument("--stop-seconds", type=float, default=20.0)
     ap.add_argument("--freeze-seconds", type=float, default=30.0)
     args = ap.parse_args()
-    # an extension directory given (the test suite's) is used and left; else one of its own
-    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
-    ext = Path(given or tempfile.mkdtemp(prefix="lake-faults-ext-"))
-    os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
-    reason = lake_unavailable(ext)
+    reason, own_extensions = benchmark_extensions("lake-faults-ext-")
     if reason:
         print(f"lake faults not run: {reason}", file=sys.stderr)
         return 2
@@ -264,8 +260,8 @@ def main() -> int:
         if mounted:
             subprocess.run(["umount", str(disk)], check=False)
         shutil.rmtree(work, ignore_errors=True)
-        if not given:
-            shutil.rmtree(ext, ignore_errors=True)
+        if own_extensions is not None:
+            shutil.rmtree(own_extensions, ignore_errors=True)
     return 1 if failed else 0
 
 

@@ -42,7 +42,7 @@ from pathlib import Path
 import orjson
 
 from benchmarks.ingest_pool import OUT, pool, with_fresh_ids
-from tests.harness.lake import Cluster, LakeServer, lake_unavailable
+from tests.harness.lake import Cluster, LakeServer, benchmark_extensions
 
 JSON, NDJSON = "application/json", "application/x-ndjson"
 
@@ -250,11 +250,7 @@ def main() -> int:
     )
     ap.add_argument("--max-uploads", type=int, default=0, help="BALANCE_MAX_UPLOADS (0: default)")
     args = ap.parse_args()
-    # an extension directory given (the test suite's) is used and left; else one of its own
-    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
-    ext = Path(given or tempfile.mkdtemp(prefix="lake-bench-ext-"))
-    os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
-    reason = lake_unavailable(ext)
+    reason, own_extensions = benchmark_extensions("lake-bench-ext-")
     if reason:
         print(f"lake benchmark not run: {reason}", file=sys.stderr)
         return 2
@@ -312,8 +308,8 @@ def main() -> int:
     finally:
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
-        if not given:
-            shutil.rmtree(ext, ignore_errors=True)
+        if own_extensions is not None:
+            shutil.rmtree(own_extensions, ignore_errors=True)
     for line in verdicts(results):
         print(line)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -41,7 +41,7 @@ from ingest.server.pipeline import Judge
 from ingest.server.workers import JudgePool
 from ingest.storage import Store
 from ingest.storage.lake import staging as staging_mod
-from tests.harness.lake import Cluster, lake_unavailable
+from tests.harness.lake import Cluster, benchmark_extensions
 
 clock = time.perf_counter
 
@@ -238,10 +238,7 @@ def main() -> int:
     )
     args = ap.parse_args()
 
-    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
-    ext = Path(given or tempfile.mkdtemp(prefix="lake-lat-ext-"))
-    os.environ["BALANCE_LAKE_EXTENSIONS"] = str(ext)
-    reason = lake_unavailable(ext)
+    reason, own_extensions = benchmark_extensions("lake-lat-ext-")
     if reason:
         print(f"lake latency not measured: {reason}", file=sys.stderr)
         return 2
@@ -279,8 +276,8 @@ def main() -> int:
     finally:
         cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
-        if not given:
-            shutil.rmtree(ext, ignore_errors=True)
+        if own_extensions is not None:
+            shutil.rmtree(own_extensions, ignore_errors=True)
     return 0
 
 

@@ -204,6 +204,25 @@ def _quote(text: str) -> str:
 # -- the lake: can it be had here? -----------------------------------------------------------
 
 
+def benchmark_extensions(prefix: str) -> tuple[str | None, Path | None]:
+    """A lake benchmark's extension directory: the one given ($BALANCE_LAKE_EXTENSIONS, the
+    test suite's), used and left; else one of its own, a new temporary directory set for the
+    servers it starts. (why the lake cannot run here or None, the directory of its own to
+    remove at the end or None); a directory of its own is removed at once with a reason."""
+    import os
+    import shutil
+    import tempfile
+
+    given = os.environ.get("BALANCE_LAKE_EXTENSIONS")
+    directory = Path(given or tempfile.mkdtemp(prefix=prefix))
+    os.environ["BALANCE_LAKE_EXTENSIONS"] = str(directory)
+    own = None if given else directory
+    reason = lake_unavailable(directory)
+    if reason and own is not None:
+        shutil.rmtree(own, ignore_errors=True)
+    return reason, None if reason else own
+
+
 def lake_unavailable(extensions: Path) -> str | None:
     """Why the lake tests cannot run here (PostgreSQL or the ducklake extension missing,
     DuckDB of another version), or None."""
