@@ -28,7 +28,7 @@ from harness.demo import (
 )
 from harness.engines import buggy_verifier
 from harness.http import Client, Response
-from harness.processes import children, descendants, free_bytes, free_port, gone
+from harness.processes import children, descendants, ended, free_bytes, free_port, gone
 from harness.records import (
     EXAMPLES,
     JSON,
@@ -81,6 +81,7 @@ __all__ = [
     "demo_env",
     "descendants",
     "dumps",
+    "ended",
     "example_lines",
     "example_records",
     "examples_dir",

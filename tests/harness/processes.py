@@ -31,6 +31,19 @@ def free_bytes(disk: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
+def ended(pids: list[int]) -> bool:
+    """None of `pids` runs any more: gone, or a zombie its parent has not reaped yet."""
+
+    def running(pid: int) -> bool:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except (FileNotFoundError, ProcessLookupError):
+            return False
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+    return not any(map(running, pids))
+
+
 def gone(pids: list[int]) -> bool:
     """None of `pids` is left in /proc (not even a zombie waiting for its parent)."""
     return not any(Path(f"/proc/{pid}").exists() for pid in pids)

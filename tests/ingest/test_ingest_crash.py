@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import signal
 import threading
 from collections import Counter, defaultdict
 
 import pytest
-from support import SLIDE, SLOW6, descendants, dumps, fresh, gone, query, wait_for
+from support import (
+    SLIDE,
+    SLOW6,
+    children,
+    descendants,
+    dumps,
+    ended,
+    fresh,
+    gone,
+    query,
+    wait_for,
+)
 
 pytestmark = pytest.mark.slow  # real servers, killed and restarted
 
@@ -165,3 +178,29 @@ def test_sigterm_stores_every_acknowledged_game_then_exits_cleanly(server_factor
     stored = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM raw_records")}
     assert stored == {r["game_id"] for r in records}
     assert set(rows_per_game(server.db)) == stored
+
+
+def test_every_judge_killed_then_uploads_are_stored_and_one_sigterm_stops_cleanly(
+    server_factory,
+):
+    """SIGKILL of every process under the worker (its judges and their fork server: what an
+    out-of-memory kill or a careless `pkill python` leaves): the next uploads are judged and
+    stored, and one SIGTERM still closes the store cleanly. The judge pool started again
+    used to keep one judge that never got its stop sentinel, and the stop waited for it
+    until BALANCE_STOP_TIMEOUT, then left without a clean close (workers.JudgePool.close)."""
+    server = server_factory(env={"BALANCE_STOP_TIMEOUT": "60"})  # past the harness's 30 s
+    (worker,) = [p for p in children(server.proc.pid) if children(p)]
+    under = descendants(worker)
+    assert len(under) >= 3, under  # the fork server and its judges (and the tracker)
+    for pid in under:
+        os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: ended(under), 15, "the judges killed")
+    records = pool(40, seed=5)
+    for batch in (records[:1], records[1:2], records[2:]):  # judged here, then in the pool
+        assert {x["verdict"] for x in server.upload(batch).json()["results"]} == {"accepted"}
+    processes = [server.proc.pid, *descendants(server.proc.pid)]
+    assert server.stop() == 0
+    assert "without a clean close" not in server.output()
+    wait_for(lambda: gone(processes), 15, "the server's processes gone")
+    stored = {g for (g,) in query(server.db, "SELECT game_id::VARCHAR FROM raw_records")}
+    assert stored == {r["game_id"] for r in records}

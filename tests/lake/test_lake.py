@@ -17,7 +17,7 @@ import duckdb
 import orjson
 import psycopg
 import pytest
-from support import examples_dir, wait_for
+from support import examples_dir, free_port, wait_for
 
 from ingest.server.pipeline import Judge, utcnow
 from ingest.storage import StorageUnavailable, Store
@@ -786,6 +786,28 @@ def test_an_older_lake_is_refused_by_servers_until_upgraded(lake, stores, capsys
         con.close()
     assert cli.main(["lake", "upgrade", "--lake", lake]) == 1
     assert "saved_queries: missing version" in capsys.readouterr().err
+
+
+def test_a_store_that_cannot_open_leaves_no_directory_behind(
+    lake, pg_cluster, monkeypatch, tmp_path
+):
+    """A server that cannot open its lake (the catalog refuses it, the lake is older) fails
+    with nothing of its own left: each try made a work directory, and a retrying server
+    filled the temp directory with them."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(lake_store.tempfile, "tempdir", str(temp))
+    store = LakeStore(lake)
+    assert [p.name[:13] for p in temp.iterdir()] == ["balance-lake-"]  # its own, while open
+    store.close()
+    assert list(temp.iterdir()) == []
+    no_catalog = lake.replace(f"port={pg_cluster.port}", f"port={free_port()}")
+    with pytest.raises(LakeError, match="cannot reach the catalog"):
+        LakeStore(no_catalog)
+    _as_version_1(lake)
+    with pytest.raises(LakeError, match="balance lake upgrade"):
+        LakeStore(lake)
+    assert list(temp.iterdir()) == []
 
 
 def test_rejections_roll_up_beside_another_servers_flushes(stores, lake):

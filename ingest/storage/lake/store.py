@@ -237,11 +237,11 @@ class LakeStore:
         self.work_dir = Path(work_dir or tempfile.mkdtemp(prefix="balance-lake-"))
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.path = str(self.work_dir / "lake")
-        self._con = connect(catalog, data_path, threads=threads)
-        self._token = CommitToken(conninfo(catalog)) if commit_token else None
-        # the loader's own (a token is one connection, used by one thread)
-        self._load_token = CommitToken(conninfo(catalog)) if commit_token and staging else None
         try:
+            self._con = connect(catalog, data_path, threads=threads)
+            self._token = CommitToken(conninfo(catalog)) if commit_token else None
+            # the loader's own (a token is one connection, used by one thread)
+            self._load_token = CommitToken(conninfo(catalog)) if commit_token and staging else None
             check_version(self._con)
             # the lake's rulesets; another server's registrations are read again when a
             # record names one this server has not seen (pipeline.recheck_unknown)
@@ -261,7 +261,7 @@ class LakeStore:
             if staging:
                 lake_staging.install(conninfo(catalog))
         except BaseException:
-            self._con.close()
+            self._undo_open()
             raise
         # staging: several committer threads, each with its own PostgreSQL connection, so
         # that a group's claim and staging transaction overlap the next group's (one thread
@@ -643,6 +643,17 @@ class LakeStore:
         self._registry_version.close()
         if self._load_token is not None:
             self._load_token.close()
+        if self._own_dir:
+            shutil.rmtree(self.work_dir, ignore_errors=True)
+
+    def _undo_open(self) -> None:
+        """A store that failed to open (an unreachable catalog, an older lake): close what it
+        opened and remove the directory it made, so that a server retrying leaks neither."""
+        for name in ("_con", "_token", "_load_token", "_registry_version"):
+            opened = getattr(self, name, None)
+            if opened is not None:
+                with contextlib.suppress(Exception):
+                    opened.close()
         if self._own_dir:
             shutil.rmtree(self.work_dir, ignore_errors=True)
 
