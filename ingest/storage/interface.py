@@ -27,13 +27,12 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 
-import duckdb
+if TYPE_CHECKING:  # annotations only: a Target is had without DuckDB and Arrow (where.py)
+    import duckdb
 
-from . import registry
-from .shared import Pending
-
-if TYPE_CHECKING:
+    from . import registry
     from .lake import LakeStore
+    from .shared import Pending
     from .store import Store
 
 
