@@ -359,8 +359,12 @@ def source_sql(s: Source, per_family: int = PER_FAMILY, policy: dc.Policy | None
   SELECT *, CASE WHEN testable THEN {alpha!r} / (families_tested * rows_tested)
     ELSE {alpha!r} / (greatest(families_tested, 1) * (rows_tested + 1)) END AS alpha_row
   FROM c3
+), d1 AS (
+  SELECT *, {dc.big_sql("alpha_row")} AS big_ FROM d
+), d1u AS (
+  SELECT *, {dc.u_sql("big_")} AS u_ FROM d1
 ), d2 AS (
-  SELECT *, ({pol.tau_sql("alpha_row", minimum)})::DOUBLE AS tau FROM d
+  SELECT *, ({pol.tau_sql("alpha_row", minimum, "big_", "u_")})::DOUBLE AS tau FROM d1u
 ), e AS (
   SELECT *, CASE WHEN testable THEN {hw} END AS hw,
     min(CASE WHEN se > 0 THEN se END) OVER (PARTITION BY family_keys) AS se_best,
@@ -411,14 +415,19 @@ def _screen_sql(s: Source, alpha: float, minimum: float, pol: dc.Policy) -> str:
         return """c2 AS (SELECT *, true AS testable FROM c
 ), c3 AS (
   SELECT *, family_rows AS rows_tested, max(family_no) OVER () AS families_tested FROM c2"""
-    level = f"({alpha!r} / (max(family_no) OVER () * by_n))"
     se0 = "CASE WHEN n > 0 THEN sqrt(0.25 / n) END"
-    hw0 = dc.half_width_sql(se0, level, pol.tau_sql(level, minimum))
+    hw0 = dc.half_width_sql(se0, "level_", pol.tau_sql("level_", minimum, "lbig_", "lu_"))
     return f"""c1 AS (
   SELECT *, row_number() OVER (PARTITION BY family_keys ORDER BY n DESC NULLS LAST, keys)
-    AS by_n FROM c
+    AS by_n, max(family_no) OVER () AS families_ FROM c
+), c1l AS (
+  SELECT *, ({alpha!r} / (families_ * by_n)) AS level_ FROM c1
+), c1b AS (
+  SELECT *, {dc.big_sql("level_")} AS lbig_ FROM c1l
+), c1u AS (
+  SELECT *, {dc.u_sql("lbig_")} AS lu_ FROM c1b
 ), c2 AS (
-  SELECT *, coalesce({hw0} <= {2 * minimum!r}, false) AS testable FROM c1
+  SELECT *, coalesce({hw0} <= {2 * minimum!r}, false) AS testable FROM c1u
 ), c2b AS (
   SELECT *, sum(testable::INTEGER) OVER (PARTITION BY family_keys) AS rows_tested FROM c2
 ), c3 AS (

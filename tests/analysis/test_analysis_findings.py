@@ -306,6 +306,13 @@ def test_the_mixture_is_tuned_to_be_tightest_where_it_starts_to_see_the_minimum(
     # and the SQL gives the same scale
     (sql_tau,) = duckdb.sql(f"SELECT {decisions.scale_sql(repr(alpha), m)}").fetchone()
     assert float(sql_tau) == pytest.approx(float(tau), rel=1e-12)
+    # also from the columns the findings' query keeps big and u in: the same number
+    big, u = decisions.big_sql(repr(alpha)), decisions.u_sql("big")
+    (in_steps,) = duckdb.sql(
+        f"SELECT {decisions.scale_sql(repr(alpha), m, 'big', 'u')} "
+        f"FROM (SELECT *, {u} AS u FROM (SELECT {big} AS big))"
+    ).fetchone()
+    assert in_steps == sql_tau
 
 
 def _lineups(con, planted: float, sides: int) -> findings.Findings:
