@@ -245,7 +245,8 @@ def test_stale_claim_lake_lacks_it_stalled_writer_is_fenced(stores, monkeypatch)
     lake does not hold the game) and stores its own version; the stalled commit then fails
     (its fence was dropped) and its request is answered from the lake: stored once."""
     a = stores(lease=1.0, in_flight_wait=20.0, staging=False)
-    b = stores(lease=1.0, staging=False)
+    # b waits 1 s, not 10, for the commit token the stalled a holds, then goes ahead without
+    b = stores(lease=1.0, staging=False, token_wait=1.0)
     record = fresh(SLOW6[0])
     gate, entered = threading.Event(), threading.Event()
     _stall_commits(monkeypatch, gate, entered)

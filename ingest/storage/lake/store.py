@@ -103,7 +103,7 @@ from .loader import (
     sweep_stale,
 )
 from .staging import Loader, LostClaims, Stager
-from .token import CommitToken
+from .token import TOKEN_WAIT, CommitToken
 
 log = logging.getLogger("ingest.lake")
 
@@ -206,6 +206,7 @@ class LakeStore:
         heartbeat: float = 5.0,
         min_free: int | None = None,
         commit_token: bool = True,
+        token_wait: float = TOKEN_WAIT,
         stall_after: float = STALL_AFTER,
         staging: bool = True,
         loader: bool = True,
@@ -239,9 +240,12 @@ class LakeStore:
         self.path = str(self.work_dir / "lake")
         try:
             self._con = connect(catalog, data_path, threads=threads)
-            self._token = CommitToken(conninfo(catalog)) if commit_token else None
+            # token_wait: how long a commit waits for a token another server holds
+            self._token = CommitToken(conninfo(catalog), token_wait) if commit_token else None
             # the loader's own (a token is one connection, used by one thread)
-            self._load_token = CommitToken(conninfo(catalog)) if commit_token and staging else None
+            self._load_token = (
+                CommitToken(conninfo(catalog), token_wait) if commit_token and staging else None
+            )
             check_version(self._con)
             # the lake's rulesets; another server's registrations are read again when a
             # record names one this server has not seen (pipeline.recheck_unknown)
