@@ -58,14 +58,16 @@ def main() -> int:
             )
             ready = time.monotonic() - began
             tree = []
-            for pid in [proc.pid, *descendants(proc.pid)]:
-                try:
-                    tree.append((pid, *_process(pid)))
-                except OSError:
-                    continue
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(60)
-            log.close()
+            try:
+                for pid in [proc.pid, *descendants(proc.pid)]:
+                    try:
+                        tree.append((pid, *_process(pid)))
+                    except OSError:  # gone since it was listed
+                        continue
+            finally:  # stopped whatever happened here: no server is left behind
+                proc.send_signal(signal.SIGTERM)
+                code = proc.wait(60)
+                log.close()
             total = time.monotonic() - began
             cpu = _cpu() - before
             if code != 0:

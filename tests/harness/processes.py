@@ -8,10 +8,18 @@ from pathlib import Path
 
 
 def children(pid: int) -> list[int]:
-    """The processes `pid` started (Linux /proc)."""
+    """The processes `pid` started (Linux /proc); none once it has ended (a process or
+    thread that ends while it is read is skipped, not an error)."""
     out = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        out += [int(c) for c in (task / "children").read_text().split()]
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except FileNotFoundError:
+        return out
+    for task in tasks:
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
     return out
 
 
