@@ -27,8 +27,10 @@ its cells with an interval that says how little it knows.
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import ndtr
-from scipy.stats import norm
+
+# scipy.special, not scipy.stats (norm.ppf is ndtri): importing scipy.stats costs every
+# process that imports the jobs more than the rest of scipy they use
+from scipy.special import ndtr, ndtri
 
 OUTLIER_SD = 1.0  # log-odds: a lineup set apart may score up to about 0.25 beyond its cells
 PI = 0.02  # the prior share of lineups set apart from the rest
@@ -108,7 +110,7 @@ def _cdf(x, w, m0, sd0, m1, sd1):
 
 def _quantile(q: float, w, m0, sd0, m1, sd1) -> np.ndarray:
     """The q-quantile of (1 - w) N(m0, sd0^2) + w N(m1, sd1^2), elementwise, by bisection."""
-    zq = float(norm.ppf(q))
+    zq = float(ndtri(q))
     ends = np.stack([m0 + zq * sd0, m1 + zq * sd1])
     lo, hi = ends.min(axis=0) - 1e-9, ends.max(axis=0) + 1e-9
     for _ in range(60):

@@ -7,6 +7,8 @@ fails here before it becomes a cycle; and no package is found by a name in a str
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -106,3 +108,28 @@ def test_the_check_sees_an_upward_import(tmp_path):
     assert layer("ingest.server.app.create_app") not in ALLOWED["replays"]
     assert layer("ingest.cli.commands") not in ALLOWED["ingest.server"]  # the CLI is on top
     assert layer("ingest.app") is None  # a module beside the layers is in none of them
+
+
+HEAVY = ("duckdb", "pyarrow", "polars", "numpy", "flask", "altair", "scipy")
+
+
+@pytest.mark.parametrize(
+    ("module", "kept_out"),
+    [
+        # `balance` parses its command line and the server's supervisor starts (they read the
+        # settings and the target through ingest.storage) before any command needs a stack
+        ("ingest.cli", HEAVY),
+        ("ingest.storage.where", HEAVY),
+        # the jobs use scipy's special functions; scipy.stats would cost every process that
+        # imports them more than the rest of scipy
+        ("analysis.jobs", ("scipy.stats",)),
+    ],
+)
+def test_what_a_start_imports(module, kept_out):
+    code = (
+        f"import sys, {module}; print(' '.join(m for m in {list(kept_out)!r} if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.split() == [], f"importing {module} loads {done.stdout.strip()}"
