@@ -133,3 +133,26 @@ def test_what_a_start_imports(module, kept_out):
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [], f"importing {module} loads {done.stdout.strip()}"
+
+
+def test_the_storage_packages_lazy_names_are_its_declared_ones():
+    """ingest.storage imports its public names at first use (`_HOME`): the names its
+    TYPE_CHECKING imports declare (what a type checker and a reader see), `__all__` and
+    `_HOME` are one list, each name resolves to the object of the module `_HOME` names."""
+    import importlib
+
+    import ingest.storage as storage
+
+    declared: dict[str, str] = {}
+    tree = ast.parse((ROOT / "ingest" / "storage" / "__init__.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom) and stmt.level == 1, ast.unparse(stmt)
+                for alias in stmt.names:
+                    declared[alias.name] = stmt.module or alias.name
+    assert declared == storage._HOME
+    assert sorted(storage.__all__) == sorted(declared)
+    for name, home in declared.items():
+        module = importlib.import_module(f"ingest.storage.{home}")
+        assert getattr(storage, name) is (module if home == name else getattr(module, name))
