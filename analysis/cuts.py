@@ -11,10 +11,12 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from .sql import sql_literal
+
+if TYPE_CHECKING:  # for the annotations: Polars loads where a frame is cut, not with the
+    import polars as pl  # dashboard's filters at a server's start
 
 # The cut dimensions, in the order the agg_* tables carry them.
 # `ruleset` (rulesets.md RS6.1): games of different rulesets are never pooled unless asked
@@ -152,6 +154,8 @@ class Cut:
     def expr(self, columns: Iterable[str]) -> pl.Expr:
         """A filter on the rows of a table with these columns; raises if the table lacks a
         dimension this cut restricts (it cannot be cut that way: use a finer table)."""
+        import polars as pl
+
         cols = set(columns)
         conds: list[pl.Expr] = []
         for name in CUT_DIMS:
@@ -182,6 +186,8 @@ class Cut:
         return pl.all_horizontal(conds) if conds else pl.lit(True)
 
     def apply(self, frame: pl.DataFrame | pl.LazyFrame):
+        import polars as pl
+
         cols = frame.collect_schema().names() if isinstance(frame, pl.LazyFrame) else frame.columns
         return frame.filter(self.expr(cols))
 

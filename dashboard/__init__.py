@@ -16,6 +16,7 @@ eighth, at least 2).
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import threading
 from pathlib import Path
@@ -68,14 +69,20 @@ def snapshots(app):
 
 
 def init_app(app) -> None:
-    from . import charts
     from .assets import Bundle
     from .console.sql_routes import bp as sql_bp
     from .pages import bp as pages_bp
     from .slots import DEFAULT as DEFAULT_SLOTS
     from .slots import Slots
 
-    charts.validate(setting(app, "VALIDATE_CHARTS"))
+    validate = bool(setting(app, "VALIDATE_CHARTS"))
+    # Altair and Polars load with the first page or chart, not at start: a server that only
+    # takes uploads never pays for them (benchmarks/server_start.py). Charts not loaded yet
+    # start unchecked; loaded ones (another app in this process) take this app's setting.
+    if validate or "dashboard.charts" in sys.modules:
+        from . import charts
+
+        charts.validate(validate)
     bundle = Bundle(setting(app, "CACHE_DIR"))
     app.extensions[EXT_BUNDLE] = bundle
     bundle.warm()

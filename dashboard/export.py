@@ -12,17 +12,20 @@ from __future__ import annotations
 import io
 from datetime import date, datetime, time
 from decimal import Decimal
+from typing import TYPE_CHECKING
 from uuid import UUID
 
 import duckdb
 import orjson
-import polars as pl
 import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 
 from analysis import csvsafe
 from analysis.sql import sql_identifier
+
+if TYPE_CHECKING:
+    import polars as pl
 
 # "api": the JSON answer of POST /sql/api; "arrow": Arrow IPC stream (the dashboard's queries)
 FORMATS = ("csv", "json", "jsonl", "parquet", "api", "arrow")
@@ -67,16 +70,23 @@ def _flat(table: pa.Table) -> pa.Table:
         con.close()
 
 
+def _frame(table: pa.Table) -> pl.DataFrame:
+    """`table` as a Polars frame (Polars loads with the first download, not at start)."""
+    import polars as pl
+
+    return pl.DataFrame(table)
+
+
 def to_bytes(table: pa.Table, fmt: str) -> bytes:
     buf = io.BytesIO()
     if fmt == "parquet":
         pq.write_table(table, buf)
     elif fmt == "csv":
-        csvsafe.write_csv(pl.DataFrame(_flat(table)), buf)
+        csvsafe.write_csv(_frame(_flat(table)), buf)
     elif fmt == "json":
-        pl.DataFrame(table).write_json(buf)  # an array of one object per row
+        _frame(table).write_json(buf)  # an array of one object per row
     elif fmt == "jsonl":
-        pl.DataFrame(table).write_ndjson(buf)  # one object a line
+        _frame(table).write_ndjson(buf)  # one object a line
     else:
         raise ValueError(f"unknown format {fmt!r}")
     return buf.getvalue()
@@ -130,14 +140,14 @@ class StreamWriter:
         if self.fmt == "csv":
             if self._nested:
                 table = _flatten(self._con, table, self._nested)
-            csvsafe.write_csv(pl.DataFrame(table), buf, include_header=not self._started)
+            csvsafe.write_csv(_frame(table), buf, include_header=not self._started)
             self._started = True
             self._put(buf.getvalue())
         elif self.fmt == "jsonl":
-            pl.DataFrame(table).write_ndjson(buf)
+            _frame(table).write_ndjson(buf)
             self._put(buf.getvalue())
         else:  # json: the batch's array without its brackets, after a comma
-            pl.DataFrame(table).write_json(buf)
+            _frame(table).write_json(buf)
             body = buf.getvalue().strip()[1:-1]
             if body:
                 self._put((b"," if self._started else b"") + body)
@@ -155,7 +165,7 @@ class StreamWriter:
             if self._nested:
                 empty = _flatten(self._con, empty, self._nested)
             buf = io.BytesIO()
-            csvsafe.write_csv(pl.DataFrame(empty), buf)
+            csvsafe.write_csv(_frame(empty), buf)
             self._put(buf.getvalue())
             self._started = True
         elif self.fmt == "json":

@@ -15,7 +15,6 @@ from datetime import date, timedelta
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-import polars as pl
 import pyarrow as pa
 
 from analysis.sql import sql_literal
@@ -23,7 +22,9 @@ from analysis.sql import sql_literal
 from .console.sqlsafe import QueryError
 from .filters import Filters
 
-if TYPE_CHECKING:  # for the annotation only
+if TYPE_CHECKING:  # for the annotations only
+    import polars as pl
+
     from .snapshot import Snapshots
 
 CHART_ROW_LIMIT = 20_000
@@ -139,14 +140,14 @@ class ChartView:
         return self.chart.id
 
 
-UNSIGNED = (pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
-
-
 def frame_of(table: pa.Table) -> pl.DataFrame:
     """Arrow -> Polars; DuckDB's sum() of integers is HUGEINT (Decimal in Arrow): back to ints.
     Unsigned integers (the store's UTINYINT board, turns, ...) become Int64 too: a difference
     of two of them would overflow (`w - first` on UINT8), in the charts' code and in the CSV
     an analyst loads."""
+    import polars as pl  # here, as below: Polars loads with the first page, not at start
+
+    unsigned = (pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64)
     if not (table.num_rows or table.num_columns):
         return pl.DataFrame()
     frame = pl.DataFrame(table)
@@ -158,13 +159,15 @@ def frame_of(table: pa.Table) -> pl.DataFrame:
     casts += [
         pl.col(name).cast(pl.Int64)
         for name, dtype in frame.schema.items()
-        if isinstance(dtype, UNSIGNED) or dtype in UNSIGNED
+        if isinstance(dtype, unsigned) or dtype in unsigned
     ]
     return frame.with_columns(casts) if casts else frame
 
 
 def jsonable_rows(frame: pl.DataFrame) -> list[dict]:
     """Rows for Vega: dates as ISO text, NaN as null, floats rounded for a lighter page."""
+    import polars as pl
+
     out = frame
     exprs = []
     for name, dtype in frame.schema.items():
@@ -192,6 +195,8 @@ def table_of(chart: Chart, ctx: Ctx) -> tuple[str, pl.DataFrame, bool]:
 
 
 def build(chart: Chart, ctx: Ctx) -> ChartView:
+    import polars as pl
+
     view = ChartView(chart)
     start = time.perf_counter()
     ctx.params["_skipped"] = set()

@@ -22,11 +22,37 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
+
+
+def keep_bytecode() -> Path | None:
+    """Where the environment turns bytecode caching off (PYTHONDONTWRITEBYTECODE, as some
+    containers and this project's build machine do), cache it outside the checkout instead.
+
+    Otherwise every process of the run compiles the same source again: each xdist worker
+    rewrites every test module's asserts (4 of its 7 s of collection), and each of the few
+    hundred servers, commands and benchmarks the tests start compiles the product (about
+    0.1 s of CPU each). The cache (PYTHONPYCACHEPREFIX, in the temp directory) keeps the
+    variable's intent: no __pycache__ in the checkout. Python checks each cached file against
+    its source, as it always does. Set here, before xdist starts its workers, so that they
+    and every process they start inherit it. Returns the cache directory, or None where
+    Python caches bytecode as usual."""
+    if not sys.dont_write_bytecode:
+        return None
+    prefix = Path(sys.pycache_prefix or Path(tempfile.gettempdir()) / f"balance-pyc-{os.getuid()}")
+    sys.pycache_prefix, sys.dont_write_bytecode = str(prefix), False
+    os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    return prefix
+
+
+keep_bytecode()
 
 # The lake's fixtures (lake_cluster.py) for every folder: one PostgreSQL cluster per session
 # (per xdist worker), shared by the lake tests and the lake benchmarks' smoke runs.

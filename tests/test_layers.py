@@ -7,6 +7,7 @@ fails here before it becomes a cycle; and no package is found by a name in a str
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -133,6 +134,49 @@ def test_what_a_start_imports(module, kept_out):
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
     assert done.stdout.split() == [], f"importing {module} loads {done.stdout.strip()}"
+
+
+APP_ON_A_FILE = """
+import sys
+from ingest.server.app import close_app, create_app
+from ingest.server.config import load
+
+app = create_app(load())
+try:
+    print(' '.join(m for m in sys.argv[1:] if m in sys.modules))
+    with app.test_client() as client:  # the first page loads what it needs
+        assert client.get('/dashboard/').status_code == 200
+    assert 'polars' in sys.modules
+finally:
+    close_app(app)
+"""
+
+
+@pytest.mark.parametrize(
+    ("validate", "kept_out"),
+    [
+        ("0", ("altair", "polars", "psycopg", "ingest.storage.lake", "analysis.jobs")),
+        ("1", ("polars", "psycopg", "ingest.storage.lake")),  # charts checked: Altair at start
+    ],
+)
+def test_a_file_servers_app_starts_without_the_dashboards_stacks_or_the_lake(
+    tmp_path, validate, kept_out
+):
+    """A server's worker builds its app without Altair and Polars (they load with the first
+    dashboard page or chart) and, on a store file, without the lake or PostgreSQL's driver:
+    a third of a start's CPU (benchmarks/server_start.py)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
+    env |= {"BALANCE_DB": str(tmp_path / "store.duckdb"), "BALANCE_JUDGE_WORKERS": "0"}
+    env["BALANCE_VALIDATE_CHARTS"] = validate
+    done = subprocess.run(
+        [sys.executable, "-c", APP_ON_A_FILE, *kept_out],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == [], f"the app's start loads {done.stdout.strip()}"
 
 
 def test_the_storage_packages_lazy_names_are_its_declared_ones():

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import re
 
-import altair as alt
 import pyarrow as pa
 
-from .. import charts
 from .sqlsafe import Refused
 
 MARKS = {"bar": "Bars", "line": "Line", "point": "Points", "heatmap": "Heat map"}
@@ -106,6 +104,10 @@ def _kind(dtype: str) -> str:
 def spec(chart: dict, columns: list[str], types: list[str], rows: list[dict]) -> dict:
     """The Vega-Lite spec (with its rows) of `chart` over a result, or Refused saying which
     column is missing. `rows` are JSON-ready (render.jsonable_rows)."""
+    import altair as alt  # here: a server loads Altair with its first chart, not at start
+
+    from .. import charts
+
     kinds = dict(zip(columns, (_kind(t) for t in types), strict=False))
     for slot in CHANNELS:
         name = chart.get(slot)

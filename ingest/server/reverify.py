@@ -19,8 +19,6 @@ import pyarrow as pa
 
 from ..storage import QUARANTINED, VERIFIED, codec, insert_tables, registry, rows
 from ..storage.interface import GameStore
-from ..storage.lake import PG, commits_paused, staged_loaded
-from ..storage.lake.claims import Claims
 from ..storage.shared import rollback
 from .pipeline import Judge
 
@@ -77,6 +75,10 @@ def reverify_lake(
     """`reverify` on a lake beside running servers: a transaction a batch, applied again while
     the servers' appends conflict with its deletes and then with their commits paused
     (apply_retrying's gate). `con`: a lake connection with the catalog attached."""
+    # here, not at the top: a file server never loads the lake (nor PostgreSQL's driver)
+    from ..storage.lake import PG, commits_paused, staged_loaded
+    from ..storage.lake.claims import Claims
+
     gated = functools.partial(apply_retrying, gate=lambda: commits_paused(con))
     # the games acknowledged before it starts are judged again too: loaded into the lake first
     if not staged_loaded(Claims(con.cursor(), PG), 120.0):

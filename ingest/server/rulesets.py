@@ -23,7 +23,6 @@ from replays import rulesets as R
 
 from ..storage import registry
 from ..storage.interface import GameStore
-from ..storage.lake import connect, conninfo
 from ..storage.registry import Refused
 
 Files = list[tuple[str, str | bytes]]  # (source: a file name, its TOML text)
@@ -71,6 +70,8 @@ def register_file(con: duckdb.DuckDBPyConnection, files: Files) -> list[dict]:
 
 
 def on_lake(catalog: str, action: Callable[[duckdb.DuckDBPyConnection], object]) -> object:
+    from ..storage.lake import connect  # here: a file server never loads the lake
+
     con = connect(catalog)
     try:
         return action(con)
@@ -80,6 +81,8 @@ def on_lake(catalog: str, action: Callable[[duckdb.DuckDBPyConnection], object])
 
 def register_lake(catalog: str, files: Files) -> list[dict]:
     """Register `files` in a lake, under its registry lock."""
+
+    from ..storage.lake import conninfo
 
     def action(con: duckdb.DuckDBPyConnection) -> list[dict]:
         with registry.lake_lock(conninfo(catalog)):
