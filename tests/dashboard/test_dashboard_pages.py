@@ -9,6 +9,7 @@ file, and every chart spec it draws is checked by Altair.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import re
@@ -162,6 +163,21 @@ def test_js_bundle_is_served_once_with_caching_headers(demo_server):
     assert again.status == 304
     plain = demo_server.get(src)
     assert b"vegaEmbed" in plain.body and len(plain.body) > len(r.body)
+    assert gzip.decompress(r.body) == plain.body
+
+
+def test_the_bundles_gzip_is_kept_beside_it_and_a_copy_of_another_is_made_again(tmp_path):
+    from dashboard.assets import FILENAME, Bundle
+
+    js = Bundle().body(False)  # the machine's cached bundle (building one takes a second)
+    (tmp_path / f"balance-{FILENAME}").write_bytes(js)
+    gz = Bundle(tmp_path).body(True)
+    kept = tmp_path / f"balance-{FILENAME}.gz"
+    assert kept.read_bytes() == gz and gzip.decompress(gz) == js
+    assert Bundle(tmp_path).body(True) == gz  # the next start reads it
+    kept.write_bytes(gzip.compress(b"another bundle"))  # not this bundle's
+    again = Bundle(tmp_path)
+    assert gzip.decompress(again.body(True)) == js and kept.read_bytes() == again.body(True)
 
 
 def test_explorer_finds_games_and_opens_them(demo_server):
