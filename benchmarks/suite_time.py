@@ -1,6 +1,6 @@
 """Where the test suite's time goes: the README's test command, with the CPU of every test.
 
-    python -m benchmarks.suite_time [--workers 3] [--top 15] [--target 420] [-- PYTEST ARGS]
+    python -m benchmarks.suite_time [--workers 4] [--top 15] [--target 420] [-- PYTEST ARGS]
 
 Runs `python -m pytest -n WORKERS --dist loadfile` from the checkout (the README's test
 command, what .ci/run runs; PYTEST ARGS after `--` narrow it, e.g. `-- -m "not slow"`) with
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
         cut = argv.index("--")
         argv, extra = argv[:cut], argv[cut + 1 :]
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--workers", type=int, default=3, help="pytest-xdist workers (-n)")
+    ap.add_argument("--workers", type=int, default=4, help="pytest-xdist workers (-n)")
     ap.add_argument("--top", type=int, default=15, help="files and tests to list")
     ap.add_argument("--target", type=float, default=420.0, help="seconds of wall time")
     args = ap.parse_args(argv)

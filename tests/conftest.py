@@ -87,7 +87,7 @@ def pytest_collection_modifyitems(items):
 def longest_first(items: list) -> list:
     """The files most likely to take longest first, each file's tests in their own order.
 
-    Under `-n 3 --dist loadfile` a worker takes a whole file at a time, in this order: a long
+    Under `-n 4 --dist loadfile` a worker takes a whole file at a time, in this order: a long
     file handed out last leaves the other workers idle until it ends (the benchmarks' smoke
     runs, two minutes, came last by name). So the lake's files first (PostgreSQL and lake
     servers), then the other files with real processes, most such tests first, then the
