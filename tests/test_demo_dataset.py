@@ -353,8 +353,7 @@ def test_the_demo_checks_the_patch_prediction_against_its_release(quick_start):
 def test_the_lab_page_of_the_demo_renders_in_a_browser(quick_start):
     """In Chromium: the demo's Lab page draws every chart (the runs' predicted changes, the
     prediction against observation, the track record) with no console warning."""
-    from support import ARTIFACTS, Browser
-    from test_browser_first_hour import console
+    from support import ARTIFACTS, Browser, console
 
     server, _ = quick_start
     browser = Browser()
