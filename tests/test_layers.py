@@ -121,6 +121,9 @@ HEAVY = ("duckdb", "pyarrow", "polars", "numpy", "flask", "altair", "scipy")
         # settings and the target through ingest.storage) before any command needs a stack
         ("ingest.cli", HEAVY),
         ("ingest.storage.where", HEAVY),
+        # what each server's judge fork server imports before it forks the judges: the engines,
+        # the codec and the rows (Arrow), not the database
+        ("ingest.server.workers", ("duckdb", "polars", "flask", "altair", "scipy")),
         # the jobs use scipy's special functions; scipy.stats would cost every process that
         # imports them more than the rest of scipy
         ("analysis.jobs", ("scipy.stats",)),

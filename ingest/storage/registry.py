@@ -24,12 +24,14 @@ import time
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import duckdb
 import orjson
 
 from replays import rulesets as R
+
+if TYPE_CHECKING:  # for the annotations: the judges read rulesets here without DuckDB
+    import duckdb
 
 REGISTRY_LOCK_KEY = zlib.crc32(b"balance ruleset registry")
 
@@ -388,6 +390,8 @@ class LakeVersion:
 def register_in_transaction(con: duckdb.DuckDBPyConnection, rulesets: list[R.Ruleset]) -> list:
     """`register` in a transaction of its own on `con` (a lake connection: under
     `lake_lock`), retried while another writer's commit conflicts with it."""
+    import duckdb
+
     for attempt in range(20):
         con.execute("BEGIN TRANSACTION")
         try:

@@ -11,25 +11,20 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import TYPE_CHECKING
 
-import duckdb
 import pyarrow as pa
 
 from . import rows
 from .failures import StorageUnavailable
 
+if TYPE_CHECKING:  # for the annotations: a judge process (Pending, rows) never loads DuckDB
+    import duckdb
+
 # What `ingest` answers for each game (besides rejudge's VERIFIED / QUARANTINED)
 ACCEPTED, DUPLICATE, CONFLICT = "accepted", "duplicate", "conflict"
 
 
-_STORAGE_TYPES = (
-    OSError,
-    MemoryError,
-    duckdb.IOException,
-    duckdb.FatalException,
-    duckdb.OutOfMemoryException,
-    duckdb.InterruptException,
-)
 _STORAGE_WORDS = (
     "no space left",
     "could not write",
@@ -49,7 +44,17 @@ _STORAGE_WORDS = (
 def storage_error(exc: BaseException) -> bool:
     """Whether `exc` says the storage failed (a full disk, an I/O error, an invalidated
     database, memory), rather than that some rows did not fit the tables."""
-    if isinstance(exc, (StorageUnavailable, *_STORAGE_TYPES)):
+    import duckdb
+
+    storage_types = (
+        OSError,
+        MemoryError,
+        duckdb.IOException,
+        duckdb.FatalException,
+        duckdb.OutOfMemoryException,
+        duckdb.InterruptException,
+    )
+    if isinstance(exc, (StorageUnavailable, *storage_types)):
         return True
     if isinstance(exc, duckdb.Error):
         text = str(exc).lower()
@@ -158,6 +163,8 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
 
 def rollback(con: duckdb.DuckDBPyConnection) -> None:
     """ROLLBACK, when a transaction is still open (DuckDB has rolled back a failed commit)."""
+    import duckdb
+
     try:
         con.execute("ROLLBACK")
     except duckdb.Error:
