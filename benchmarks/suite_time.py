@@ -13,7 +13,10 @@ the census plugin (tests/harness/census.py), then prints:
 - the test files and the tests that cost the most CPU: each test's own CPU (the test
   process) and its children's (the processes it started and waited for).
 
-Not counted: PostgreSQL's servers, which pg_ctl detaches (the lake tests' catalog work).
+- the machine's busy CPU over the run (Linux's /proc/stat), which holds what the census cannot
+  see: PostgreSQL's servers, which pg_ctl detaches (the lake tests' catalog work), the judges'
+  fork servers, which init reaps once their server's worker has left, and the kernel's work.
+  On an idle machine, its busy cores against the census's say how much of the run waited.
 Figures also go to benchmarks/out/suite_time.json. The exit code is pytest's.
 """
 
@@ -58,6 +61,18 @@ def by_file(rows) -> list[tuple[str, float, float, float, int]]:
     return sorted(out, key=lambda r: -(r[1] + r[2]))
 
 
+def machine_busy() -> float | None:
+    """Seconds of CPU the whole machine has spent busy since boot, all cores (None off Linux):
+    /proc/stat's first line less its idle and I/O-wait columns."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            ticks = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    busy = sum(ticks[:8]) - ticks[3] - ticks[4]  # user .. steal, less idle and iowait
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -79,11 +94,13 @@ def main(argv: list[str] | None = None) -> int:
             command += ["-n", str(args.workers), "--dist", "loadfile"]
         command += extra
         load_before = os.getloadavg()[0]
+        busy_before = machine_busy()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         began = time.monotonic()
         code = subprocess.run(command, cwd=ROOT, env=env).returncode
         wall = time.monotonic() - began
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        busy_after = machine_busy()
         load_after = os.getloadavg()[0]
         rows = census(directory)
 
@@ -98,6 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average   {load_before:.2f} before, {load_after:.2f} after")
     print(f"CPU            {cpu:7.1f} s   ({cpu / wall:.2f} cores busy of {os.cpu_count()})")
     print(f"  in tests     {own + children:7.1f} s   (own {own:.1f}, processes {children:.1f})")
+    busy = None if busy_before is None or busy_after is None else busy_after - busy_before
+    if busy is not None:
+        cores = busy / wall
+        print(f"machine        {busy:7.1f} s   busy ({cores:.2f} cores, with what it misses)")
     print(f"\n{'CPU s':>7} {'own':>7} {'procs':>7} {'wall s':>7} {'tests':>5}  file")
     for name, f_own, f_kids, f_wall, n in files[: args.top]:
         print(f"{f_own + f_kids:7.1f} {f_own:7.1f} {f_kids:7.1f} {f_wall:7.1f} {n:5d}  {name}")
@@ -112,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall": wall,
         "target": args.target,
         "cpu": cpu,
+        "machine_busy": busy,
         "cores": os.cpu_count(),
         "load": [load_before, load_after],
         "tests": len(rows),

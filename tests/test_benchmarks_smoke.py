@@ -150,7 +150,7 @@ RUNS = {
     "suite_time.py": (
         "--top 2 -- --basetemp {out}/basetemp tests/test_pins.py tests/test_harness.py",
         r"tests +\d+ in 2 files; pytest exit 0.*wall +[\d.]+ s.*CPU +[\d.]+ s +\([\d.]+ cores"
-        r".*in tests +[\d.]+ s.*tests/test_pins.py::",
+        r".*in tests +[\d.]+ s.*machine +[\d.]+ s +busy \([\d.]+ cores.*tests/test_pins.py::",
         [slow],
     ),
     "verify_slide.py": (
