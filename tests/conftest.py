@@ -31,7 +31,7 @@ import pytest
 from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
 
 
-def keep_bytecode() -> Path | None:
+def keep_bytecode() -> None:
     """Where the environment turns bytecode caching off (PYTHONDONTWRITEBYTECODE, as some
     containers and this project's build machine do), cache it outside the checkout instead.
 
@@ -41,15 +41,13 @@ def keep_bytecode() -> Path | None:
     0.1 s of CPU each). The cache (PYTHONPYCACHEPREFIX, in the temp directory) keeps the
     variable's intent: no __pycache__ in the checkout. Python checks each cached file against
     its source, as it always does. Set here, before xdist starts its workers, so that they
-    and every process they start inherit it. Returns the cache directory, or None where
-    Python caches bytecode as usual."""
+    and every process they start inherit it."""
     if not sys.dont_write_bytecode:
-        return None
+        return  # Python caches bytecode as usual
     prefix = Path(sys.pycache_prefix or Path(tempfile.gettempdir()) / f"balance-pyc-{os.getuid()}")
     sys.pycache_prefix, sys.dont_write_bytecode = str(prefix), False
     os.environ["PYTHONPYCACHEPREFIX"] = str(prefix)
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-    return prefix
 
 
 keep_bytecode()

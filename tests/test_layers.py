@@ -169,7 +169,7 @@ def test_a_file_servers_app_starts_without_the_dashboards_stacks_or_the_lake(
     dashboard page or chart) and, on a store file, without the lake or PostgreSQL's driver:
     a third of a start's CPU (benchmarks/server_start.py)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
-    env |= {"BALANCE_DB": str(tmp_path / "store.duckdb"), "BALANCE_JUDGE_WORKERS": "0"}
+    env |= {"BALANCE_DB": str(tmp_path / "store.duckdb"), "BALANCE_WORKERS": "0"}
     env["BALANCE_VALIDATE_CHARTS"] = validate
     done = subprocess.run(
         [sys.executable, "-c", APP_ON_A_FILE, *kept_out],
