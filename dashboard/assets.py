@@ -7,6 +7,7 @@ cache and gzip.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import hashlib
 import tempfile
@@ -66,10 +67,11 @@ def _read(path: Path) -> bytes:
 
 def _write(path: Path, data: bytes) -> None:
     """Written whole or not at all (another server may read it meanwhile)."""
+    tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{threading.get_ident()}.tmp")
         tmp.write_bytes(data)
         tmp.replace(path)
-    except OSError:
-        pass  # no cache, no harm: it is made again at the next start
+    except OSError:  # no cache, no harm: it is made again at the next start
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # a full disk: leave no part of it behind

@@ -180,6 +180,17 @@ def test_the_bundles_gzip_is_kept_beside_it_and_a_copy_of_another_is_made_again(
     assert gzip.decompress(again.body(True)) == js and kept.read_bytes() == again.body(True)
 
 
+def test_a_bundle_cache_on_a_full_disk_serves_the_bundle_and_leaves_no_part_file(small_disk):
+    from dashboard.assets import FILENAME, Bundle
+
+    disk = small_disk(1)  # the 0.9 MB bundle fits, its gzip then does not
+    js = Bundle().body(False)
+    (disk / f"balance-{FILENAME}").write_bytes(js)
+    bundle = Bundle(disk)
+    assert gzip.decompress(bundle.body(True)) == js and bundle.body(False) == js
+    assert sorted(p.name for p in disk.iterdir()) == [f"balance-{FILENAME}"]
+
+
 def test_explorer_finds_games_and_opens_them(demo_server):
     page = html(demo_server, "/dashboard/games?status=quarantined")
     ids = re.findall(r'href="/dashboard/games/([0-9a-f-]{36})[?"]', page)
