@@ -188,10 +188,15 @@ def _results(run: LabRun, todo: Sequence[int], jobs: int) -> Iterator[list[dict[
     pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_set_args, initargs=(args,))
     pending: set[Future] = set()
     queue = iter(chunks)
+    broken = False  # a worker died: submit no more, hand over what finished, then stop
     try:
         while True:
-            for chunk in queue:  # a few tasks a worker ahead, never the whole run's
-                pending.add(pool.submit(_pairs, chunk))
+            for chunk in () if broken else queue:  # a few tasks a worker ahead, never all
+                try:
+                    pending.add(pool.submit(_pairs, chunk))
+                except BrokenProcessPool:  # it died while the last results were written
+                    broken = True
+                    break
                 if len(pending) >= 4 * jobs:
                     break
             if not pending:
@@ -199,9 +204,13 @@ def _results(run: LabRun, todo: Sequence[int], jobs: int) -> Iterator[list[dict[
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 try:
-                    yield future.result()
+                    batch = future.result()
                 except BrokenProcessPool:
-                    raise WorkerDied() from None
+                    broken = True
+                    continue
+                yield batch
+        if broken:
+            raise WorkerDied()
     finally:
         for future in pending:
             future.cancel()

@@ -5,8 +5,12 @@ a run file cut short mid-task continues from the pairs it holds."""
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
+import signal
 
 import pytest
+from support import wait_for
 
 from ingest.server import lab_runner
 from ingest.server.lab_runner import LabRun, play, read_pairs
@@ -35,3 +39,27 @@ def test_workers_taking_tasks_of_several_pairs_give_what_one_process_plays(tmp_p
     assert len(read_pairs(tmp_path / "cut.ndjson", run)) == 19
     assert play(run, tmp_path / "cut.ndjson", jobs=2) == one
     assert len(read_pairs(tmp_path / "cut.ndjson", run)) == pairs
+
+
+@pytest.mark.slow  # (worker processes)
+def test_a_worker_that_died_before_the_next_task_went_out_stops_the_run_as_a_death(tmp_path):
+    """A worker killed while the last results were being written (the out-of-memory killer
+    does not wait): the pool is broken when the next task is handed out. The run stops with
+    WorkerDied, which the command and the Lab page report ("a worker process died", what
+    finished kept), never with the executor's own BrokenProcessPool and a traceback; and
+    every batch that finished is still handed over, each pair once."""
+    run = LabRun(STANDARD["slow6"], parse_toml(FREEZE_1), 5, True, (1,), seed=7, games=100)
+    before = {p.pid for p in multiprocessing.active_children()}
+    results = lab_runner._results(run, list(range(run.games)), jobs=2)
+    got = [next(results)]  # 8 tasks out (4 a worker), one of them handed over
+    workers = [p for p in multiprocessing.active_children() if p.pid not in before]
+    assert len(workers) == 2, workers
+    os.kill(workers[0].pid, signal.SIGKILL)
+    # the executor ends the other worker once it sees the death, after marking itself
+    # broken: from then on a new task is refused
+    wait_for(lambda: not any(p.is_alive() for p in workers), 60, "the pool's workers gone")
+    with pytest.raises(lab_runner.WorkerDied):
+        for batch in results:
+            got.append(batch)
+    played = [pair["i"] for batch in got for pair in batch]
+    assert len(played) == len(set(played)) < run.games
