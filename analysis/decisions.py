@@ -120,12 +120,13 @@ class Policy:
         return scale(alpha, minimum) if self.scale == "tuned" else 2 * minimum
 
     def tau_sql(
-        self, alpha: str, minimum: float, big: str | None = None, u: str | None = None
+        self, alpha: str, minimum: float | str, big: str | None = None, u: str | None = None
     ) -> str:
-        """tau as SQL over the SQL expression `alpha`; `big`, `u`: columns holding
-        big_sql(alpha) and u_sql(big) in the query, where it has them (scale_sql)."""
+        """tau as SQL over the SQL expression `alpha`; `minimum` a number or an SQL
+        expression; `big`, `u`: columns holding big_sql(alpha) and u_sql(big) in the query,
+        where it has them (scale_sql)."""
         if self.scale != "tuned":
-            return repr(2 * minimum)
+            return f"(2 * {_sql_number(minimum)})"
         return scale_sql(alpha, minimum, big, u)
 
 
@@ -207,14 +208,21 @@ def u_sql(big: str) -> str:
     return u
 
 
-def scale_sql(alpha: str, minimum: float, big: str | None = None, u: str | None = None) -> str:
+def _sql_number(v: float | str) -> str:
+    """A number as an SQL DOUBLE literal (an SQL expression as it is)."""
+    return v if isinstance(v, str) else f"{float(v)!r}::DOUBLE"
+
+
+def scale_sql(
+    alpha: str, minimum: float | str, big: str | None = None, u: str | None = None
+) -> str:
     """scale as a SQL expression over the SQL expression `alpha`. `big` and `u` name columns
     that hold big_sql(alpha) and u_sql(big), where the query has them: written out whole, the
     expression repeats log(1 / alpha^2) nineteen times, and DuckDB's planner paid for every
     copy in every query (the findings' query planned in about twice the time)."""
     big = big or big_sql(alpha)
     u = u or u_sql(big)
-    return f"({minimum!r} / sqrt((1 + 1 / {u}) * (ln(1 + {u}) + {big})) * sqrt({u}))"
+    return f"({_sql_number(minimum)} / sqrt((1 + 1 / {u}) * (ln(1 + {u}) + {big})) * sqrt({u}))"
 
 
 def half_width_sql(se: str, alpha: str, tau: str) -> str:
