@@ -80,6 +80,12 @@ class Cluster:
         directory = os.environ.get(BORROW)
         if not directory:
             return cls.start(fsync=fsync)
+        return cls.borrow(directory)
+
+    @classmethod
+    def borrow(cls, directory: str | Path) -> Cluster:
+        """The cluster another process started in `directory`, running: stop() leaves it so
+        (unless `borrowed` is set false), and create_db() suffixes its names."""
         bindir = _bin_dir()
         if bindir is None:
             raise RuntimeError(unavailable())

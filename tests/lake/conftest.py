@@ -7,21 +7,35 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
+from lake_cluster import locked, shared_dir
 
 
 @pytest.fixture(scope="session")
 def lake_template(pg_cluster, tmp_path_factory) -> str:
-    """The name of a database holding a lake `init_lake` made, once a session: each test's
-    lake is a copy of it (CREATE DATABASE ... TEMPLATE takes milliseconds, init_lake most of
-    a second of CPU). Nothing ever connects to it after, as a template needs."""
+    """The name of a database holding a lake `init_lake` made, once a run (under xdist the
+    workers share the one made on the run's cluster, noted beside it): each test's lake is a
+    copy of it (CREATE DATABASE ... TEMPLATE takes milliseconds, init_lake most of a second
+    of CPU). Nothing ever connects to it after, as a template needs."""
     from ingest.storage.lake.admin import init_lake
 
-    name = f"lake_template_{os.getpid()}"
-    init_lake(pg_cluster.create_db(name), str(tmp_path_factory.mktemp("template") / "data"))
-    return name
+    def make(data: Path) -> str:
+        catalog = pg_cluster.create_db(f"lake_template_{os.getpid()}")
+        init_lake(catalog, str(data))
+        return catalog.rsplit("dbname=", 1)[1]
+
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        return make(tmp_path_factory.mktemp("template") / "data")
+    shared = shared_dir(tmp_path_factory.getbasetemp().parent)
+    with locked(shared):
+        noted = shared / "template"
+        if not noted.exists():  # (removed when the cluster stops)
+            noted.write_text(make(Path(tempfile.mkdtemp(prefix="template-", dir=shared))))
+        return noted.read_text()
 
 
 @pytest.fixture
