@@ -19,6 +19,7 @@ from harness.browser import ARTIFACTS, CHROMIUM, NO_CHROMIUM, Browser, WebSocket
 from harness.cli import Ran, balance
 from harness.demo import (
     PAGES,
+    agg_names,
     agg_tables,
     build_demo_db,
     demo_app,
@@ -70,6 +71,7 @@ __all__ = [
     "Server",
     "Snapshots",
     "WebSocket",
+    "agg_names",
     "agg_tables",
     "balance",
     "build_demo_db",

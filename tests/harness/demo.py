@@ -77,13 +77,15 @@ def page(app, path: str) -> str:
     return r.body.decode()
 
 
+def agg_names(con) -> list[str]:
+    """Every agg_* table of the connection's database but agg_runs, by name."""
+    rows = con.execute(
+        "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
+        "AND table_name <> 'agg_runs' AND table_catalog = current_database()"
+    ).fetchall()
+    return sorted(r[0] for r in rows)
+
+
 def agg_tables(con) -> dict[str, list[tuple]]:
     """Every agg_* table of the connection's database but agg_runs, its rows sorted."""
-    names = [
-        r[0]
-        for r in con.execute(
-            "SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'agg_%' "
-            "AND table_name <> 'agg_runs' AND table_catalog = current_database()"
-        ).fetchall()
-    ]
-    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in sorted(names)}
+    return {n: con.execute(f"SELECT * FROM {n} ORDER BY ALL").fetchall() for n in agg_names(con)}
