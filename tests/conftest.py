@@ -52,8 +52,8 @@ def keep_bytecode() -> None:
 
 keep_bytecode()
 
-# The lake's fixtures (lake_cluster.py) for every folder: one PostgreSQL cluster per session
-# (per xdist worker), shared by the lake tests and the lake benchmarks' smoke runs.
+# The lake's fixtures (lake_cluster.py) for every folder: one PostgreSQL cluster for the run
+# (the xdist workers share it), used by the lake tests and the lake benchmarks' smoke runs.
 pytest_plugins = ["lake_cluster"]
 
 # Fixtures that make every test using them `slow` (real processes, the demo store's build);

@@ -12,8 +12,9 @@ user and the binaries run through `su postgres`. Trust authentication, listening
 127.0.0.1 only. `unavailable()` says why no cluster can be had here (None: one can);
 `lake_unavailable()` also why the ducklake extension cannot load (then the tests skip).
 
-A benchmark run by the test suite borrows the session's cluster instead of starting its own
-(`Cluster.borrowed()`: the directory named by BALANCE_BENCH_PG_DIR): one cluster per run.
+A benchmark run by the test suite borrows the run's cluster instead of starting its own
+(`Cluster.borrow()`: the directory named by BALANCE_BENCH_PG_DIR), as the xdist workers do
+(tests/lake_cluster.py): one cluster per run.
 """
 
 from __future__ import annotations
