@@ -47,3 +47,28 @@ def test_wait_for_ignores_only_the_errors_it_is_told_to():
     assert wait_for(refused_then_up, 5, "up", every=0, ignore=(OSError,)) is True
     with pytest.raises(ValueError):
         wait_for(lambda: int("x"), 5, "a number", ignore=(OSError,))
+
+
+@pytest.mark.slow  # a PostgreSQL cluster of its own
+def test_the_runs_cluster_left_by_a_dead_worker_is_stopped_by_the_controller(tmp_path):
+    """The xdist workers share one cluster, noted under the run's temp directory; a worker
+    killed while it used it never counts itself out, so the controller stops what is noted
+    once every worker is done (lake_cluster.pytest_unconfigure), and nothing is left."""
+    from harness.lake import Cluster, _alive, unavailable
+    from lake_cluster import shared_dir, stop_left_behind
+
+    if unavailable():
+        pytest.skip(unavailable())
+    cluster = Cluster.start()
+    try:
+        postmaster = cluster.processes()[0]
+        shared = shared_dir(tmp_path)
+        shared.mkdir()
+        (shared / "cluster").write_text(str(cluster.directory))
+        (shared / "users").write_text("1")  # the dead worker's count, never taken back
+        stop_left_behind(tmp_path)
+        assert not _alive(postmaster) and not cluster.directory.exists()
+        assert not (shared / "cluster").exists()
+        stop_left_behind(tmp_path)  # nothing noted: nothing to do
+    finally:
+        cluster.stop()
