@@ -54,7 +54,8 @@ def test_the_runs_cluster_left_by_a_dead_worker_is_stopped_by_the_controller(tmp
     """The xdist workers share one cluster, noted under the run's temp directory; a worker
     killed while it used it never counts itself out, so the controller stops what is noted
     once every worker is done (lake_cluster.pytest_unconfigure), and nothing is left."""
-    from harness.lake import Cluster, _alive, unavailable
+    from harness.lake import Cluster, unavailable
+    from harness.processes import ended
     from lake_cluster import shared_dir, stop_left_behind
 
     if unavailable():
@@ -67,7 +68,7 @@ def test_the_runs_cluster_left_by_a_dead_worker_is_stopped_by_the_controller(tmp
         (shared / "cluster").write_text(str(cluster.directory))
         (shared / "users").write_text("1")  # the dead worker's count, never taken back
         stop_left_behind(tmp_path)
-        assert not _alive(postmaster) and not cluster.directory.exists()
+        assert ended([postmaster]) and not cluster.directory.exists()
         assert not (shared / "cluster").exists()
         stop_left_behind(tmp_path)  # nothing noted: nothing to do
     finally:
