@@ -24,6 +24,7 @@ from pathlib import Path
 EXT_SNAPSHOTS = "dashboard.snapshots"
 EXT_BUNDLE = "dashboard.bundle"
 EXT_SLOTS = "dashboard.slots"
+EXT_PROCESSES = "dashboard.processes"
 _SNAPSHOTS_LOCK = threading.Lock()
 
 
@@ -63,12 +64,15 @@ def snapshots(app):
             store,
             _snapshot_dir(app, store),
             max_age=float(setting(app, "SNAPSHOT_MAX_AGE", 60)),
+            processes=app.extensions.get(EXT_PROCESSES),
         )
         app.extensions[EXT_SNAPSHOTS] = snaps
     return snaps
 
 
-def init_app(app) -> None:
+def init_app(app, processes=None) -> None:
+    """Mount the dashboard and the console on `app`. `processes`: the multiprocessing context
+    the console's SQL workers start from (the server's fork server); None spawns each."""
     from .assets import Bundle
     from .console.sql_routes import bp as sql_bp
     from .pages import bp as pages_bp
@@ -85,6 +89,7 @@ def init_app(app) -> None:
         charts.validate(validate)
     bundle = Bundle(setting(app, "CACHE_DIR"))
     app.extensions[EXT_BUNDLE] = bundle
+    app.extensions[EXT_PROCESSES] = processes
     bundle.warm()
     app.register_blueprint(pages_bp)
     app.register_blueprint(sql_bp)

@@ -54,7 +54,7 @@ from .slots import Shares, client_key
 if TYPE_CHECKING:  # the pool module starts processes: imported with the first snapshot
     from ingest.storage.interface import GameStore
 
-    from .console.sqlpool import Pool
+    from .console.sqlpool import Context, Pool
 
 DOWNLOAD_RESERVE = 64 * 1024 * 1024  # free bytes a download leaves on the disk, beyond its limit
 
@@ -156,7 +156,8 @@ class Snapshots:
     Settings (arguments, else SQL_* of the current app or BALANCE_SQL_* in the environment):
     workers (SQL_WORKERS, 2; 0 runs queries in this process), memory_limit (SQL_MEMORY_LIMIT,
     1GB a worker), threads (SQL_THREADS, 2 DuckDB threads a worker), kill_margin
-    (SQL_KILL_MARGIN, 0.5 s past a query's timeout before its worker is killed)."""
+    (SQL_KILL_MARGIN, 0.5 s past a query's timeout before its worker is killed); processes, the
+    multiprocessing context the workers start from (default: each spawned)."""
 
     def __init__(
         self,
@@ -169,8 +170,10 @@ class Snapshots:
         threads: int | None = None,
         workers: int | None = None,
         kill_margin: float | None = None,
+        processes: Context | None = None,
     ):
         self.store: GameStore = store
+        self.processes = processes  # where SQL workers start (sqlpool.Pool's context)
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_age = max_age  # a changed store is re-snapshotted at most this often
@@ -221,6 +224,7 @@ class Snapshots:
                 threads=self.threads,
                 memory_limit=self.memory_limit,
                 kill_margin=self.kill_margin,
+                context=self.processes,
             )
         return self._pool
 

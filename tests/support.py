@@ -29,7 +29,15 @@ from harness.demo import (
 )
 from harness.engines import buggy_verifier
 from harness.http import Client, Response
-from harness.processes import children, descendants, ended, free_bytes, free_port, gone
+from harness.processes import (
+    children,
+    comm,
+    descendants,
+    ended,
+    free_bytes,
+    free_port,
+    gone,
+)
 from harness.records import (
     EXAMPLES,
     JSON,
@@ -77,6 +85,7 @@ __all__ = [
     "build_demo_db",
     "buggy_verifier",
     "children",
+    "comm",
     "console",
     "demo_app",
     "demo_copy",

@@ -3,8 +3,8 @@
 A DuckDB instance lives in the process that runs it: an uncaught C++ exception aborts that
 process, an allocation DuckDB does not count against its memory_limit grows it without bound,
 and some functions never look at the interrupt flag. So the server (the parent) runs every
-snapshot query in one of a few worker processes (multiprocessing spawn, a pipe each) and
-holds the whole request to its time:
+snapshot query in one of a few worker processes (sqlworker.py; a pipe each, forked from the
+server's fork server or spawned) and holds the whole request to its time:
 
 - each worker sets an OS memory limit on itself once its imports are done (RLIMIT_DATA: its
   baseline plus SQL_MEMORY_LIMIT, 1 GB by default) and gives DuckDB three quarters of that as
@@ -25,8 +25,8 @@ the file). `op: "check"` runs the allow-list alone (a saved query being saved).
 
 Workers open the current snapshot file read-only (sqlsafe.Engine attaches it as `store`) on
 their first query and reopen when the parent names a newer one (Snapshots.refresh asks the idle
-ones at once, busy ones on their next query). A worker leaves when its pipe closes or its
-parent process is gone.
+ones at once, busy ones on their next query). A worker leaves when its pipe closes or the
+process that started the pool is gone.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import os
-import signal
 import threading
 import time
+from multiprocessing.context import ForkServerContext, SpawnContext
 
 import orjson
 
@@ -44,17 +44,15 @@ from ingest.storage.sizes import MiB, parse_size
 
 from .sqlsafe import (
     Busy,
-    QueryError,
-    Replaced,
     TimedOut,
     TooBig,
     error_of,
-    out_of_memory_message,
-    scrub,
     timed_out_message,
 )
 
 log = logging.getLogger("dashboard.sql")
+
+Context = SpawnContext | ForkServerContext  # where workers start: never `fork` (threads, DuckDB)
 
 DUCKDB_SHARE = 0.75  # of the worker's OS memory limit, for DuckDB's memory_limit
 HEADER_MAX = 1 * MiB  # a reply header (JSON: columns, types, a message)
@@ -68,167 +66,6 @@ def stopped_message(memory_limit: str) -> str:
     )
 
 
-# -- the worker process ---------------------------------------------------------------------------
-
-
-def _status(field: str) -> int:
-    """A Vm* figure of this process from /proc/self/status, in bytes (0 when unknown)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith(field + ":"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
-
-
-def _limit_memory(extra: int) -> int:
-    """Cap this process's data segment (heap and private mappings) at its size now + `extra`."""
-    try:
-        import resource
-    except ImportError:  # not on a POSIX system: only DuckDB's own limit holds
-        return 0
-    which, base = getattr(resource, "RLIMIT_DATA", None), _status("VmData")
-    if which is None or not base:
-        which, base = resource.RLIMIT_AS, _status("VmSize")
-    if not base:
-        return 0
-    limit = base + extra
-    _, hard = resource.getrlimit(which)
-    if hard != resource.RLIM_INFINITY:
-        limit = min(limit, hard)
-    try:
-        resource.setrlimit(which, (limit, hard))
-    except (ValueError, OSError):
-        return 0
-    return limit
-
-
-def _exit_with(parent: int) -> None:
-    # A server killed with SIGKILL cannot stop its workers: leave when the parent is gone,
-    # even in the middle of a query (the pipe's end of file only shows between queries).
-    while os.getppid() == parent:
-        time.sleep(0.5)
-    os._exit(0)
-
-
-PROCESS_NAME = b"balance-sql"  # /proc/<pid>/comm of a worker, as ps and top show it
-_PR_SET_NAME = 15
-
-
-def _name_process() -> None:
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(_PR_SET_NAME, ctypes.c_char_p(PROCESS_NAME), 0, 0, 0)
-    except (OSError, AttributeError):  # not Linux: the name is only a convenience
-        pass
-
-
-def worker_main(conn, options: dict) -> None:
-    """The worker's loop: one request at a time from the pipe, one reply (header, body)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us, not a terminal's Ctrl-C
-    _name_process()
-    threading.Thread(target=_exit_with, args=(options["parent"],), daemon=True).start()
-    from .. import export  # noqa: F401  (everything imported before the limit is set)
-    from . import sqlfuncs  # noqa: F401
-    from .sqlsafe import Engine, is_file_source
-
-    extra = int(options["memory_bytes"])
-    base = _status("VmData")
-    limit = _limit_memory(extra)
-    conn.send_bytes(orjson.dumps({"ready": True, "pid": os.getpid(), "rlimit": limit}))
-    engine = None
-    while True:
-        try:
-            request = orjson.loads(conn.recv_bytes())
-        except (EOFError, OSError):
-            break
-        op = request.get("op")
-        if op == "exit":
-            break
-        body = b""
-        header: dict[str, object]
-        try:
-            path = request["path"]
-            if engine is None or engine.path != path:
-                if engine is not None:
-                    engine.close()
-                    engine = None
-                if is_file_source(path) and not os.path.exists(path):
-                    raise Replaced("The snapshot was replaced; run the query again.")
-                engine = Engine(
-                    path,
-                    snapshot_at=request.get("snapshot_at"),
-                    threads=int(options["threads"]),
-                    memory_limit=options["duckdb_memory"],
-                    max_concurrent=1,
-                    setup=sqlfuncs.register,
-                    memory_label=options["memory_limit"],
-                )
-            if op == "open":
-                header = {"ok": True}
-            elif op == "check":  # the allow-list alone: nothing runs
-                engine.check(request["sql"])
-                header = {"ok": True, "meta": {}}
-            elif op == "file":  # a download: the whole result, written to the file named
-                meta = engine.write_file(
-                    request["sql"],
-                    request["format"],
-                    request["out"],
-                    timeout=float(request["timeout"]),
-                    max_bytes=int(request["max_bytes"]),
-                    params=request.get("params"),
-                )
-                header = {"ok": True, "meta": meta}
-            else:
-                payload = engine.run_encoded(
-                    request["sql"],
-                    request["format"],
-                    limit=int(request["limit"]),
-                    timeout=float(request["timeout"]),
-                    max_bytes=int(request["max_bytes"]),
-                    params=request.get("params"),
-                )
-                body = payload.body
-                header = {"ok": True, "meta": payload.meta, "size": len(body)}
-        except Replaced as exc:
-            header = {"ok": False, "kind": "replaced", "message": exc.message}
-        except QueryError as exc:
-            header = {"ok": False, "kind": exc.kind, "message": exc.message}
-            if exc.position is not None:
-                header["position"] = exc.position
-        except MemoryError:
-            body = b""
-            header = {
-                "ok": False,
-                "kind": "too_big",
-                "message": out_of_memory_message(options["memory_limit"]),
-            }
-        except Exception as exc:  # a bug, or DuckDB failing to open the snapshot
-            message = scrub(str(exc).strip() or type(exc).__name__, request.get("path"))
-            if engine is not None:
-                message = engine.scrub_message(message)
-            header = {"ok": False, "kind": "error", "message": message}
-        # Memory DuckDB's allocator keeps after a big query still counts against the limit:
-        # a worker that grew past half of it answers, says so, and leaves for a fresh one.
-        recycle = bool(base) and _status("VmData") > base + extra // 2
-        if recycle:
-            header["recycle"] = True
-        try:
-            conn.send_bytes(orjson.dumps(header))
-            if body:
-                conn.send_bytes(body)
-        except (OSError, ValueError):
-            break
-        del body
-        if recycle:
-            break
-    if engine is not None:
-        engine.close()
-
-
 # -- the parent's side ----------------------------------------------------------------------------
 
 
@@ -239,8 +76,9 @@ class _Worker:
         self.pid = pid
 
     @classmethod
-    def start(cls, options: dict, timeout: float) -> _Worker:
-        ctx = multiprocessing.get_context("spawn")
+    def start(cls, ctx: Context, options: dict, timeout: float) -> _Worker:
+        from .sqlworker import worker_main  # DuckDB, Arrow, the console: not the parent's cost
+
         ours, theirs = ctx.Pipe(duplex=True)
         proc = ctx.Process(
             target=worker_main, args=(theirs, options), name="balance-sql", daemon=True
@@ -285,7 +123,14 @@ class _Overran(Exception):
 
 
 class Pool:
-    """`size` SQL worker processes; run() hands a request to an idle one and waits for it."""
+    """`size` SQL worker processes; run() hands a request to an idle one and waits for it.
+
+    `context`: where workers start (a multiprocessing context). By default each is spawned, a
+    fresh interpreter that imports DuckDB and Arrow (about a third of a second of CPU); a server
+    passes its fork server (ingest/server/workers.py `process_context`), which has imported the
+    worker's modules once, so that a worker, or the replacement of one a query killed, is a
+    fork of it.
+    """
 
     def __init__(
         self,
@@ -295,7 +140,9 @@ class Pool:
         memory_limit: str = "1GB",
         kill_margin: float = 0.5,
         startup_timeout: float = 60.0,
+        context: Context | None = None,
     ):
+        self.context = context or multiprocessing.get_context("spawn")
         self.size = max(1, int(size))
         self.memory_limit = str(memory_limit)
         memory = parse_size(memory_limit)
@@ -329,7 +176,7 @@ class Pool:
     def _spawn(self) -> None:
         worker: _Worker | None = None
         try:
-            worker = _Worker.start(self.options, self.startup_timeout)
+            worker = _Worker.start(self.context, self.options, self.startup_timeout)
         except Exception:
             log.exception("could not start an SQL worker")
         with self._cond:
@@ -364,14 +211,16 @@ class Pool:
         busy_until, start_until = start + wait, start + self.startup_timeout
         with self._cond:  # an RLock: _start_one may take it again
             while True:
-                while self._idle:
-                    worker = self._idle.pop()
-                    if worker.alive():
-                        return worker
-                    self._all.discard(worker)  # died while idle: replace it
+                # every idle worker that died (killed, out of memory) is replaced now, not when
+                # its turn comes: the others would otherwise serve alone until then
+                for worker in [w for w in self._idle if not w.alive()]:
+                    self._idle.remove(worker)
+                    self._all.discard(worker)
                     self.restarts += 1
                     threading.Thread(target=worker.kill, daemon=True).start()
                     self._start_one()
+                if self._idle:
+                    return self._idle.pop()
                 if self._closed:
                     raise Busy("The SQL console is shutting down.")
                 now = time.monotonic()

@@ -25,7 +25,7 @@ from .pipeline import Judge
 from .ratelimit import RateLimiter
 from .rejections import RejectionTally
 from .responses import register_error_handlers
-from .workers import JudgePool
+from .workers import JudgePool, process_context
 
 access_log = logging.getLogger("ingest.access")
 
@@ -79,7 +79,7 @@ def create_app(config: dict | None = None) -> Flask:
     register_error_handlers(app)
     _instrument(app, metrics)
     accesslog.install(conf["BALANCE_ACCESS_LOG_REFUSALS"])
-    dashboard.init_app(app)  # /dashboard and /sql
+    dashboard.init_app(app, process_context())  # /dashboard and /sql
     lab_routes.init_app(app, store, conf)  # lab runs started from the Lab page
     # the hot route, without Flask in the way (upload.py), with its limits (guard.py)
     route = GuardedUploadRoute(app.wsgi_app, state)

@@ -122,7 +122,7 @@ class Gatherer:
         self._doorbell.acquire()
         self._sleeping = False
         self._closed = False
-        self._ctx = workers.judge_context()
+        self._ctx = workers.process_context()
         self._process, self._conn = self._start_judge()
         parallel = max(1, store.parallel_groups)
         self._storers: ThreadPoolExecutor | None = None

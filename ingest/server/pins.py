@@ -88,7 +88,7 @@ DUCKDB = Pin(
             "tests/dashboard/test_sql_hostile.py",
         ),
         Recheck(
-            "dashboard/console/sqlpool.py",
+            "dashboard/console/sqlworker.py",
             "Memory DuckDB's allocator keeps",
             "memory the allocator keeps after a big query still counts against the limit (a "
             "worker past half of it is recycled): tests/dashboard/test_sql_hostile.py",

@@ -36,15 +36,22 @@ _CHUNK = 50  # lines per task: enough to amortise the hand-off, small enough to 
 _LOCAL_MAX = 2
 
 
-def judge_context() -> multiprocessing.context.ForkServerContext:
-    """Where judge processes start: forked from a fork server that imported this module once.
+# What the fork server imports once: the judges' module and the SQL console's worker.
+PRELOAD = [__name__, "dashboard.console.sqlworker"]
 
-    Not `fork`: the server has threads and an open DuckDB database. Spawning each judge paid
+
+def process_context() -> multiprocessing.context.ForkServerContext:
+    """Where the server's processes start: forked from a fork server that imported, once, what
+    they run (PRELOAD): the judges, and the SQL console's workers (dashboard/console/sqlpool.py).
+
+    Not `fork`: the server has threads and an open DuckDB database. Spawning each process paid
     a fresh interpreter and its imports (Arrow, DuckDB, the engines) every time; the fork
-    server pays them once, at the first judge, and every judge after is a fork of it (a
-    server's pool and its gatherer's judge, a replacement for one that died)."""
+    server pays them once, at the first judge or SQL worker, and every one after is a fork of
+    it (a server's pool and its gatherer's judge, an SQL worker, a replacement for one that
+    died or that a query killed). One fork server per process (multiprocessing's), so one list
+    of modules for all of them."""
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([__name__])
+    ctx.set_forkserver_preload(PRELOAD)
     return ctx
 
 
@@ -68,7 +75,7 @@ def _judge(rulesets: tuple | None = None) -> Judge:
 def _exit_with(server: int) -> None:
     # A server killed with SIGKILL cannot stop its judges, and their task pipe stays open
     # (every judge holds both ends): leave when the server is gone. The server, not this
-    # process's parent: that is the fork server (`judge_context`), which stays as long as one
+    # process's parent: that is the fork server (`process_context`), which stays as long as one
     # of its children does.
     try:
         watch = os.pidfd_open(server)  # readable once the server has ended (Linux)
@@ -200,7 +207,7 @@ class JudgePool:
         self._pool = self._start() if workers > 0 else None
 
     def _start(self) -> ProcessPoolExecutor:
-        ctx = judge_context()
+        ctx = process_context()
         pool = ProcessPoolExecutor(
             self.workers, mp_context=ctx, initializer=_init, initargs=(os.getpid(),)
         )

@@ -29,7 +29,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-from support import SLOW6, Server, descendants, fresh_slow6, wait_for
+from support import SLOW6, Server, comm, descendants, fresh_slow6, wait_for
 
 from dashboard.console import sqlsafe
 
@@ -67,13 +67,6 @@ def _status(pid: int, field: str) -> int:
     return 0
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except (FileNotFoundError, ProcessLookupError):
-        return ""
-
-
 def _tree(server) -> list[int]:
     for _ in range(20):  # a process may end while /proc is walked (a worker being replaced)
         try:
@@ -84,12 +77,12 @@ def _tree(server) -> list[int]:
 
 
 def sql_workers(server) -> list[int]:
-    return [p for p in _tree(server) if _comm(p) == "balance-sql"]
+    return [p for p in _tree(server) if comm(p) == "balance-sql"]
 
 
 def server_processes(server) -> list[int]:
     """The server and its processes, SQL workers left out (they have their own limit)."""
-    return [p for p in _tree(server) if _comm(p) not in ("balance-sql", "")]
+    return [p for p in _tree(server) if comm(p) not in ("balance-sql", "")]
 
 
 def wait_workers(server, n: int = 2, timeout: float = 60.0) -> list[int]:

@@ -28,6 +28,14 @@ def descendants(pid: int) -> list[int]:
     return [p for child in children(pid) for p in (child, *descendants(child))]
 
 
+def comm(pid: int) -> str:
+    """A process's name (/proc/<pid>/comm: `balance-sql` for an SQL worker), "" once gone."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -14,6 +14,7 @@ from support import (
     SLIDE,
     SLOW6,
     children,
+    comm,
     descendants,
     dumps,
     ended,
@@ -69,15 +70,20 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
     for t in threads:
         t.start()
     wait_for(lambda: len(acked) >= 150, 60, "150 games acknowledged", every=0.01)
+    # the SQL console's workers too: forked from the judges' fork server, not children of the
+    # process that holds the file, they must still not outlive it
+    r = server.post("/sql/api", json.dumps({"sql": "SELECT 42 AS x"}), "application/json")
+    assert r.status == 200 and r.json()["rows"] == [[42]], r.body[:300]
     workers = descendants(server.proc.pid)
     assert len(workers) >= 3  # the worker holding the file, and judges under it
+    assert [p for p in workers if comm(p) == "balance-sql"], workers
     server.kill()  # SIGKILL mid-load: no checkpoint, no clean shutdown
     stop.set()
     for t in threads:
         t.join()
     assert len(acked) >= 150
-    # its worker (which holds the DuckDB file) and judge processes do not outlive it
-    wait_for(lambda: gone(workers), 15, "the worker and judges gone")
+    # its worker (which holds the DuckDB file), judges and SQL workers do not outlive it
+    wait_for(lambda: gone(workers), 15, "the worker, judges and SQL workers gone")
 
     server.start()  # recovers from the WAL
     again = Counter()
