@@ -20,6 +20,7 @@ using them is marked `slow`.
 from __future__ import annotations
 
 import fcntl
+import gc
 import os
 import subprocess
 import sys
@@ -80,6 +81,15 @@ def pytest_collection_modifyitems(items):
         ):
             item.add_marker(pytest.mark.slow)
     items[:] = longest_first(items)
+
+
+def pytest_collection_finish(session):
+    """What collection loaded (the whole stack's modules and their tables) stays for the whole
+    run: moved out of the garbage collector's sight, so that each full collection during the
+    tests walks only what the tests made since. On tests/analysis and tests/dashboard, two
+    workers: 2.7 s of collections before, 1.4 s after, of about 210 s."""
+    gc.collect()
+    gc.freeze()
 
 
 def longest_first(items: list) -> list:
