@@ -5,7 +5,9 @@ rate tables over; the run says which version it chose and why."""
 from __future__ import annotations
 
 import json
+import shutil
 
+import duckdb
 import pytest
 
 from analysis import jobs, load
@@ -21,14 +23,28 @@ def _write(con):
     return lambda fn: fn(con)
 
 
-@pytest.fixture
-def live_store(tmp_path):
-    """2,000 human games on 3.0.0, the jobs run once."""
+@pytest.fixture(scope="module")
+def live_file(tmp_path_factory):
+    """2,000 human games on 3.0.0, the jobs run once: made once for the module's tests."""
+    path = tmp_path_factory.mktemp("live") / "live.duckdb"
     plan = sy.Plan(n=2000, seed=11, modes=HUMAN, versions=(("3.0.0", 1),))
-    con, _ = sy.make_store(tmp_path / "live.duckdb", plan)
-    first = jobs.run(con, _write(con))
+    con, _ = sy.make_store(path, plan)
+    try:
+        first = jobs.run(con, _write(con))
+    finally:
+        con.close()
     assert first["default_cut"]["client_version"] == ["3.0.0"]
-    return con
+    return path
+
+
+@pytest.fixture
+def live_store(live_file, tmp_path):
+    """A copy of the module's live store, each test's own to add games to."""
+    path = tmp_path / "live.duckdb"
+    shutil.copyfile(live_file, path)
+    con = duckdb.connect(str(path))
+    yield con
+    con.close()
 
 
 def _add(con, n: int, version: str, modes, seed: int, tag: str) -> None:
