@@ -80,6 +80,7 @@ class _Worker:
         from .sqlworker import worker_main  # DuckDB, Arrow, the console: not the parent's cost
 
         ours, theirs = ctx.Pipe(duplex=True)
+        options = {**options, "environ": dict(os.environ)}  # now, not the fork server's
         proc = ctx.Process(
             target=worker_main, args=(theirs, options), name="balance-sql", daemon=True
         )

@@ -101,6 +101,11 @@ def _name_process() -> None:
 def worker_main(conn, options: dict) -> None:
     """The worker's loop: one request at a time from the pipe, one reply (header, body)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent ends us, not a terminal's Ctrl-C
+    if "environ" in options:
+        # A fork server's environment is the one it started with: a worker takes the pool's,
+        # as a spawned one would (the lake's extension directory, its S3 credentials)
+        os.environ.clear()
+        os.environ.update(options["environ"])
     _name_process()
     threading.Thread(target=_exit_with, args=(options["parent"],), daemon=True).start()
     extra = int(options["memory_bytes"])

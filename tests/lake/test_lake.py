@@ -12,6 +12,7 @@ import os
 import threading
 import time
 import uuid
+from pathlib import Path
 
 import duckdb
 import orjson
@@ -680,6 +681,37 @@ def test_the_dashboards_snapshot_of_a_lake_is_a_pinned_version_not_a_copy(
         assert lake not in str(err.value)
     finally:
         snaps.close()
+
+
+def test_a_forked_sql_worker_reads_the_lake_with_the_servers_environment_not_the_fork_servers(
+    stores, tmp_path, monkeypatch
+):
+    """SQL workers fork from the server's fork server (ingest/server/workers.py), which keeps
+    the environment it started with. A worker must read the lake as the server would: here
+    the extension directory is named only after the fork server started, and the worker
+    installs the extensions there (the console's lake connections do, read_only_config)."""
+    import multiprocessing.forkserver
+
+    from dashboard.snapshot import Snapshots
+    from ingest.server.workers import process_context
+
+    processes = process_context()
+    multiprocessing.forkserver.ensure_running()  # started before the variable below
+    store = stores()
+    assert store.ingest([pending(fresh(SLOW6[0]))]) == ["accepted"]
+    fresh_dir = tmp_path / "extensions"
+    monkeypatch.setenv("BALANCE_LAKE_EXTENSIONS", str(fresh_dir))
+    snaps = Snapshots(store, tmp_path / "snaps", workers=1, max_age=3600, processes=processes)
+    try:
+        assert snaps.run("SELECT count(*) AS n FROM games").table.to_pylist() == [{"n": 1}]
+        (worker,) = snaps.pool.pids()
+        stat = Path(f"/proc/{worker}/stat").read_text()
+    finally:
+        snaps.close()
+    assert int(stat.rsplit(")", 1)[1].split()[1]) != os.getpid()  # the fork server's child
+    assert sorted(p.name for p in fresh_dir.glob("v*/*/*.duckdb_extension")), list(
+        fresh_dir.rglob("*")
+    )
 
 
 def test_saved_query_slugs_stay_unique_when_two_servers_save_at_once(stores):
