@@ -17,6 +17,10 @@ the census plugin (tests/harness/census.py), then prints:
   see: PostgreSQL's servers, which pg_ctl detaches (the lake tests' catalog work), the judges'
   fork servers, which init reaps once their server's worker has left, and the kernel's work.
   On an idle machine, its busy cores against the census's say how much of the run waited.
+- the machine's speed before and after the run: the CPU seconds of one fixed workload (the
+  rules engine replaying the spec's example games, in this process), so that two runs can be
+  told apart by the machine they ran on: this shared host's speed swings by about a tenth
+  between runs of the same code, as much as a change here may save.
 Figures also go to benchmarks/out/suite_time.json. The exit code is pytest's.
 """
 
@@ -73,6 +77,28 @@ def machine_busy() -> float | None:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def machine_speed(rounds: int = 200) -> float:
+    """CPU seconds this process takes for one fixed workload: the rules engine (pure Python,
+    what most of the suite's CPU is like) replaying the spec's example games `rounds` times.
+    The same on the same machine; larger when the host gives this machine less."""
+    from replays import verifier
+    from tests.harness.records import EXAMPLES
+
+    records = [
+        json.loads(line)
+        for path in sorted(EXAMPLES.glob("*-valid.ndjson"))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    for record in records:  # warm: the engines' tables and caches
+        verifier.replay_record(record)
+    began = time.process_time()
+    for _ in range(rounds):
+        for record in records:
+            verifier.replay_record(record)
+    return time.process_time() - began
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra: list[str] = []
@@ -83,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=4, help="pytest-xdist workers (-n)")
     ap.add_argument("--top", type=int, default=15, help="files and tests to list")
     ap.add_argument("--target", type=float, default=420.0, help="seconds of wall time")
+    ap.add_argument(
+        "--speed-rounds", type=int, default=200, help="of the machine-speed workload (about 1 s)"
+    )
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory(prefix="suite-census-") as tmp:
@@ -93,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.workers > 0:
             command += ["-n", str(args.workers), "--dist", "loadfile"]
         command += extra
+        speed_before = machine_speed(args.speed_rounds)
         load_before = os.getloadavg()[0]
         busy_before = machine_busy()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -102,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         busy_after = machine_busy()
         load_after = os.getloadavg()[0]
+        speed_after = machine_speed(args.speed_rounds)
         rows = census(directory)
 
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
@@ -119,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     if busy is not None:
         cores = busy / wall
         print(f"machine        {busy:7.1f} s   busy ({cores:.2f} cores, with what it misses)")
+    print(
+        f"machine speed  {speed_before:7.2f} s   before, {speed_after:.2f} s after "
+        "(CPU of one fixed workload: more is a slower machine)"
+    )
     print(f"\n{'CPU s':>7} {'own':>7} {'procs':>7} {'wall s':>7} {'tests':>5}  file")
     for name, f_own, f_kids, f_wall, n in files[: args.top]:
         print(f"{f_own + f_kids:7.1f} {f_own:7.1f} {f_kids:7.1f} {f_wall:7.1f} {n:5d}  {name}")
@@ -136,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine_busy": busy,
         "cores": os.cpu_count(),
         "load": [load_before, load_after],
+        "machine_speed": [speed_before, speed_after],
         "tests": len(rows),
         "files": [
             {"file": name, "own": a, "children": b, "wall": c, "tests": n}

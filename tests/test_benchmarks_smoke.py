@@ -148,9 +148,11 @@ RUNS = {
         [slow, lake],
     ),
     "suite_time.py": (
-        "--top 2 -- --basetemp {out}/basetemp tests/test_pins.py tests/test_harness.py",
+        "--top 2 --speed-rounds 2 -- --basetemp {out}/basetemp tests/test_pins.py "
+        "tests/test_harness.py",
         r"tests +\d+ in 2 files; pytest exit 0.*wall +[\d.]+ s.*CPU +[\d.]+ s +\([\d.]+ cores"
-        r".*in tests +[\d.]+ s.*machine +[\d.]+ s +busy \([\d.]+ cores.*tests/test_pins.py::",
+        r".*in tests +[\d.]+ s.*machine +[\d.]+ s +busy \([\d.]+ cores.*"
+        r"machine speed +[\d.]+ s +before, [\d.]+ s after.*tests/test_pins.py::",
         [slow],
     ),
     "verify_slide.py": (
