@@ -86,15 +86,16 @@ VALIDATE = False
 
 
 # Building a spec with Altair costs ~50 ms; the spec depends on the arguments, the fields and
-# the categories drawn (sizes), never on the numbers, so it is kept per such key.
-_SPECS: dict = {}
+# the categories drawn (sizes), never on the numbers, so it is kept per such key, with whether
+# it was checked against the schema: a kept spec is used again while validation is on only if
+# it was (one built unchecked is built again, checked), and turning validation on keeps what
+# was checked (emptying the cache there made every checked app build every spec again).
+_SPECS: dict[tuple, tuple[dict, bool]] = {}
 
 
 def validate(on: bool) -> None:
-    """Validate every spec built from now on against the schema (or not)."""
+    """Validate every spec used from now on against the schema (or not)."""
     global VALIDATE
-    if on and not VALIDATE:
-        _SPECS.clear()  # specs built unchecked: check them too
     VALIDATE = bool(on)
 
 
@@ -116,8 +117,10 @@ def _signature(data: list[dict]) -> tuple:
 def _finish(make, data: list[dict], facet: str | None, key: tuple, columns: int = 2,
             resolve=("x",)) -> dict:  # fmt: skip
     key = (key, facet, columns, resolve, _signature(data))
-    spec = _SPECS.get(key)
-    if spec is None:
+    kept = _SPECS.get(key)
+    if kept is not None and (kept[1] or not VALIDATE):
+        spec = kept[0]
+    else:
         chart = make()
         if facet:
             out = chart.facet(
@@ -132,7 +135,7 @@ def _finish(make, data: list[dict], facet: str | None, key: tuple, columns: int 
         spec.pop("datasets", None)
         if len(_SPECS) > 2000:
             _SPECS.clear()
-        _SPECS[key] = spec
+        _SPECS[key] = (spec, VALIDATE)
     return {**spec, "data": {"values": data}}
 
 

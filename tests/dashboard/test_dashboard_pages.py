@@ -373,3 +373,40 @@ def test_an_app_reads_its_own_stores_tables_after_another_app_in_the_process(app
     analysed = app_factory(env=inline, db=db)
     r = analysed.get("/sql/q/dashboard-games-daily")
     assert r.status == 200 and b'id="sql-result"' in r.body
+
+
+def test_a_kept_chart_spec_is_used_again_only_if_it_was_checked(monkeypatch):
+    """dashboard.charts keeps each built spec. With validation on, a spec built unchecked is
+    built again and checked (an invalid one then fails); a checked one is used again, also
+    after validation was off for a while (an app of another setting in the same process)."""
+    import altair as alt
+    from altair.utils.schemapi import SchemaValidationError
+
+    from dashboard import charts
+
+    monkeypatch.setattr(charts, "_SPECS", {})
+    monkeypatch.setattr(charts, "VALIDATE", False)
+    built = []
+
+    def chart(bin_value):
+        def make():
+            built.append(bin_value)
+            return alt.Chart().mark_bar().encode(x=alt.X("v:Q", bin=bin_value))
+
+        return make
+
+    rows = [{"v": 1.0}, {"v": 2.0}]
+    bad = charts._finish(chart(123), rows, None, ("bad",))  # an invalid bin: unchecked, kept
+    assert bad["data"] == {"values": rows} and built == [123]
+    charts.validate(True)
+    with pytest.raises(SchemaValidationError):
+        charts._finish(chart(123), rows, None, ("bad",))
+    assert built == [123, 123]  # built again, to be checked
+
+    charts._finish(chart(True), rows, None, ("good",))
+    charts.validate(False)
+    charts._finish(chart(True), rows, None, ("good",))
+    charts.validate(True)
+    again = charts._finish(chart(True), rows, None, ("good",))
+    assert built == [123, 123, True]  # checked once, used again since
+    assert again["encoding"]["x"]["bin"] is True

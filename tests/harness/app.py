@@ -65,8 +65,6 @@ class AppClient(Client):
 
             self._validate = charts.VALIDATE
             charts.VALIDATE = self.extra_env["BALANCE_VALIDATE_CHARTS"] not in ("", "0")
-            if charts.VALIDATE and not self._validate:
-                charts._SPECS.clear()  # specs built unchecked by an earlier app: check them too
         try:
             self.app = create_app(self.config())
         except BaseException:
