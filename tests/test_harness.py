@@ -1,11 +1,14 @@
-"""The harness's one way to wait (tests/harness/wait.py): for a state, never for a time."""
+"""The harness itself: its one way to wait (tests/harness/wait.py), for a state, never for a
+time; its ports; the run's shared PostgreSQL cluster."""
 
 from __future__ import annotations
 
 import itertools
+import socket
 import time
 
 import pytest
+from harness.processes import ephemeral_ports, free_port
 from support import wait_for
 
 
@@ -73,3 +76,15 @@ def test_the_runs_cluster_left_by_a_dead_worker_is_stopped_by_the_controller(tmp
         stop_left_behind(tmp_path)  # nothing noted: nothing to do
     finally:
         cluster.stop()
+
+
+def test_a_free_port_is_outside_the_range_outgoing_connections_take():
+    """A server's port chosen from the ephemeral range was once taken by an outgoing
+    connection before the server bound it (`127.0.0.1:48231 is in use`)."""
+    low, high = ephemeral_ports()
+    ports = {free_port() for _ in range(20)}
+    assert all(10_000 <= p < low for p in ports), (sorted(ports), low, high)
+    assert len(ports) > 1  # random, not one port every worker would race for
+    for port in ports:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # and free

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import os
+import random
 import socket
 from pathlib import Path
+
+LOWEST_PORT = 10_000  # below it: well-known services' ports
 
 
 def children(pid: int) -> list[int]:
@@ -36,8 +39,31 @@ def comm(pid: int) -> str:
         return ""
 
 
+def ephemeral_ports() -> tuple[int, int]:
+    """The range the kernel takes outgoing connections' local ports from."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
-    with socket.socket() as s:
+    """A free loopback port for a server or PostgreSQL to listen on, below the ephemeral
+    range: a port from that range (what binding port 0 gives) can be taken, between this
+    check and the server's bind or its restart, by any outgoing connection of the machine
+    (a PostgreSQL client, an HTTP request), and the server then refuses to start ("in use")."""
+    low, _ = ephemeral_ports()
+    pick = random.SystemRandom()
+    for _ in range(100):
+        port = pick.randrange(LOWEST_PORT, max(LOWEST_PORT + 1, low))
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:  # another listener, or a connection's TIME_WAIT
+                continue
+            return port
+    with socket.socket() as s:  # the low range full: whatever the kernel gives
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
 
