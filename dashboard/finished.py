@@ -26,6 +26,8 @@ from pathlib import Path
 
 import orjson
 
+from .lifetime import alive
+
 KEEP_FILES = 8
 KEEP_BYTES = 256 * 1024 * 1024
 KEEP_SECONDS = 600.0
@@ -41,13 +43,8 @@ class Kept:
 
 
 def _alive(pid: str) -> bool:
-    try:
-        os.kill(int(pid), 0)
-    except (ValueError, ProcessLookupError):
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
+    """Whether the process named in a kept file's name is still there."""
+    return pid.isdigit() and alive(int(pid))
 
 
 def key_of(fmt: str, sql: str, params: dict | None) -> str:

@@ -9,14 +9,13 @@ fork of that process rather than a fresh interpreter that imports DuckDB and Arr
 from __future__ import annotations
 
 import os
-import select
 import signal
 import threading
-import time
 
 import orjson
 
 from .. import export  # noqa: F401  (loaded before the limit is set; downloads use it)
+from ..lifetime import leave_with
 from . import sqlfuncs
 from .sqlsafe import (
     Engine,
@@ -62,29 +61,6 @@ def _limit_memory(extra: int) -> int:
     return limit
 
 
-def _exit_with(parent: int) -> None:
-    # A server killed with SIGKILL cannot stop its workers: leave when the server is gone,
-    # even in the middle of a query (the pipe's end of file only shows between queries). The
-    # server, not this process's parent: under the server's fork server that is the fork
-    # server, which outlives the server until its last child has gone.
-    try:
-        watch = os.pidfd_open(parent)  # readable once the server has ended (Linux)
-    except ProcessLookupError:
-        os._exit(0)
-    except (AttributeError, OSError):  # no pidfd: look twice a second
-        while os.getppid() != 1:
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                break
-            except PermissionError:  # there (another user's process took the number)
-                pass
-            time.sleep(0.5)
-    else:
-        select.select([watch], [], [])
-    os._exit(0)
-
-
 PROCESS_NAME = b"balance-sql"  # /proc/<pid>/comm of a worker, as ps and top show it
 _PR_SET_NAME = 15
 
@@ -107,7 +83,7 @@ def worker_main(conn, options: dict) -> None:
         os.environ.clear()
         os.environ.update(options["environ"])
     _name_process()
-    threading.Thread(target=_exit_with, args=(options["parent"],), daemon=True).start()
+    threading.Thread(target=leave_with, args=(options["parent"],), daemon=True).start()
     extra = int(options["memory_bytes"])
     base = _status("VmData")
     limit = _limit_memory(extra)

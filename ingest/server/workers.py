@@ -11,7 +11,6 @@ import datetime as dt
 import logging
 import multiprocessing
 import os
-import select
 import signal
 import threading
 import time
@@ -21,6 +20,8 @@ from dataclasses import fields
 from itertools import repeat
 from operator import attrgetter
 from typing import cast
+
+from dashboard.lifetime import leave_with
 
 from ..storage import Pending
 from ..storage.rows import Block, Part, share_block
@@ -61,7 +62,9 @@ def _init(server: int) -> None:
     # judge (the server shuts it down), so that the server closes cleanly and quietly.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _worker_judge = Judge()
-    threading.Thread(target=_exit_with, args=(server,), daemon=True).start()
+    # a killed server's judges would wait forever: their task pipe stays open (every judge
+    # holds both ends), so each leaves when the server does (dashboard/lifetime.py)
+    threading.Thread(target=leave_with, args=(server,), daemon=True).start()
 
 
 def _judge(rulesets: tuple | None = None) -> Judge:
@@ -70,33 +73,6 @@ def _judge(rulesets: tuple | None = None) -> Judge:
         raise RuntimeError("not a judge process: its initializer has not run")
     _worker_judge.registry.adopt(rulesets)
     return _worker_judge
-
-
-def _exit_with(server: int) -> None:
-    # A server killed with SIGKILL cannot stop its judges, and their task pipe stays open
-    # (every judge holds both ends): leave when the server is gone. The server, not this
-    # process's parent: that is the fork server (`process_context`), which stays as long as one
-    # of its children does.
-    try:
-        watch = os.pidfd_open(server)  # readable once the server has ended (Linux)
-    except ProcessLookupError:
-        os._exit(0)
-    except (AttributeError, OSError):
-        while _alive(server):
-            time.sleep(1.0)
-    else:
-        select.select([watch], [], [])
-    os._exit(0)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # there, another user's
-        pass
-    return True
 
 
 def _judge_chunk(
