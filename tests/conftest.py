@@ -29,6 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from harness.duckdb_threads import one_thread_per_database
 from support import CHROMIUM, EXAMPLES, NO_CHROMIUM, AppClient, Browser, Server, build_demo_db
 
 
@@ -52,6 +53,7 @@ def keep_bytecode() -> None:
 
 
 keep_bytecode()
+one_thread_per_database()  # in every test process: the suite's processes fill the cores
 
 # The lake's fixtures (lake_cluster.py) for every folder: one PostgreSQL cluster for the run
 # (the xdist workers share it), used by the lake tests and the lake benchmarks' smoke runs.

@@ -1,5 +1,5 @@
 """The harness itself: its one way to wait (tests/harness/wait.py), for a state, never for a
-time; its ports; the run's shared PostgreSQL cluster."""
+time; its ports; the run's shared PostgreSQL cluster; DuckDB's threads in the test processes."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import itertools
 import socket
 import time
 
+import duckdb
 import pytest
 from harness.processes import LOWEST_PORT, ephemeral_ports, free_port
 from support import wait_for
@@ -88,3 +89,25 @@ def test_a_free_port_is_outside_the_range_outgoing_connections_take():
     for port in ports:
         with socket.socket() as s:
             s.bind(("127.0.0.1", port))  # and free
+
+
+def test_a_test_process_opens_duckdb_with_one_thread_unless_a_connection_asks_for_more(tmp_path):
+    """tests/harness/duckdb_threads.py, set by tests/conftest.py: every database a test opens
+    runs one DuckDB thread (the suite's processes already fill the cores); a connection that
+    names its threads, as the product's console does, keeps them, and SET still changes them."""
+
+    def threads(con) -> int:
+        return con.execute("SELECT current_setting('threads')").fetchone()[0]
+
+    plain = duckdb.connect()
+    on_file = duckdb.connect(str(tmp_path / "x.duckdb"), read_only=False)
+    asked = duckdb.connect(":memory:", config={"threads": 2, "memory_limit": "100MB"})
+    try:
+        assert threads(plain) == 1 and threads(on_file) == 1
+        assert threads(asked) == 2
+        asked.execute("SET threads = 3")
+        assert threads(asked) == 3
+    finally:
+        plain.close()
+        on_file.close()
+        asked.close()

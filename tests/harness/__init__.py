@@ -12,6 +12,7 @@
     engines    engines with a planted bug
     processes  a process's children, free ports, free bytes on a disk
     wait       wait_for(predicate, within, what): wait for a state, never for a time
+    duckdb_threads  one DuckDB thread per database in the test processes (tests/conftest.py)
     census     a pytest plugin writing each test's CPU (benchmarks/suite_time.py loads it)
 
 Tests import it as `harness` (tests/ is on pytest's path); benchmarks, run from the checkout

@@ -1,0 +1,37 @@
+"""One DuckDB thread per database in the test processes, unless a connection asks for more.
+
+DuckDB gives every database a pool of worker threads, one per core by default. The suite
+already keeps every core busy with processes (the README's `-n 4` on two cores, plus the
+servers and browsers they start), so a query's extra threads finish nothing sooner: they wake,
+hand work to each other and wait. In the test processes that overhead was a sixth of their CPU
+(`python -m benchmarks.suite_time`, with and without this, on the same machine: the commit
+that added it has the figures).
+
+What it changes: `duckdb.connect` in the process that calls `one_thread_per_database()` (the
+pytest workers: tests/conftest.py) opens a database with `threads = 1` unless its `config`
+names `threads`. What it does not: the product's own settings (a store's BALANCE_DB_THREADS,
+the console's BALANCE_SQL_THREADS, a `SET threads` after opening) still win, and the servers,
+commands and benchmarks the tests start as processes run DuckDB's defaults, as deployed.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import duckdb
+
+_MARK = "_balance_one_thread"
+
+
+def one_thread_per_database() -> None:
+    """Make `duckdb.connect` in this process default to one thread per database (once)."""
+    original = duckdb.connect
+    if getattr(original, _MARK, False):
+        return
+
+    @functools.wraps(original)
+    def connect(database=":memory:", read_only=False, config=None, **kwargs):
+        return original(database, read_only, {"threads": 1, **(config or {})}, **kwargs)
+
+    setattr(connect, _MARK, True)
+    duckdb.connect = connect
