@@ -8,6 +8,7 @@ import logging
 import threading
 from pathlib import Path
 
+from .duckdb_threads import CONSOLE_THREADS
 from .http import Client, Response
 
 
@@ -17,7 +18,8 @@ class AppClient(Client):
 
     `env` holds the same BALANCE_* settings a Server takes (they go to create_app as its
     config, over the defaults: the test process's environment is not read). Defaults as a
-    Server's: rate limiting and the analysis schedule off; and judging on the request threads
+    Server's: rate limiting and the analysis schedule off, the console's DuckDB on one thread
+    (duckdb_threads.py); and judging on the request threads
     (BALANCE_WORKERS=0) unless `env` asks for judge processes (then the gatherer and the judge
     pool run as on the server). `output()` is what the app logged meanwhile (the server's
     log: INFO, access lines included)."""
@@ -50,6 +52,7 @@ class AppClient(Client):
 
         conf = {name: default for name, (default, _) in SETTINGS.items()}
         conf.update(BALANCE_DB=str(self.db), BALANCE_RATE_LIMIT=0, BALANCE_JOBS_INTERVAL=0)
+        conf["BALANCE_SQL_THREADS"] = CONSOLE_THREADS
         conf["BALANCE_WORKERS"] = 0
         conf.update(self.extra_env)
         return conf

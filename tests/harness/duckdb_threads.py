@@ -11,20 +11,24 @@ What it changes: `duckdb.connect` in the process that calls `one_thread_per_data
 pytest workers: tests/conftest.py) opens a database with `threads = 1` unless its `config`
 names `threads`. What it does not: the product's own settings (a store's BALANCE_DB_THREADS,
 the console's BALANCE_SQL_THREADS, a `SET threads` after opening) still win, and the servers,
-commands and benchmarks the tests start as processes run DuckDB's defaults, as deployed.
+commands and benchmarks the tests start as processes run DuckDB's defaults, as deployed,
+but for one setting: the servers the harness starts (AppClient, Server, LakeServer) run their
+SQL console's processes on `CONSOLE_THREADS` DuckDB threads, for the same reason (their
+default, BALANCE_SQL_THREADS=2, is a deployment's; a test that needs two sets it).
 """
 
 from __future__ import annotations
 
 import functools
 
-import duckdb
-
 _MARK = "_balance_one_thread"
+CONSOLE_THREADS = "1"  # BALANCE_SQL_THREADS of the harness's servers
 
 
 def one_thread_per_database() -> None:
     """Make `duckdb.connect` in this process default to one thread per database (once)."""
+    import duckdb
+
     original = duckdb.connect
     if getattr(original, _MARK, False):
         return

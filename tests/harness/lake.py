@@ -31,6 +31,7 @@ import tempfile
 import uuid
 from pathlib import Path
 
+from .duckdb_threads import CONSOLE_THREADS
 from .processes import children, descendants, free_port
 from .records import REPO
 from .wait import wait_for
@@ -299,6 +300,7 @@ class LakeServer:
         env.update(
             BALANCE_RATE_LIMIT="0",
             BALANCE_JOBS_INTERVAL="0",
+            BALANCE_SQL_THREADS=CONSOLE_THREADS,
             PYTHONUNBUFFERED="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
         )

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from .duckdb_threads import CONSOLE_THREADS
 from .http import Client, Response
 from .processes import free_port
 from .records import REPO
@@ -20,7 +21,8 @@ class Server(Client):
     """One `balance serve` process; start/stop/kill/restart keep the same file and port.
 
     It runs from this working tree (`python -m ingest.cli serve`), with rate limiting and the
-    analysis schedule off unless `env` says otherwise; its stdout/stderr go to files in
+    analysis schedule off and the console's DuckDB on one thread (duckdb_threads.py) unless
+    `env` says otherwise; its stdout/stderr go to files in
     `workdir` (`output()`)."""
 
     def __init__(self, workdir: Path, env: dict | None = None, args=(), db: Path | None = None):
@@ -59,7 +61,12 @@ class Server(Client):
     def environment(self) -> dict:
         env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
         env.update(
-            {"BALANCE_RATE_LIMIT": "0", "BALANCE_JOBS_INTERVAL": "0", "PYTHONUNBUFFERED": "1"}
+            {
+                "BALANCE_RATE_LIMIT": "0",
+                "BALANCE_JOBS_INTERVAL": "0",
+                "BALANCE_SQL_THREADS": CONSOLE_THREADS,
+                "PYTHONUNBUFFERED": "1",
+            }
         )
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
         env.update(self.extra_env)
