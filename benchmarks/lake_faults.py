@@ -1,7 +1,7 @@
 """Faults under single-game load on a lake with staging, each checked against the client's list
 of acknowledged game_ids: 0 lost, 0 doubled, `balance lake check` clean (docs/lake.md).
 
-    python -m benchmarks.lake_faults [--connections 16] [--seconds 6]
+    python -m benchmarks.lake_faults [--connections 16] [--seconds 6] [--pool 200]
         [--faults kill-loader,kill-other,pg-stop,pg-freeze,disk-full]
 
 Real `balance serve --lake` processes (two), its own PostgreSQL cluster (tests/lake_cluster.py,
@@ -37,19 +37,20 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import pool, with_fresh_ids
+from benchmarks.ingest_pool import fresh_lines, pool
 from tests.harness.lake import Cluster, LakeServer, benchmark_extensions
 
 
 class Load:
     """Clients uploading single games until stopped; every game is sent until answered."""
 
-    def __init__(self, servers: list[LakeServer], lines: list[bytes], connections: int):
-        self.servers, self.lines = servers, iter(lines)
+    def __init__(self, servers: list[LakeServer], lines: Iterator[bytes], connections: int):
+        self.servers, self.lines = servers, lines
         self.acked: dict[str, int] = {}  # game_id -> answers accepted/duplicate
         self.unanswered: list[bytes] = []
         self.statuses: dict[str, int] = {}
@@ -180,6 +181,7 @@ def main() -> int:
     ap.add_argument("--full-seconds", type=float, default=10.0)
     ap.add_argument("--stop-seconds", type=float, default=20.0)
     ap.add_argument("--freeze-seconds", type=float, default=30.0)
+    ap.add_argument("--pool", type=int, default=200, help="simulated records (cached)")
     args = ap.parse_args()
     reason, own_extensions = benchmark_extensions("lake-faults-ext-")
     if reason:
@@ -202,9 +204,9 @@ def main() -> int:
         init_lake(catalog, str(disk / "lake"))
         env = {"BALANCE_WORKERS": "1", "BALANCE_LAKE_STALL": "5"}
         servers = [LakeServer(work / f"s{k}", catalog, env=env).start() for k in range(2)]
-        records = pool("slow6", 200)
+        records = pool("slow6", args.pool)
         for n, fault in enumerate(faults):
-            lines = with_fresh_ids(records, 200_000, seed=time.time_ns() + n)
+            lines = fresh_lines(records, seed=time.time_ns() + n)
             load = Load(servers, lines, args.connections).start()
             began = time.monotonic()
             time.sleep(args.seconds / 2)

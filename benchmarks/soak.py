@@ -37,6 +37,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.client
+import itertools
 import os
 import random
 import signal
@@ -52,7 +53,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
+from benchmarks.ingest_pool import ROOT, fresh_lines, pool
 
 HOST = "127.0.0.1"
 UPLOADERS, CONSOLE = "127.0.0.2", "127.0.0.3"  # the legitimate clients' own addresses
@@ -120,9 +121,7 @@ class Soak:
         self.hostile: Counter = Counter()
         self.unexpected: list[str] = []  # answers to legitimate uploads other than 200/503
         self.records = pool("slow6", args.pool)
-        self.refills = 0
-        self.lines = with_fresh_ids(self.records, 200_000, seed=int(time.time()))
-        self.next_line = 0
+        self.lines = fresh_lines(self.records, seed=int(time.time()))
 
     def count(self, kind: str, what) -> None:
         with self.lock:
@@ -134,14 +133,7 @@ class Soak:
 
     def take(self, n: int) -> list[bytes]:
         with self.lock:
-            if self.next_line + n > len(self.lines):  # a long soak: more games, new ids
-                self.refills += 1
-                seed = int(time.time()) * 1000 + self.refills
-                self.lines = with_fresh_ids(self.records, 200_000, seed=seed)
-                self.next_line = 0
-            start = self.next_line
-            self.next_line += n
-            return self.lines[start : start + n]
+            return list(itertools.islice(self.lines, n))
 
     def conn(self, timeout: float = 60, source: str = CONSOLE) -> http.client.HTTPConnection:
         return http.client.HTTPConnection(

@@ -125,7 +125,7 @@ RUNS = {
         [slow, lake],
     ),
     "lake_faults.py": (
-        "--faults kill-other --seconds 1 --connections 2",
+        "--faults kill-other --seconds 1 --connections 2 --pool 10",
         r'"fault": "kill-other", "acknowledged": [1-9]\d*, "in_lake": \d+, "lost": 0, '
         r'"doubled": 0, "check_ok": true',
         [slow, lake],
