@@ -192,68 +192,57 @@ def test_quick_start_serves_the_demo(quick_start):
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start):
+def test_the_first_screen_in_a_browser_reads_the_live_release(quick_start, browser):
     """In Chromium: the first screen's default cut has thousands of games, says which version
     and why, logs no console warning, and one click widens it to every version."""
-    from support import (
-        Browser,  # (a `browser` test: skipped, saying why, without chromium)
-        console,
-    )
+    from support import console
 
     server, _ = quick_start
     version, human, every = _live_cut(server)
-    browser = Browser()
-    try:
-        browser.open(server.url + "/dashboard/", "document.body.dataset.rendered")
-        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
-        assert console(browser) == []
-        shown = browser.evaluate("document.getElementById('coverage').textContent")
-        assert int(shown.replace(",", "")) == human >= 1_000
-        line = browser.evaluate("document.getElementById('default-cut').textContent")
-        assert version in line and "newest release" in line, line
-        browser.evaluate("document.getElementById('all-rulesets').click()")
-        wait_for(
-            lambda: "client_version=" in browser.evaluate("location.search"),
-            30,
-            "the widened cut in the address",
-            every=0.1,
-        )
-        browser.open(browser.evaluate("location.href"), "document.body.dataset.rendered")
-        widened = browser.evaluate("document.getElementById('coverage').textContent")
-        assert int(widened.replace(",", "")) == every > human
-        assert browser.evaluate("document.getElementById('default-cut')") is None
-        assert console(browser) == []
-    finally:
-        browser.close()
+    browser.open(server.url + "/dashboard/", "document.body.dataset.rendered")
+    assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+    assert console(browser) == []
+    shown = browser.evaluate("document.getElementById('coverage').textContent")
+    assert int(shown.replace(",", "")) == human >= 1_000
+    line = browser.evaluate("document.getElementById('default-cut').textContent")
+    assert version in line and "newest release" in line, line
+    browser.evaluate("document.getElementById('all-rulesets').click()")
+    wait_for(
+        lambda: "client_version=" in browser.evaluate("location.search"),
+        30,
+        "the widened cut in the address",
+        every=0.1,
+    )
+    browser.open(browser.evaluate("location.href"), "document.body.dataset.rendered")
+    widened = browser.evaluate("document.getElementById('coverage').textContent")
+    assert int(widened.replace(",", "")) == every > human
+    assert browser.evaluate("document.getElementById('default-cut')") is None
+    assert console(browser) == []
 
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_the_versions_page_shows_the_patch_and_what_it_did(quick_start):
+def test_the_versions_page_shows_the_patch_and_what_it_did(quick_start, browser):
     """In Chromium, the fresh demo's Versions page: 3.0.0 (standard) against the patched 3.1.0
     (ruleset 3.1), the parameter that changed, and Shield, the strongest power before the
     patch, with a smaller adjusted effect after it, its interval drawn."""
     import csv
     import io
 
-    from support import Browser, console
+    from support import console
 
     server, _ = quick_start
-    browser = Browser()
-    try:
-        browser.open(server.url + "/dashboard/p/versions", "document.body.dataset.rendered")
-        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
-        assert console(browser) == []
-        line = browser.evaluate("document.getElementById('page-line').textContent")
-        assert "A = 3.0.0+sim (standard) with B = 3.1.0+sim (3.1)" in line, line
-        assert "What changed: reach 2 -> 1." in line, line
-        chart = "document.getElementById('chart-versions-adjusted-powers')"
-        said = browser.evaluate(f"{chart}.querySelector('.covers').textContent")
-        assert "What changed: reach 2 -> 1." in said  # next to the differences measured
-        drawn = browser.evaluate(f"{chart}.querySelector('svg') ? {chart}.textContent : ''")
-        assert "shield adjusted effect" in drawn
-    finally:
-        browser.close()
+    browser.open(server.url + "/dashboard/p/versions", "document.body.dataset.rendered")
+    assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+    assert console(browser) == []
+    line = browser.evaluate("document.getElementById('page-line').textContent")
+    assert "A = 3.0.0+sim (standard) with B = 3.1.0+sim (3.1)" in line, line
+    assert "What changed: reach 2 -> 1." in line, line
+    chart = "document.getElementById('chart-versions-adjusted-powers')"
+    said = browser.evaluate(f"{chart}.querySelector('.covers').textContent")
+    assert "What changed: reach 2 -> 1." in said  # next to the differences measured
+    drawn = browser.evaluate(f"{chart}.querySelector('svg') ? {chart}.textContent : ''")
+    assert "shield adjusted effect" in drawn
     body = server.get("/dashboard/chart/versions-adjusted-powers.csv").body.decode()
     rows = {r["label"]: r for r in csv.DictReader(io.StringIO(body))}
     shield = rows["shield adjusted effect"]
@@ -350,26 +339,22 @@ def test_the_demo_checks_the_patch_prediction_against_its_release(quick_start):
 
 @pytest.mark.slow
 @pytest.mark.browser
-def test_the_lab_page_of_the_demo_renders_in_a_browser(quick_start):
+def test_the_lab_page_of_the_demo_renders_in_a_browser(quick_start, browser):
     """In Chromium: the demo's Lab page draws every chart (the runs' predicted changes, the
     prediction against observation, the track record) with no console warning."""
-    from support import ARTIFACTS, Browser, console
+    from support import ARTIFACTS, console
 
     server, _ = quick_start
-    browser = Browser()
-    try:
-        browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
-        assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
-        assert console(browser) == []
-        drawn = browser.evaluate(
-            "Array.from(document.querySelectorAll('div.vis')).map(el => ({id: "
-            "el.closest('section').id, r: el.dataset.rendered || null, marks: "
-            'el.querySelectorAll(\'svg g[class*="mark-"] > path, svg g[class*="mark-"] > '
-            "line').length}))"
-        )
-        ids = {d["id"] for d in drawn}
-        assert {"chart-lab-changes", "chart-lab-check", "chart-lab-record"} <= ids, drawn
-        assert all(d["r"] == "1" and d["marks"] > 0 for d in drawn), drawn
-        browser.screenshot(ARTIFACTS / "dashboard-lab-demo.png")
-    finally:
-        browser.close()
+    browser.open(server.url + "/dashboard/p/lab", "document.body.dataset.rendered")
+    assert browser.evaluate("document.body.dataset.rendered") not in ("0", "error")
+    assert console(browser) == []
+    drawn = browser.evaluate(
+        "Array.from(document.querySelectorAll('div.vis')).map(el => ({id: "
+        "el.closest('section').id, r: el.dataset.rendered || null, marks: "
+        'el.querySelectorAll(\'svg g[class*="mark-"] > path, svg g[class*="mark-"] > '
+        "line').length}))"
+    )
+    ids = {d["id"] for d in drawn}
+    assert {"chart-lab-changes", "chart-lab-check", "chart-lab-record"} <= ids, drawn
+    assert all(d["r"] == "1" and d["marks"] > 0 for d in drawn), drawn
+    browser.screenshot(ARTIFACTS / "dashboard-lab-demo.png")
