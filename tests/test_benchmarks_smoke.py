@@ -3,7 +3,9 @@ break unnoticed (analysis_full.py once died building its store on a fresh checko
 
 Each runs as a subprocess, as someone would run it (`python -m benchmarks.NAME` from the
 checkout), with its caches in a fresh directory (BALANCE_BENCH_OUT): the build paths run every
-time, and benchmarks/out/ is left alone. The lake benchmarks borrow the session's PostgreSQL
+time, and benchmarks/out/ is left alone. Its own DuckDB databases run one thread each, as in
+the test processes (tests/harness/duckdb_threads.py: the suite already fills the cores); the
+servers it starts run as deployed. The lake benchmarks borrow the session's PostgreSQL
 cluster and extension directory (BALANCE_BENCH_PG_DIR) instead of starting their own: one
 cluster per run. All but the quickest few are `slow`.
 """
@@ -188,7 +190,13 @@ def test_the_benchmark_runs_at_a_tiny_size(script, tmp_path, request):
         env[BORROW] = str(request.getfixturevalue("pg_cluster").directory)
         env["BALANCE_LAKE_EXTENSIONS"] = str(request.getfixturevalue("lake_extensions"))
     run = subprocess.run(
-        [sys.executable, "-m", f"benchmarks.{script.removesuffix('.py')}", *args],
+        [
+            sys.executable,
+            "-m",
+            "tests.harness.duckdb_threads",
+            f"benchmarks.{script.removesuffix('.py')}",
+            *args,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,

@@ -8,13 +8,15 @@ hand work to each other and wait. In the test processes that overhead was a sixt
 that added it has the figures).
 
 What it changes: `duckdb.connect` in the process that calls `one_thread_per_database()` (the
-pytest workers: tests/conftest.py) opens a database with `threads = 1` unless its `config`
-names `threads`. What it does not: the product's own settings (a store's BALANCE_DB_THREADS,
-the console's BALANCE_SQL_THREADS, a `SET threads` after opening) still win, and the servers,
-commands and benchmarks the tests start as processes run DuckDB's defaults, as deployed,
-but for one setting: the servers the harness starts (AppClient, Server, LakeServer) run their
-SQL console's processes on `CONSOLE_THREADS` DuckDB threads, for the same reason (their
-default, BALANCE_SQL_THREADS=2, is a deployment's; a test that needs two sets it).
+pytest workers: tests/conftest.py; and a module run as `python -m tests.harness.duckdb_threads
+MODULE ARGS...`, as the benchmarks' smoke runs are: tests/test_benchmarks_smoke.py) opens a
+database with `threads = 1` unless its `config` names `threads`. What it does not: the
+product's own settings (a store's BALANCE_DB_THREADS, the console's BALANCE_SQL_THREADS, a `SET
+threads` after opening) still win, and the servers and commands the tests start as processes
+run DuckDB's defaults, as deployed, but for one setting: the servers the harness starts
+(AppClient, Server, LakeServer) run their SQL console's processes on `CONSOLE_THREADS` DuckDB
+threads, for the same reason (their default, BALANCE_SQL_THREADS=2, is a deployment's; a test
+that needs two sets it).
 """
 
 from __future__ import annotations
@@ -39,3 +41,20 @@ def one_thread_per_database() -> None:
 
     setattr(connect, _MARK, True)
     duckdb.connect = connect
+
+
+def main(argv: list[str]) -> None:
+    """Run module `argv[0]` as `python -m` would, with `argv[1:]` as its arguments, on one
+    DuckDB thread per database."""
+    import runpy
+    import sys
+
+    one_thread_per_database()
+    sys.argv = [argv[0], *argv[1:]]
+    runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
