@@ -22,6 +22,8 @@ that needs two sets it).
 from __future__ import annotations
 
 import functools
+import runpy
+import sys
 
 _MARK = "_balance_one_thread"
 CONSOLE_THREADS = "1"  # BALANCE_SQL_THREADS of the harness's servers
@@ -46,15 +48,10 @@ def one_thread_per_database() -> None:
 def main(argv: list[str]) -> None:
     """Run module `argv[0]` as `python -m` would, with `argv[1:]` as its arguments, on one
     DuckDB thread per database."""
-    import runpy
-    import sys
-
     one_thread_per_database()
-    sys.argv = [argv[0], *argv[1:]]
+    sys.argv = list(argv)  # runpy puts the module's file in place of its name
     runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
 
 
 if __name__ == "__main__":
-    import sys
-
     main(sys.argv[1:])
