@@ -3,9 +3,8 @@
 DuckDB gives every database a pool of worker threads, one per core by default. The suite
 already keeps every core busy with processes (the README's `-n 4` on two cores, plus the
 servers and browsers they start), so a query's extra threads finish nothing sooner: they wake,
-hand work to each other and wait. In the test processes that overhead was a sixth of their CPU
-(`python -m benchmarks.suite_time`, with and without this, on the same machine: the commit
-that added it has the figures).
+hand work to each other and wait: measured with `python -m benchmarks.suite_time`, with and
+without this on the same machine (the commit that added it has the figures).
 
 What it changes: `duckdb.connect` in the process that calls `one_thread_per_database()` (the
 pytest workers: tests/conftest.py; and a module run as `python -m tests.harness.duckdb_threads
@@ -48,6 +47,9 @@ def one_thread_per_database() -> None:
 def main(argv: list[str]) -> None:
     """Run module `argv[0]` as `python -m` would, with `argv[1:]` as its arguments, on one
     DuckDB thread per database."""
+    if not argv or argv[0].startswith("-"):
+        print("usage: python -m tests.harness.duckdb_threads MODULE [ARGS...]", file=sys.stderr)
+        raise SystemExit(2)
     one_thread_per_database()
     sys.argv = list(argv)  # runpy puts the module's file in place of its name
     runpy.run_module(argv[0], run_name="__main__", alter_sys=True)
