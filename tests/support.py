@@ -56,7 +56,7 @@ from harness.records import (
     spec_dir,
     verdicts,
 )
-from harness.server import Server
+from harness.server import JUDGES, Server
 from harness.snapshots import Snapshots
 from harness.wait import wait_for, wait_until
 
@@ -76,6 +76,7 @@ __all__ = [
     "Client",
     "Ran",
     "Response",
+    "JUDGES",
     "Server",
     "Snapshots",
     "WebSocket",

@@ -301,6 +301,7 @@ class LakeServer:
             BALANCE_RATE_LIMIT="0",
             BALANCE_JOBS_INTERVAL="0",
             BALANCE_SQL_THREADS=CONSOLE_THREADS,
+            BALANCE_WORKERS="0",  # as a Server's (server.py)
             PYTHONUNBUFFERED="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
         )

@@ -16,14 +16,21 @@ from .processes import free_port
 from .records import REPO
 from .wait import wait_for
 
+# judge processes as deployed on a 2-core machine: for a test about them or the process tree
+JUDGES = {"BALANCE_WORKERS": "2"}
+
 
 class Server(Client):
     """One `balance serve` process; start/stop/kill/restart keep the same file and port.
 
     It runs from this working tree (`python -m ingest.cli serve`), with rate limiting and the
-    analysis schedule off and the console's DuckDB on one thread (duckdb_threads.py) unless
-    `env` says otherwise; its stdout/stderr go to files in
-    `workdir` (`output()`)."""
+    analysis schedule off, the console's DuckDB on one thread (duckdb_threads.py) and judging
+    on the request threads (BALANCE_WORKERS=0, as an AppClient's) unless `env` says otherwise;
+    its stdout/stderr go to files in `workdir` (`output()`).
+
+    No judge processes by default: their fork server and judges cost about half a second of
+    CPU a start (more than a third of a server's start), which init, not the test, reaps. A
+    test about the judges or the process tree names BALANCE_WORKERS (JUDGES)."""
 
     def __init__(self, workdir: Path, env: dict | None = None, args=(), db: Path | None = None):
         self.workdir = workdir
@@ -65,6 +72,7 @@ class Server(Client):
                 "BALANCE_RATE_LIMIT": "0",
                 "BALANCE_JOBS_INTERVAL": "0",
                 "BALANCE_SQL_THREADS": CONSOLE_THREADS,
+                "BALANCE_WORKERS": "0",
                 "PYTHONUNBUFFERED": "1",
             }
         )

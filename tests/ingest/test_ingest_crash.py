@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 
 import pytest
 from support import (
+    JUDGES,
     SLIDE,
     SLOW6,
     children,
@@ -25,6 +26,7 @@ from support import (
 )
 
 pytestmark = pytest.mark.slow  # real servers, killed and restarted
+# Every server here judges in processes (JUDGES), as deployed: the crashes are of that tree.
 
 
 def pool(n: int, seed: int) -> list[dict]:
@@ -42,7 +44,7 @@ def rows_per_game(db) -> dict[str, int]:
 
 
 def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
-    server = server_factory()
+    server = server_factory(env=JUDGES)
     records = pool(1500, seed=1)
     acked: set[str] = set()  # answered 2xx accepted
     unsure: set[str] = set()  # sent when the server died: stored or not
@@ -110,7 +112,7 @@ def test_sigkill_loses_no_acknowledged_game_and_doubles_none(server_factory):
 
 
 def test_concurrent_clients_with_overlapping_ids_lose_and_double_nothing(server_factory):
-    server = server_factory(args=["--threads", "12"])
+    server = server_factory(env=JUDGES, args=["--threads", "12"])
     records = pool(240, seed=3)
     # a conflicting twin for every tenth record: same id, different content
     twins = []
@@ -174,7 +176,7 @@ def test_concurrent_clients_with_overlapping_ids_lose_and_double_nothing(server_
 def test_sigterm_stores_every_acknowledged_game_then_exits_cleanly(server_factory):
     """SIGTERM: the worker loads the journal into DuckDB, checkpoints, and every process of
     the server exits with status 0, leaving the file alone (no journal segment, no WAL)."""
-    server = server_factory()
+    server = server_factory(env=JUDGES)
     records = pool(60, seed=3)
     assert {x["verdict"] for x in server.upload(records).json()["results"]} == {"accepted"}
     processes = descendants(server.proc.pid)
@@ -194,7 +196,7 @@ def test_every_judge_killed_then_uploads_are_stored_and_one_sigterm_stops_cleanl
     stored, and one SIGTERM still closes the store cleanly. The judge pool started again
     used to keep one judge that never got its stop sentinel, and the stop waited for it
     until BALANCE_STOP_TIMEOUT, then left without a clean close (workers.JudgePool.close)."""
-    server = server_factory(env={"BALANCE_STOP_TIMEOUT": "60"})  # past the harness's 30 s
+    server = server_factory(env={**JUDGES, "BALANCE_STOP_TIMEOUT": "60"})  # past the harness's 30 s
     (worker,) = [p for p in children(server.proc.pid) if children(p)]
     under = descendants(worker)
     assert len(under) >= 3, under  # the fork server and its judges (and the tracker)

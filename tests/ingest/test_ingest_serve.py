@@ -12,6 +12,7 @@ import sys
 
 import pytest
 from support import (
+    JUDGES,
     REPO,
     SLOW6,
     Server,
@@ -79,7 +80,7 @@ def test_a_second_server_on_the_same_store_refuses_to_start(running):
 def test_a_signal_to_the_whole_process_group_stops_it_cleanly(tmp_path, signum):
     """Both reach every process at once, and the supervisor then signals its worker again:
     granian's worker hung on that second signal, and the judges died with tracebacks."""
-    server = Server(tmp_path / "srv")
+    server = Server(tmp_path / "srv", env=JUDGES)  # the judges too get the signals
     server.new_session = True
     server.start()
     try:
@@ -101,7 +102,7 @@ def test_a_signal_to_the_whole_process_group_stops_it_cleanly(tmp_path, signum):
 def test_a_worker_signalled_twice_still_stops_and_closes_the_store(tmp_path):
     """What a terminal's Ctrl-C or systemd does to the worker, deterministically: two signals.
     granian 2.8.9 blocks forever on the second unless the worker sets its shutdown once."""
-    server = Server(tmp_path / "srv")
+    server = Server(tmp_path / "srv", env=JUDGES)  # the judges too get the signals
     server.new_session = True
     server.start()
     try:
@@ -134,7 +135,7 @@ def _worker(pid: int) -> int:
 def test_a_killed_worker_is_started_again_and_keeps_every_acknowledged_game(tmp_path):
     """SIGKILL of the worker alone (an out-of-memory kill picks the largest process): the
     server starts a new worker on the same store and port; nothing acknowledged is lost."""
-    server = Server(tmp_path / "srv")
+    server = Server(tmp_path / "srv", env=JUDGES)  # the worker is the child with children
     server.start()
     try:
         first = [fresh(SLOW6[i]) for i in range(5)]
