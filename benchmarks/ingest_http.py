@@ -34,7 +34,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
+from benchmarks.ingest_pool import ROOT, pool, pool_size, with_fresh_ids
 
 
 def start_server(db: Path, threads: int) -> tuple[subprocess.Popen, int]:
@@ -201,7 +201,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch-games", type=int, default=20_000)
     ap.add_argument("--single-games", type=int, default=8_000)
-    ap.add_argument("--pool", type=int, default=1000)
+    ap.add_argument("--pool", type=pool_size, default=1000)
     ap.add_argument("--threads", type=int, default=8, help="balance serve --threads")
     ap.add_argument("--client", choices=("auto", "wrk", "python"), default="auto")
     args = ap.parse_args()

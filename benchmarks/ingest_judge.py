@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from benchmarks.ingest_pool import ROOT, pool, with_fresh_ids
+from benchmarks.ingest_pool import ROOT, pool, pool_size, with_fresh_ids
 
 CHUNK = 50  # ingest/server/workers.py::_CHUNK
 STAGES = (
@@ -148,7 +148,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=5000, help="lines per pass")
     ap.add_argument("--passes", type=int, default=7)
-    ap.add_argument("--pool", type=int, default=1000, help="as benchmarks/ingest_http.py")
+    ap.add_argument("--pool", type=pool_size, default=1000, help="as benchmarks/ingest_http.py")
     ap.add_argument("--against", type=Path, help="another tree's root, run alternately")
     args = ap.parse_args()
     lines = with_fresh_ids(pool("slow6", args.pool), args.games, seed=42)

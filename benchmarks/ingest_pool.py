@@ -7,6 +7,7 @@ stays valid, and per-record compression does not benefit from the repetition).
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import os
 import random
@@ -21,8 +22,20 @@ ROOT = Path(__file__).resolve().parents[1]
 OUT = Path(os.environ.get("BALANCE_BENCH_OUT") or ROOT / "benchmarks" / "out")
 
 
+def pool_size(text: str) -> int:
+    """The argparse type of every benchmark's --pool: at least one record. An empty pool sent
+    nothing and the benchmark printed figures over no games."""
+    n = int(text)  # not a number: argparse says "invalid pool_size value"
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {n}")
+    return n
+
+
 def pool(game: str, n: int, seed: int = 11) -> list[dict]:
-    """`n` simulated records of `game` (Slide: spread over 2..6 players), cached on disk."""
+    """`n` simulated records of `game` (Slide: spread over 2..6 players, at least one each),
+    cached on disk."""
+    if n < 1:
+        raise ValueError(f"a pool of {n} records: at least 1")
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"pool-{game}-{n}-{seed}.ndjson"
     if path.exists():
@@ -34,7 +47,7 @@ def pool(game: str, n: int, seed: int = 11) -> list[dict]:
     else:
         from replays.slide.simulate import simulate_games
 
-        records = [r for p in range(2, 7) for r in simulate_games(n // 5, p, seed + p)]
+        records = [r for p in range(2, 7) for r in simulate_games(max(1, n // 5), p, seed + p)]
     path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in records))
     return records
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import duckdb
 
-from benchmarks.ingest_pool import pool, with_fresh_ids
+from benchmarks.ingest_pool import pool, pool_size, with_fresh_ids
 from ingest.server import config
 from ingest.server.app import open_store
 from ingest.server.pipeline import Judge, utcnow
@@ -41,7 +41,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--games", type=int, default=100_000)
     ap.add_argument("--game", choices=("slow6", "slide"), default="slow6")
-    ap.add_argument("--pool", type=int, default=1000, help="distinct simulated games")
+    ap.add_argument("--pool", type=pool_size, default=1000, help="distinct simulated games")
     ap.add_argument("--keep", help="keep the store at this path")
     args = ap.parse_args()
 

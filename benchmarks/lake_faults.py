@@ -42,7 +42,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import fresh_lines, pool
+from benchmarks.ingest_pool import fresh_lines, pool, pool_size
 from tests.harness.lake import Cluster, LakeServer, benchmark_extensions
 
 
@@ -181,7 +181,7 @@ def main() -> int:
     ap.add_argument("--full-seconds", type=float, default=10.0)
     ap.add_argument("--stop-seconds", type=float, default=20.0)
     ap.add_argument("--freeze-seconds", type=float, default=30.0)
-    ap.add_argument("--pool", type=int, default=200, help="simulated records (cached)")
+    ap.add_argument("--pool", type=pool_size, default=200, help="simulated records (cached)")
     args = ap.parse_args()
     reason, own_extensions = benchmark_extensions("lake-faults-ext-")
     if reason:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import OUT, pool, with_fresh_ids
+from benchmarks.ingest_pool import OUT, pool, pool_size, with_fresh_ids
 from tests.harness.lake import Cluster, LakeServer, benchmark_extensions
 
 JSON, NDJSON = "application/json", "application/x-ndjson"
@@ -234,7 +234,7 @@ def main() -> int:
     )
     ap.add_argument("--single-lines", type=int, default=60_000, help="lines a single phase")
     ap.add_argument("--no-file", action="store_true", help="skip the embedded-file reference")
-    ap.add_argument("--pool", type=int, default=1000, help="simulated records (cached)")
+    ap.add_argument("--pool", type=pool_size, default=1000, help="simulated records (cached)")
     ap.add_argument(
         "--token",
         choices=("on", "off", "both"),

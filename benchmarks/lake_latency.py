@@ -35,7 +35,7 @@ import threading
 import time
 from pathlib import Path
 
-from benchmarks.ingest_pool import pool, with_fresh_ids
+from benchmarks.ingest_pool import pool, pool_size, with_fresh_ids
 from ingest.server import gather as gather_mod
 from ingest.server.pipeline import Judge
 from ingest.server.workers import JudgePool
@@ -230,7 +230,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--uploads", type=int, default=3000)
     ap.add_argument("--connections", type=int, default=8)
-    ap.add_argument("--pool", type=int, default=1000, help="simulated records to send again")
+    ap.add_argument("--pool", type=pool_size, default=1000, help="simulated records to send again")
     ap.add_argument("--no-file", action="store_true")
     ap.add_argument("--stagers", type=int, default=0, help="the lake's (0: its default)")
     ap.add_argument(

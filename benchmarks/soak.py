@@ -53,7 +53,7 @@ from pathlib import Path
 
 import orjson
 
-from benchmarks.ingest_pool import ROOT, fresh_lines, pool
+from benchmarks.ingest_pool import ROOT, fresh_lines, pool, pool_size
 
 HOST = "127.0.0.1"
 UPLOADERS, CONSOLE = "127.0.0.2", "127.0.0.3"  # the legitimate clients' own addresses
@@ -395,7 +395,9 @@ def main() -> int:
     ap.add_argument("--flood", type=int, default=70, help="slow upload bodies from one address")
     ap.add_argument("--slow-console", type=int, default=6, help="slow POST /sql/api bodies")
     ap.add_argument("--never-read", type=int, default=4, help="downloads never read")
-    ap.add_argument("--pool", type=int, default=1000, help="distinct simulated games uploaded")
+    ap.add_argument(
+        "--pool", type=pool_size, default=1000, help="distinct simulated games uploaded"
+    )
     args = ap.parse_args()
     import resource
 

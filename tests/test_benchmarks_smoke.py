@@ -205,3 +205,21 @@ def test_the_benchmark_runs_at_a_tiny_size(script, tmp_path, request):
     )
     assert run.returncode == 0, f"exit {run.returncode}\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}"
     assert re.search(figures, run.stdout, re.S), run.stdout[-3000:]
+
+
+def test_a_pool_of_no_records_is_refused_before_the_benchmark_runs(tmp_path):
+    """`--pool 0` (or less) is a usage error, exit 2, in every benchmark that takes it: an
+    empty pool sent nothing, and ingest_size printed bytes per game over no games."""
+    takes = sorted(p.name for p in BENCHMARKS.glob("*.py") if '"--pool"' in p.read_text())
+    assert len(takes) >= 7, takes
+    for name in takes:
+        assert '"--pool", type=pool_size' in (BENCHMARKS / name).read_text(), name
+    env = {k: v for k, v in os.environ.items() if not k.startswith("BALANCE_")}
+    env["BALANCE_BENCH_OUT"] = str(tmp_path / "out")
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ingest_size", "--games", "5", "--pool", "0"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 2, run.stdout + run.stderr
+    assert "argument --pool: must be at least 1, not 0" in run.stderr
+    assert not (tmp_path / "out").exists()  # nothing simulated, nothing written
